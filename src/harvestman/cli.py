@@ -1,0 +1,355 @@
+"""The ``harvestman`` command: crawl, export, stats, db."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+
+from harvestman.config import CONFIG_ENV, Settings, load_settings
+from harvestman.display import CrawlProgress, render_report, summary_table
+from harvestman.errors import ConfigError, HarvestmanError
+from harvestman.export import FORMATS, export_pages, page_summary
+from harvestman.store import SqlStore
+from harvestman.store import migrate as migrations
+
+app = typer.Typer(
+    name="harvestman",
+    help="A polite, resumable web crawler.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(help="Database schema migrations (Alembic).", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+err = Console(stderr=True)
+log = logging.getLogger("harvestman")
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option("--db", help="SQLite file of the store [default: ./harvestman.db]"),
+]
+DatabaseUrlOption = Annotated[
+    str | None,
+    typer.Option("--database-url", help="SQLAlchemy URL of the store (overrides --db)"),
+]
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="TOML settings file", envvar=CONFIG_ENV)
+]
+NameOption = Annotated[
+    str | None, typer.Option("--name", help="Crawl namespace [default: default]")
+]
+VerboseOption = Annotated[int, typer.Option("--verbose", "-v", count=True, help="More logging")]
+
+
+def _setup_logging(verbose: int) -> None:
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(
+        level=level,
+        format="%(message)s",
+        handlers=[RichHandler(console=err, show_path=False, rich_tracebacks=True)],
+        force=True,
+    )
+
+
+def _database_url(db: Path | None, database_url: str | None) -> str | None:
+    if database_url:
+        return database_url
+    if db is not None:
+        return f"sqlite:///{db}"
+    return None
+
+
+def _settings(config: Path | None, **overrides: Any) -> Settings:
+    if config is not None:
+        os.environ[CONFIG_ENV] = str(config)
+    try:
+        return load_settings(**overrides)
+    except ConfigError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+
+@contextlib.contextmanager
+def _errors_exit() -> Iterator[None]:
+    """Turn Harvestman errors into a one-line message and exit status 1 (2 for config)."""
+    try:
+        yield
+    except ConfigError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    except HarvestmanError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+
+
+def _read_seeds(urls: list[str], seeds_file: Path | None) -> list[str]:
+    seeds = list(urls)
+    if seeds_file is not None:
+        try:
+            lines = seeds_file.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ConfigError(f"cannot read seeds file {seeds_file}: {exc}") from None
+        seeds.extend(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+    return seeds
+
+
+@app.command()
+def crawl(
+    urls: Annotated[list[str] | None, typer.Argument(help="Seed URLs", show_default=False)] = None,
+    seeds_file: Annotated[
+        Path | None, typer.Option("--seeds-file", help="File with one seed URL per line")
+    ] = None,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+    max_pages: Annotated[
+        int | None, typer.Option("--max-pages", help="Stop after this many fetches (0: no limit)")
+    ] = None,
+    max_depth: Annotated[
+        int | None, typer.Option("--max-depth", help="Link hops from a seed [default: 3]")
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option("--concurrency", "-c", help="Requests in flight [default: 32]")
+    ] = None,
+    delay: Annotated[
+        float | None,
+        typer.Option("--delay", help="Seconds between requests to a host without Crawl-delay [1]"),
+    ] = None,
+    per_host_concurrency: Annotated[
+        int | None, typer.Option("--per-host-concurrency", help="Requests in flight per host [1]")
+    ] = None,
+    allow_domain: Annotated[
+        list[str] | None, typer.Option("--allow-domain", help="Also crawl this domain")
+    ] = None,
+    include: Annotated[
+        list[str] | None, typer.Option("--include", help="Only URLs matching this regex")
+    ] = None,
+    exclude: Annotated[
+        list[str] | None, typer.Option("--exclude", help="Skip URLs matching this regex")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Seconds per request [30]")
+    ] = None,
+    user_agent: Annotated[str | None, typer.Option("--user-agent", help="User-Agent")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Append fetched pages here as JSONL")
+    ] = None,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Live progress display")
+    ] = True,
+    verbose: VerboseOption = 0,
+) -> None:
+    """Crawl from seed URLs into the store; run it again to resume."""
+    _setup_logging(verbose)
+    settings = _settings(
+        config,
+        database_url=_database_url(db, database_url),
+        crawl_name=name,
+        crawl_max_pages=max_pages,
+        crawl_max_depth=max_depth,
+        crawl_concurrency=concurrency,
+        frontier_delay=delay,
+        frontier_per_host_concurrency=per_host_concurrency,
+        crawl_allow_domains=allow_domain or None,
+        crawl_include=include or None,
+        crawl_exclude=exclude or None,
+        fetch_timeout=timeout,
+        fetch_user_agent=user_agent,
+    )
+    with _errors_exit():
+        seeds = _read_seeds(urls or [], seeds_file)
+        code = _run(_crawl(settings, seeds, output, progress and sys.stderr.isatty()))
+    raise typer.Exit(code)
+
+
+def _run(coro: Any) -> Any:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
+async def _crawl(settings: Settings, seeds: list[str], output: Path | None, live: bool) -> int:
+    from harvestman.engine import Engine
+
+    out = output.open("ab") if output else None
+    async with SqlStore(settings.database_url) as store:
+        if store.engine.dialect.name == "sqlite":
+            await store.upgrade()  # the embedded store sets itself up
+        else:
+            await store.check_schema()
+
+        def write_pages(outcomes: Any) -> None:
+            if out is not None:
+                for outcome in outcomes:
+                    line = page_summary(outcome)
+                    if line is not None:
+                        out.write(line)
+
+        engine = Engine(settings, store, seeds, on_pages=write_pages)
+        for seed, reason in engine.rejected_seeds:
+            err.print(f"[yellow]skipped seed[/yellow] {seed!r}: {reason}")
+        crawl_id = await store.find_crawl(settings.crawl_name)
+        if not engine.seeds and crawl_id is None:
+            err.print("[red]error:[/red] no valid seed URL and no crawl to resume in this store")
+            return 2
+        loop = asyncio.get_running_loop()
+        interrupted = False
+
+        def on_signal() -> None:
+            nonlocal interrupted
+            if interrupted:  # a second Ctrl-C: leave now; leases expire and come back
+                os._exit(130)
+            interrupted = True
+            err.print("[yellow]stopping: finishing writes (Ctrl-C again to quit at once)[/yellow]")
+            engine.stop()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, on_signal)
+        display = CrawlProgress(engine, err) if live else None
+        try:
+            if display is not None:
+                display.start()
+            counts = await engine.run()
+        finally:
+            if display is not None:
+                await display.stop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            if out is not None:
+                out.close()
+        err.print(summary_table(engine, counts))
+        return 130 if interrupted else 0
+
+
+@app.command()
+def export(
+    fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl or csv")] = "jsonl",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File to write [default: stdout]")
+    ] = None,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+) -> None:
+    """Write every stored page of a crawl as JSONL or CSV, streaming."""
+    if fmt not in FORMATS:
+        err.print(f"[red]error:[/red] unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        raise typer.Exit(2)
+    settings = _settings(config, database_url=_database_url(db, database_url), crawl_name=name)
+    with _errors_exit():
+        store = SqlStore(settings.database_url)
+        crawl_id = _existing_crawl(store, settings)
+        target = output.open("wb") if output else sys.stdout.buffer
+        try:
+            n = export_pages(store, crawl_id, fmt, target)
+        finally:
+            if output:
+                target.close()
+            store.engine.dispose()
+    err.print(f"exported {n} pages")
+
+
+def _existing_crawl(store: SqlStore, settings: Settings) -> int:
+    migrations.check_current(store.engine)
+    crawl_id = asyncio.run(_find(store, settings.crawl_name))
+    if crawl_id is None:
+        raise ConfigError(f"no crawl named {settings.crawl_name!r} in {settings.database_url}")
+    return crawl_id
+
+
+async def _find(store: SqlStore, name: str) -> int | None:
+    async with store:
+        return await store.find_crawl(name)
+
+
+@app.command()
+def stats(
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Print what the store holds for a crawl: URLs by status, pages, statuses, errors, hosts."""
+
+    settings = _settings(config, database_url=_database_url(db, database_url), crawl_name=name)
+    with _errors_exit():
+        store = SqlStore(settings.database_url)
+        try:
+            crawl_id = _existing_crawl(store, settings)
+            report = store.report(crawl_id)
+        finally:
+            store.engine.dispose()
+    if as_json:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        Console().print(render_report(report))
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision")] = "head",
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Migrate the schema up (to the newest revision by default)."""
+    settings = _settings(config, database_url=_database_url(db, database_url))
+    with _errors_exit():
+        store = SqlStore(settings.database_url)
+        migrations.upgrade(store.engine, revision)
+        err.print(f"schema at {migrations.current_revision(store.engine)}")
+
+
+@db_app.command("downgrade")
+def db_downgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision, e.g. -1 or base")],
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Migrate the schema down to REVISION."""
+    settings = _settings(config, database_url=_database_url(db, database_url))
+    with _errors_exit():
+        store = SqlStore(settings.database_url)
+        migrations.downgrade(store.engine, revision)
+        err.print(f"schema at {migrations.current_revision(store.engine) or 'base'}")
+
+
+@db_app.command("current")
+def db_current(
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Print the schema revision of the database and of the code."""
+    settings = _settings(config, database_url=_database_url(db, database_url))
+    with _errors_exit():
+        store = SqlStore(settings.database_url)
+        current = migrations.current_revision(store.engine)
+        head = migrations.head_revision(store.engine)
+    typer.echo(f"database: {current or 'empty'}\ncode:     {head}")
+    if current != head:
+        typer.echo("run `harvestman db upgrade` to migrate")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,161 @@
+"""Settings: one typed object, every default in one place.
+
+Precedence, lowest first: defaults < config file (TOML) < ``HARVESTMAN_*`` environment < CLI flags.
+A field ``fetch_timeout`` is ``HARVESTMAN_FETCH_TIMEOUT`` in the environment and ``fetch_timeout``
+in the config file (top level, or ``timeout`` under a ``[fetch]`` table). Settings are resolved
+once, at start-up, and plain values are passed down: hot loops never read this object.
+
+>>> Settings().fetch_timeout
+30.0
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from harvestman import __version__
+from harvestman.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_USER_AGENT = f"Harvestman/{__version__} (+https://github.com/harvestman-crawler/harvestman)"
+CONFIG_ENV = "HARVESTMAN_CONFIG"
+# The groups a config file may use as TOML tables: [fetch] timeout = 10 -> fetch_timeout.
+GROUPS = ("fetch", "frontier", "robots", "store", "crawl", "url")
+
+
+class Settings(BaseSettings):
+    """Every setting Harvestman reads, with the documented defaults."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="HARVESTMAN_", extra="forbid", validate_default=True, frozen=True
+    )
+
+    # store
+    database_url: str = Field(
+        "sqlite:///harvestman.db", description="SQLAlchemy URL of the store (SQLite or PostgreSQL)"
+    )
+    store_batch_size: int = Field(200, ge=1, le=10_000, description="writes per store transaction")
+    store_flush_interval: float = Field(0.25, gt=0, le=60, description="max seconds a write waits")
+
+    # crawl
+    crawl_name: str = Field("default", min_length=1, max_length=200, description="namespace")
+    crawl_max_pages: int = Field(0, ge=0, description="stop after this many fetches (0: no limit)")
+    crawl_max_depth: int = Field(3, ge=0, le=1000, description="link hops from a seed")
+    crawl_concurrency: int = Field(32, ge=1, le=4096, description="requests in flight in total")
+    crawl_max_links_per_page: int = Field(1000, ge=0, le=100_000)
+    crawl_visited_ttl: float = Field(7 * 86400.0, ge=0, description="re-crawl after (seconds)")
+    crawl_allow_domains: list[str] = Field(default_factory=list)
+    crawl_include: list[str] = Field(default_factory=list, description="URL regexes to keep")
+    crawl_exclude: list[str] = Field(default_factory=list, description="URL regexes to drop")
+    crawl_seen_cache_size: int = Field(1_000_000, ge=0, description="URL hashes kept in memory")
+
+    # frontier / politeness
+    frontier_delay: float = Field(1.0, ge=0, le=3600, description="seconds between requests/host")
+    frontier_per_host_concurrency: int = Field(1, ge=1, le=1024)
+    frontier_lease_seconds: float = Field(300.0, gt=0, description="a stale lease expires after")
+    frontier_lease_batch: int = Field(64, ge=1, le=10_000, description="URLs leased per host")
+
+    # fetch
+    fetch_timeout: float = Field(30.0, gt=0, le=3600)
+    fetch_max_redirects: int = Field(5, ge=0, le=50)
+    fetch_max_page_size: int = Field(10 * 1024 * 1024, ge=1024)
+    fetch_max_retries: int = Field(3, ge=0, le=20)
+    fetch_retry_backoff: float = Field(1.0, ge=0, le=3600, description="first retry delay (s)")
+    fetch_user_agent: str = Field(DEFAULT_USER_AGENT, min_length=1)
+
+    # robots
+    robots_ttl: float = Field(3600.0, ge=0, description="robots.txt cache lifetime (s)")
+    robots_max_bytes: int = Field(500 * 1024, ge=1024)
+
+    # url
+    url_tracking_params: list[str] = Field(
+        default_factory=lambda: ["utm_*", "ref", "source", "fbclid", "gclid"]
+    )
+    url_max_length: int = Field(2048, ge=64, le=65536)
+
+    @field_validator("crawl_include", "crawl_exclude")
+    @classmethod
+    def _regexes_compile(cls, patterns: list[str]) -> list[str]:
+        import re
+
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"invalid regex {pattern!r}: {exc}") from None
+        return patterns
+
+    @model_validator(mode="after")
+    def _warn_deep_crawls(self) -> Settings:
+        if self.crawl_max_depth > 5:
+            log.warning(
+                "max depth %d is above 5: the crawl may grow very large", self.crawl_max_depth
+            )
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # init (CLI flags) > environment > config file > defaults
+        return (init_settings, env_settings, _ConfigFileSource(settings_cls))
+
+
+class _ConfigFileSource(PydanticBaseSettingsSource):
+    """Reads the TOML file named by ``HARVESTMAN_CONFIG`` (set by ``--config``)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        raise NotImplementedError  # __call__ does the work
+
+    def __call__(self) -> dict[str, Any]:
+        path = os.environ.get(CONFIG_ENV)
+        if not path:
+            return {}
+        return read_config_file(Path(path))
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Flatten a TOML config file into field names; group tables prefix their keys."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in GROUPS and isinstance(value, dict):
+            for sub, subvalue in value.items():
+                flat[f"{key}_{sub}"] = subvalue
+        else:
+            flat[key] = value
+    return flat
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build the settings, translating validation failures into one readable ConfigError.
+
+    ``overrides`` are CLI flags; ``None`` values mean "not given" and are dropped.
+    """
+    given = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"]) or "settings"
+            lines.append(f"  {where}: {error['msg']} (got {error.get('input')!r})")
+        raise ConfigError("invalid settings:\n" + "\n".join(lines)) from None

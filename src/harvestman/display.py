@@ -1,0 +1,136 @@
+"""What a person sees in the terminal: the live progress display and the summary tables."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+
+from harvestman.records import CrawlCounts
+
+if TYPE_CHECKING:
+    from harvestman.engine import Engine
+
+
+class CrawlProgress:
+    """A live panel: pages, pages/s, frontier size, errors, robots denials, elapsed."""
+
+    def __init__(self, engine: Engine, console: Console, refresh: float = 0.5) -> None:
+        self.engine = engine
+        self.console = console
+        self.refresh = refresh
+        self._live = Live(console=console, auto_refresh=False, transient=False)
+        self._task: asyncio.Task[None] | None = None
+        self._counts: CrawlCounts | None = None
+
+    def start(self) -> None:
+        self._live.start()
+        self._task = asyncio.create_task(self._loop(), name="progress")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._live.update(self._render(), refresh=True)
+        self._live.stop()
+
+    async def _loop(self) -> None:
+        tick = 0
+        while True:
+            if tick % 4 == 0 and self.engine.crawl_id:
+                # The store's own count, every other second: the frontier's true size.
+                with contextlib.suppress(Exception):
+                    self._counts = await self.engine.store.counts(self.engine.crawl_id)
+            self._live.update(self._render(), refresh=True)
+            tick += 1
+            await asyncio.sleep(self.refresh)
+
+    def _render(self) -> Table:
+        stats = self.engine.stats
+        pending = "…"
+        if self._counts is not None:
+            by = self._counts.by_status
+            pending = f"{by.get('pending', 0) + by.get('in_progress', 0):,}"
+        table = Table.grid(padding=(0, 2))
+        for _ in range(6):
+            table.add_column(justify="right")
+        table.add_row(
+            "[bold]pages[/bold]", "[bold]pages/s[/bold]", "[bold]frontier[/bold]",
+            "[bold]errors[/bold]", "[bold]robots denied[/bold]", "[bold]elapsed[/bold]",
+        )  # fmt: skip
+        table.add_row(
+            f"{stats['fetch/pages']:,}",
+            f"{stats.rate('fetch/pages'):,.1f}",
+            pending,
+            f"{stats['fetch/failed']:,}",
+            f"{stats['robots/denied']:,}",
+            _duration(stats.elapsed),
+        )
+        return table
+
+
+def summary_table(engine: Engine, counts: CrawlCounts) -> Group:
+    """The end-of-crawl summary: this run's figures and the store's totals."""
+    stats = engine.stats
+    run = Table(title="this run", show_header=False, title_justify="left")
+    run.add_column()
+    run.add_column(justify="right")
+    elapsed = stats.elapsed
+    pages = stats["fetch/pages"]
+    run.add_row("pages fetched", f"{pages:,}")
+    run.add_row("failed", f"{stats['fetch/failed']:,}")
+    run.add_row("retries", f"{stats['fetch/retries']:,}")
+    run.add_row("robots denied", f"{stats['robots/denied']:,}")
+    run.add_row("new URLs found", f"{stats['frontier/discovered']:,}")
+    run.add_row("elapsed", _duration(elapsed))
+    run.add_row("pages/s", f"{pages / elapsed if elapsed > 0 else 0:,.1f}")
+    statuses = stats.by_prefix("fetch/status")
+    if statuses:
+        run.add_row(
+            "HTTP statuses", ", ".join(f"{code}: {n:,}" for code, n in sorted(statuses.items()))
+        )
+    errors = stats.by_prefix("fetch/error")
+    if errors:
+        run.add_row("errors", ", ".join(f"{name}: {n:,}" for name, n in sorted(errors.items())))
+    total = Table(title="store", show_header=False, title_justify="left")
+    total.add_column()
+    total.add_column(justify="right")
+    for status in ("completed", "failed", "blocked", "pending", "in_progress"):
+        total.add_row(status, f"{counts.by_status.get(status, 0):,}")
+    total.add_row("pages stored", f"{counts.pages:,}")
+    parts: list[Any] = [run, total]
+    if engine.stopped_early:
+        parts.append("[yellow]stopped early: run the same command again to resume[/yellow]")
+    return Group(*parts)
+
+
+def render_report(report: dict[str, Any]) -> Group:
+    """Tables for ``harvestman stats``."""
+    parts: list[Any] = []
+    for title, key in (
+        ("URLs by status", "urls"),
+        ("HTTP statuses", "status_codes"),
+        ("errors", "errors"),
+        ("top hosts", "hosts"),
+    ):
+        values = report.get(key) or {}
+        table = Table(title=title, show_header=False, title_justify="left")
+        table.add_column()
+        table.add_column(justify="right")
+        for name, n in values.items():
+            table.add_row(str(name), f"{n:,}")
+        parts.append(table)
+    parts.append(f"pages stored: {report.get('pages', 0):,}")
+    return Group(*parts)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

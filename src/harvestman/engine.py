@@ -1,0 +1,558 @@
+"""The crawl loop: frontier -> robots -> fetch -> parse -> ingest -> store, concurrently.
+
+One dispatcher takes ready requests from the frontier (which owns politeness) and starts a task
+per request, at most ``concurrency`` at a time. Each task ends in an ``Outcome``; outcomes and the
+URLs their pages revealed are written to the store in batches by the flusher, which then tells
+the frontier about new work. Nothing the crawl knows lives only in memory: a killed process
+loses the requests in flight, whose leases expire (or are recovered at once on the next start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Sequence
+
+from harvestman.charset import decode_html
+from harvestman.config import Settings
+from harvestman.errors import FetchError, HttpStatusError, RedirectRefused, StoreError, UrlError
+from harvestman.fetch import Fetcher, FetchResult, RetryPolicy, parse_retry_after
+from harvestman.frontier import Frontier, priority_for
+from harvestman.parse import Page, parse_html
+from harvestman.records import CrawlCounts, CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus
+from harvestman.robots_cache import RobotsCache
+from harvestman.stats import Stats
+from harvestman.store import Store
+from harvestman.urls import Scope, UrlNormalizer, host_key, url_hash
+
+log = logging.getLogger(__name__)
+
+PagesCallback = Callable[[Sequence[Outcome]], None]
+
+_FLUSH_RETRIES = 5
+
+
+class Engine:
+    """Crawls one namespace of a store from its seeds until the frontier is empty.
+
+    ``on_pages`` is called (on the event loop) with every batch of outcomes once it is stored.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        seeds: Sequence[str] = (),
+        *,
+        on_pages: PagesCallback | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.on_pages = on_pages
+        self.clock = clock
+        self.stats = Stats()
+        # Settings are read once, here; the hot path sees plain attributes.
+        self.crawl_name = settings.crawl_name
+        self.max_pages = settings.crawl_max_pages
+        self.max_depth = settings.crawl_max_depth
+        self.concurrency = settings.crawl_concurrency
+        self.max_links = settings.crawl_max_links_per_page
+        self.visited_ttl = settings.crawl_visited_ttl
+        self.seen_cache_size = settings.crawl_seen_cache_size
+        self.batch_size = settings.store_batch_size
+        self.flush_interval = settings.store_flush_interval
+        self.lease_seconds = settings.frontier_lease_seconds
+        self.user_agent = settings.fetch_user_agent
+        self.settings = settings
+        self.normalizer = UrlNormalizer(settings.url_tracking_params, settings.url_max_length)
+        self.retry = RetryPolicy(settings.fetch_max_retries, settings.fetch_retry_backoff)
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.seeds: list[str] = []
+        self.rejected_seeds: list[tuple[str, str]] = []
+        for seed in seeds:
+            try:
+                self.seeds.append(self.normalizer.normalize(seed))
+            except UrlError as exc:
+                self.rejected_seeds.append((seed, exc.reason))
+        self.crawl_id = 0
+        self.frontier: Frontier | None = None
+        self.scope: Scope | None = None
+        self.robots: RobotsCache | None = None
+        self.fetcher: Fetcher | None = None
+        self._seen: set[str] = set()
+        self._outcomes: list[Outcome] = []
+        self._new_urls: list[NewUrl] = []
+        self._flush_now = asyncio.Event()
+        self._flushed = asyncio.Event()
+        self._closing = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._fetched_before = 0
+        self._final_outcomes = 0
+        self._delay_known: set[str] = set()
+        self.stopped_early = False
+
+    # -- public -------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop soon and cleanly: no new requests; in-flight ones are abandoned and released."""
+        self.stopped_early = True
+        if self._dispatcher is not None:
+            self._dispatcher.cancel()
+
+    async def run(self) -> CrawlCounts:
+        """Crawl until nothing is left (or ``max_pages``/``stop``); return the store's counts."""
+        store = self.store
+        now = self.clock()
+        self.crawl_id = await store.ensure_crawl(self.crawl_name, self.seeds)
+        self.scope = Scope(
+            await store.crawl_seeds(self.crawl_id),
+            self.settings.crawl_allow_domains,
+            self.settings.crawl_include,
+            self.settings.crawl_exclude,
+        )
+        await self._recover(now)
+        await store.register_worker(self.worker_id, socket.gethostname(), os.getpid(), now)
+        await store.add_urls(self.crawl_id, [self._seed_row(seed) for seed in self.seeds], now)
+        self._fetched_before = (await store.counts(self.crawl_id)).fetched
+        self.frontier = Frontier(
+            store,
+            self.crawl_id,
+            self.worker_id,
+            delay=self.settings.frontier_delay,
+            per_host_concurrency=self.settings.frontier_per_host_concurrency,
+            lease_seconds=self.lease_seconds,
+            lease_batch=self.settings.frontier_lease_batch,
+            clock=self.clock,
+        )
+        async with Fetcher(
+            user_agent=self.user_agent,
+            timeout=self.settings.fetch_timeout,
+            max_redirects=self.settings.fetch_max_redirects,
+            max_page_size=self.settings.fetch_max_page_size,
+            max_connections=self.concurrency,
+        ) as fetcher:
+            self.fetcher = fetcher
+            self.robots = RobotsCache(
+                store,
+                fetcher,
+                user_agent=self.user_agent,
+                ttl=self.settings.robots_ttl,
+                max_bytes=self.settings.robots_max_bytes,
+                retry=self.retry,
+                clock=self.clock,
+            )
+            await self.frontier.start()
+            flusher = asyncio.create_task(self._flush_loop(), name="engine-flush")
+            heartbeat = asyncio.create_task(self._heartbeat_loop(), name="engine-heartbeat")
+            self._dispatcher = asyncio.create_task(self._dispatch(), name="engine-dispatch")
+            try:
+                await asyncio.wait({self._dispatcher, flusher}, return_when="FIRST_COMPLETED")
+                if flusher.done():  # the store failed for good: stop everything
+                    self._dispatcher.cancel()
+                if not self._dispatcher.cancelled() and self._dispatcher.done():
+                    self._dispatcher.result()  # re-raise a dispatcher failure
+                if self.stopped_early or self._dispatcher.cancelled():
+                    for task in self._tasks:
+                        task.cancel()
+                if self._tasks:
+                    await asyncio.gather(*self._tasks, return_exceptions=True)
+            finally:
+                self._dispatcher.cancel()
+                heartbeat.cancel()
+                self._closing = True
+                self._flush_now.set()
+                try:
+                    await flusher
+                finally:
+                    await self.frontier.close()
+                    released = await store.release(self.worker_id, self.clock())
+                    await store.unregister_workers([self.worker_id])
+                    if released:
+                        log.info("returned %d unfinished leased URLs to the frontier", released)
+        return await store.counts(self.crawl_id)
+
+    # -- dispatch -----------------------------------------------------------------------------
+
+    async def _dispatch(self) -> None:
+        assert self.frontier is not None
+        frontier = self.frontier
+        slots = asyncio.Semaphore(self.concurrency)
+        backlog = 4 * self.batch_size
+        while True:
+            if self.max_pages and self._budget_used() >= self.max_pages:
+                log.info("reached max pages (%d)", self.max_pages)
+                return
+            while len(self._outcomes) > backlog:  # the store is behind: let it catch up
+                self._flushed.clear()
+                self._flush_now.set()
+                await self._flushed.wait()
+            await slots.acquire()
+            request = await frontier.next()
+            if request is None:
+                slots.release()
+                return
+            task = asyncio.create_task(self._process(request, slots))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _budget_used(self) -> int:
+        assert self.frontier is not None
+        return self._fetched_before + self._final_outcomes + self.frontier.in_flight
+
+    async def _process(self, request: CrawlRequest, slots: asyncio.Semaphore) -> None:
+        try:
+            result = await self._handle(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug must not stop the crawl; it is logged and recorded
+            log.exception("internal error while crawling %s", request.url)
+            result = (self._failed(request, f"{type(exc).__name__}: {exc}", type(exc).__name__), [])
+        finally:
+            slots.release()
+        if result is not None:
+            outcome, new_urls = result
+            self._queue(outcome, new_urls)
+
+    async def _handle(self, request: CrawlRequest) -> tuple[Outcome, list[NewUrl]] | None:
+        """Robots, fetch, parse one request. None: it went back to the frontier's buffer."""
+        assert self.frontier is not None and self.robots is not None
+        frontier = self.frontier
+        host = request.host
+        try:
+            entry, asked_host = await self.robots.get(host, request.url)
+        except BaseException:
+            frontier.release(request, fetched=False)
+            raise
+        if host not in self._delay_known:
+            self._delay_known.add(host)
+            if entry.crawl_delay is not None:
+                frontier.set_delay(host, entry.crawl_delay)
+        if asked_host:
+            self.stats.inc("robots/fetched")
+        if entry.unavailable and not entry.exhausted:
+            # Everything is disallowed until robots.txt answers; wait for the retry.
+            frontier.requeue(request, not_before=entry.expires_at)
+            return None
+        if asked_host and frontier.delay_of(host) > 0:
+            # robots.txt used this host's turn; the page waits for the next one.
+            frontier.requeue(request)
+            return None
+        if entry.unavailable:
+            frontier.release(request, fetched=asked_host)
+            self.stats.inc("robots/unavailable")
+            return self._blocked(
+                request, "RobotsUnavailable", f"robots.txt unavailable: {entry.error}"
+            ), []
+        if not entry.rules.is_allowed(request.url, self.user_agent):
+            frontier.release(request, fetched=asked_host)
+            self.stats.inc("robots/denied")
+            return self._blocked(request, "RobotsDenied", "disallowed by robots.txt"), []
+        return await self._fetch(request)
+
+    async def _fetch(self, request: CrawlRequest) -> tuple[Outcome, list[NewUrl]]:
+        assert self.frontier is not None and self.fetcher is not None
+        headers = {}
+        if request.etag:
+            headers["If-None-Match"] = request.etag
+        if request.last_modified:
+            headers["If-Modified-Since"] = request.last_modified
+        started = self.clock()
+        try:
+            result = await self.fetcher.fetch(
+                request.url, headers=headers, check_hop=self._check_hop
+            )
+        except FetchError as exc:
+            self.frontier.release(request)
+            self.stats.inc(f"fetch/error/{type(exc).__name__}")
+            return self._fetch_failure(request, exc, started), []
+        except BaseException:
+            self.frontier.release(request)
+            raise
+        retry_after = None
+        if result.status in (429, 503):
+            retry_after = parse_retry_after(result.headers.get("Retry-After"))
+        self.frontier.release(
+            request, not_before=self.clock() + retry_after if retry_after else 0.0
+        )
+        self.stats.inc("fetch/responses")
+        self.stats.inc(f"fetch/status/{result.status}")
+        self.stats.inc("fetch/bytes", len(result.body))
+        if result.status >= 400:
+            exc = HttpStatusError(result.status, request.url, retry_after)
+            return self._fetch_failure(request, exc, started, result), []
+        return self._fetched(request, result, started)
+
+    async def _check_hop(self, url: str) -> None:
+        """A redirect hop must stay in scope and be allowed by its host's robots.txt."""
+        assert self.scope is not None and self.robots is not None
+        reason = self.scope.check(url)
+        if reason is not None:
+            raise RedirectRefused(f"redirect to {url} refused: {reason}", url, reason)
+        hop_host = host_key(url)
+        entry = self.robots.cached(hop_host) or (await self.robots.get(hop_host, url))[0]
+        if entry.unavailable or not entry.rules.is_allowed(url, self.user_agent):
+            raise RedirectRefused(f"redirect to {url} refused: robots.txt", url, "robots")
+
+    # -- outcomes -----------------------------------------------------------------------------
+
+    def _fetched(
+        self, request: CrawlRequest, result: FetchResult, started: float
+    ) -> tuple[Outcome, list[NewUrl]]:
+        now = self.clock()
+        if result.status == 304:  # unchanged since the stored ETag / Last-Modified
+            self.stats.inc("fetch/not_modified")
+            return self._outcome(
+                request, UrlStatus.COMPLETED, now + self.visited_ttl, status_code=304
+            ), []
+        record = self._page_record(request, result, started)
+        new_urls: list[NewUrl] = []
+        if result.is_html and result.body:
+            text, encoding = decode_html(result.body, result.charset)
+            page = parse_html(text, result.final_url, normalizer=self.normalizer)
+            self.stats.inc("parse/pages")
+            record.charset = encoding
+            record.content_hash = page.content_hash
+            record.title = page.title
+            record.description = page.description
+            record.canonical = page.canonical
+            record.lang = page.lang
+            record.links_count = len(page.links)
+            new_urls = self._discover(request, page)
+        outcome = self._outcome(
+            request,
+            UrlStatus.COMPLETED,
+            now + self.visited_ttl,
+            status_code=result.status,
+            content_hash=record.content_hash,
+            etag=result.headers.get("ETag"),
+            last_modified=result.headers.get("Last-Modified"),
+            page=record,
+        )
+        return outcome, new_urls
+
+    def _fetch_failure(
+        self,
+        request: CrawlRequest,
+        exc: FetchError,
+        started: float,
+        result: FetchResult | None = None,
+    ) -> Outcome:
+        now = self.clock()
+        error_class = type(exc).__name__
+        status_code = result.status if result is not None else None
+        if exc.retryable:
+            retry_after = exc.retry_after if isinstance(exc, HttpStatusError) else None
+            wait = self.retry.delay(request.attempts + 1, retry_after)
+            if wait is not None:
+                self.stats.inc("fetch/retries")
+                return self._outcome(
+                    request,
+                    UrlStatus.PENDING,
+                    now + wait,
+                    attempts=request.attempts + 1,
+                    status_code=status_code,
+                    error_class=error_class,
+                    error=f"{exc} (retry {request.attempts + 1} of {self.retry.max_retries})",
+                )
+        if result is not None:
+            record = self._page_record(request, result, started)
+        else:
+            record = PageRecord(
+                url=request.url,
+                final_url=exc.url or request.url,
+                host=request.host,
+                status_code=None,
+                content_type=None,
+                content_length=None,
+                fetched_at=now,
+                crawl_duration_ms=int((now - started) * 1000),
+            )
+        record.error_class, record.error = error_class, str(exc)
+        return self._outcome(
+            request,
+            UrlStatus.FAILED,
+            now + self.visited_ttl,
+            status_code=status_code,
+            error_class=error_class,
+            error=str(exc),
+            page=record,
+        )
+
+    def _page_record(
+        self, request: CrawlRequest, result: FetchResult, started: float
+    ) -> PageRecord:
+        return PageRecord(
+            url=request.url,
+            final_url=result.final_url,
+            host=request.host,
+            status_code=result.status,
+            content_type=result.content_type or None,
+            content_length=len(result.body),
+            fetched_at=self.clock(),
+            crawl_duration_ms=int(result.elapsed * 1000),
+            charset=result.charset,
+            redirects=result.redirects,
+        )
+
+    def _blocked(self, request: CrawlRequest, error_class: str, error: str) -> Outcome:
+        # Blocked rows become eligible again with the visited TTL, when robots.txt may differ.
+        return self._outcome(
+            request,
+            UrlStatus.BLOCKED,
+            self.clock() + self.visited_ttl,
+            error_class=error_class,
+            error=error,
+        )
+
+    def _failed(self, request: CrawlRequest, error: str, error_class: str) -> Outcome:
+        return self._outcome(
+            request,
+            UrlStatus.FAILED,
+            self.clock() + self.visited_ttl,
+            error_class=error_class,
+            error=error,
+        )
+
+    @staticmethod
+    def _outcome(
+        request: CrawlRequest,
+        status: UrlStatus,
+        next_crawl_at: float,
+        *,
+        attempts: int | None = None,
+        **fields: object,
+    ) -> Outcome:
+        return Outcome(
+            request=request,
+            status=status,
+            next_crawl_at=next_crawl_at,
+            attempts=request.attempts if attempts is None else attempts,
+            **fields,  # type: ignore[arg-type]
+        )
+
+    # -- ingestion ----------------------------------------------------------------------------
+
+    def _seed_row(self, url: str) -> NewUrl:
+        digest = url_hash(url)
+        self._seen.add(digest)
+        return NewUrl(url, digest, host_key(url), 0, priority_for(url, 0, is_seed=True))
+
+    def _discover(self, request: CrawlRequest, page: Page) -> list[NewUrl]:
+        """The page's links that are new to this process, in scope and within max depth."""
+        depth = request.depth + 1
+        if depth > self.max_depth or page.nofollow:
+            return []
+        assert self.scope is not None
+        check_scope = self.scope.check
+        seen = self._seen
+        if len(seen) > self.seen_cache_size:
+            seen.clear()  # only a cache: the store's unique index is the truth
+        found: list[NewUrl] = []
+        for link in page.links[: self.max_links]:
+            digest = url_hash(link)
+            if digest in seen:
+                continue
+            seen.add(digest)
+            if check_scope(link) is not None:
+                self.stats.inc("frontier/out_of_scope")
+                continue
+            found.append(NewUrl(link, digest, host_key(link), depth, priority_for(link, depth)))
+        self.stats.inc("frontier/discovered", len(found))
+        return found
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _queue(self, outcome: Outcome, new_urls: list[NewUrl]) -> None:
+        self._outcomes.append(outcome)
+        if new_urls:
+            self._new_urls.extend(new_urls)
+        if outcome.status is not UrlStatus.PENDING:
+            self._final_outcomes += 1
+        if outcome.status is UrlStatus.FAILED:
+            self.stats.inc("fetch/failed")
+        elif outcome.status is UrlStatus.COMPLETED:
+            self.stats.inc("fetch/pages")
+        if len(self._outcomes) >= self.batch_size:
+            self._flush_now.set()
+
+    async def _flush_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.flush_interval):
+                    await self._flush_now.wait()
+            self._flush_now.clear()
+            await self._flush()
+            if self._closing and not self._outcomes and not self._new_urls:
+                return
+
+    async def _flush(self) -> None:
+        outcomes, self._outcomes = self._outcomes, []
+        new_urls, self._new_urls = self._new_urls, []
+        if outcomes or new_urls:
+            now = self.clock()
+            for attempt in range(1, _FLUSH_RETRIES + 1):
+                try:
+                    await self.store.record(self.crawl_id, outcomes, new_urls, now)
+                    break
+                except StoreError as exc:
+                    if attempt == _FLUSH_RETRIES:
+                        # Keep the batch for the final flush attempt; its leases will expire.
+                        self._outcomes[:0], self._new_urls[:0] = outcomes, new_urls
+                        raise
+                    log.warning("store write failed (%s); retrying in %ds", exc, attempt)
+                    await asyncio.sleep(attempt)
+            self._after_flush(outcomes, new_urls, now)
+        self._flushed.set()
+
+    def _after_flush(self, outcomes: list[Outcome], new_urls: list[NewUrl], now: float) -> None:
+        assert self.frontier is not None
+        frontier = self.frontier
+        for host in {row.host for row in new_urls}:
+            frontier.add_work(host, now)
+        for outcome in outcomes:
+            if outcome.status is UrlStatus.PENDING:
+                frontier.add_work(outcome.request.host, outcome.next_crawl_at)
+        frontier.settle(len(outcomes))
+        self.stats.inc("store/outcomes", len(outcomes))
+        self.stats.inc("store/new_urls", len(new_urls))
+        if self.on_pages is not None and outcomes:
+            self.on_pages(outcomes)
+
+    # -- liveness -----------------------------------------------------------------------------
+
+    async def _recover(self, now: float) -> None:
+        """Return leases of dead workers at once; expired leases of anyone too."""
+        me = socket.gethostname()
+        dead = [
+            worker_id
+            for worker_id, hostname, pid, beat in await self.store.workers()
+            if beat < now - self.lease_seconds or (hostname == me and not _pid_alive(pid))
+        ]
+        recovered = await self.store.recover(now, dead)
+        await self.store.unregister_workers(dead)
+        if recovered:
+            log.info("recovered %d URLs leased by stopped workers", recovered)
+        self.stats.inc("frontier/recovered", recovered)
+
+    async def _heartbeat_loop(self) -> None:
+        interval = min(30.0, self.lease_seconds / 4)
+        while True:
+            await asyncio.sleep(interval)
+            now = self.clock()
+            await self.store.heartbeat(self.worker_id, now, now + self.lease_seconds)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

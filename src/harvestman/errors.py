@@ -1,0 +1,119 @@
+"""Every failure Harvestman raises or records, in one hierarchy.
+
+Third-party errors (aiohttp, asyncio, SQLAlchemy) are translated into these at the boundary
+where they occur, so a recorded failure always carries one of these stable class names
+(``error_class`` in the store is ``type(exc).__name__``)::
+
+    HarvestmanError
+    ├── ConfigError                  a setting is missing or invalid (CLI exits with status 2)
+    ├── UrlError                     a URL is dropped; ``reason`` says why
+    ├── FetchError                   a fetch did not produce a usable response
+    │   ├── NetworkError             connection refused/reset, DNS failure, TLS failure
+    │   │   └── FetchTimeout         the request exceeded its timeout
+    │   ├── TooManyRedirects         more hops than ``max_redirects``
+    │   ├── RedirectLoop             a hop returned to a URL already in the chain
+    │   ├── RedirectRefused          a hop left the scope or is denied by robots.txt
+    │   ├── BodyTooLarge             the decompressed body passed ``max_page_size``
+    │   ├── ContentDecodingError     a corrupt gzip/deflate/brotli stream
+    │   └── HttpStatusError          a final response with a 4xx/5xx status
+    ├── RobotsDenied                 robots.txt disallows the URL
+    └── StoreError                   the store failed or is unusable
+        └── SchemaOutdated           the database schema is behind the code
+"""
+
+from __future__ import annotations
+
+
+class HarvestmanError(Exception):
+    """Base of every error Harvestman raises on purpose."""
+
+
+class ConfigError(HarvestmanError):
+    """A setting is missing or invalid."""
+
+
+class UrlError(HarvestmanError, ValueError):
+    """A URL cannot be crawled.
+
+    ``reason`` is a short stable token recorded with the dropped URL, e.g. ``"scheme"``,
+    ``"too_long"``, ``"unparsable"``, ``"no_host"``.
+    """
+
+    def __init__(self, reason: str, url: str = "", detail: str = "") -> None:
+        self.reason = reason
+        self.url = url
+        self.detail = detail
+        message = f"{reason}: {url[:200]!r}"
+        if detail:
+            message += f" ({detail})"
+        super().__init__(message)
+
+
+class FetchError(HarvestmanError):
+    """A fetch did not produce a usable response.
+
+    ``retryable`` tells the engine whether another attempt may succeed.
+    """
+
+    retryable = False
+
+    def __init__(self, message: str, url: str = "") -> None:
+        self.url = url
+        super().__init__(message)
+
+
+class NetworkError(FetchError):
+    retryable = True
+
+
+class FetchTimeout(NetworkError):
+    pass
+
+
+class TooManyRedirects(FetchError):
+    pass
+
+
+class RedirectLoop(FetchError):
+    pass
+
+
+class RedirectRefused(FetchError):
+    """A redirect hop was refused; ``reason``: ``"out_of_scope"``, ``"robots"`` or a URL reason."""
+
+    def __init__(self, message: str, url: str = "", reason: str = "") -> None:
+        self.reason = reason
+        super().__init__(message, url)
+
+
+class BodyTooLarge(FetchError):
+    pass
+
+
+class ContentDecodingError(FetchError):
+    pass
+
+
+class HttpStatusError(FetchError):
+    """A final response whose status is an error; 5xx and 429 are retryable."""
+
+    def __init__(self, status: int, url: str = "", retry_after: float | None = None) -> None:
+        self.status = status
+        self.retry_after = retry_after
+        super().__init__(f"HTTP {status}", url)
+
+    @property
+    def retryable(self) -> bool:  # type: ignore[override]
+        return self.status == 429 or self.status >= 500
+
+
+class RobotsDenied(HarvestmanError):
+    pass
+
+
+class StoreError(HarvestmanError):
+    pass
+
+
+class SchemaOutdated(StoreError):
+    pass

@@ -1,0 +1,296 @@
+"""The frontier's scheduling policy: which URL is fetched next, and when.
+
+The store holds every URL's state; the frontier holds, in memory, only a small leased buffer per
+host and each host's politeness clock. It hands out a URL only when its host is ready: fewer
+than ``per_host_concurrency`` requests in flight there, and ``delay`` seconds since the last
+request to it started. Buffers are refilled by batched leases from the store, sized so that a
+lease never outlives what the host's delay lets us fetch in half the lease time.
+
+One consumer (the engine's dispatcher) calls ``next``; fetch tasks call ``release`` when their
+request is over, and the engine calls ``settle`` once a request's outcome is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import logging
+import math
+import re
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from harvestman.records import CrawlRequest
+from harvestman.store import Store
+
+log = logging.getLogger(__name__)
+
+_LEASE_HOSTS_PER_CALL = 200
+
+_PAGINATED = re.compile(r"[?&](page|p|pg|offset|start)=\d+|/page/\d+", re.IGNORECASE)
+_ARCHIVE = re.compile(r"/(archives?|tags?|category|categories)(/|$)|/\d{4}/(\d{2}/)?$")
+
+
+def priority_for(url: str, depth: int, *, is_seed: bool = False) -> int:
+    """3 for seeds, homepages and shallow pages; 1 for paginated, archive and deep pages; else 2.
+
+    >>> priority_for("https://a.example/", 4)
+    3
+    >>> priority_for("https://a.example/blog?page=3", 3)
+    1
+    >>> priority_for("https://a.example/post/1", 3)
+    2
+    """
+    if is_seed or depth <= 2:
+        return 3
+    path_start = url.find("/", url.find("//") + 2)
+    if path_start == -1 or url[path_start:] in ("/", "/index.html"):
+        return 3
+    if depth > 5 or _PAGINATED.search(url) or _ARCHIVE.search(url):
+        return 1
+    return 2
+
+
+@dataclass(slots=True, eq=False)
+class HostQueue:
+    """One host's leased buffer and politeness clock."""
+
+    host: str
+    delay: float
+    buffer: deque[CrawlRequest] = field(default_factory=deque)
+    active: int = 0
+    next_allowed: float = 0.0
+    previous_allowed: float = 0.0
+    due: float | None = None  # when the store's next pending row of this host is due
+    work_version: int = 0  # bumped by add_work, so a racing "ran dry" answer can't erase news
+    leasing: bool = False
+    in_heap: bool = False
+
+
+class Frontier:
+    """Per-host politeness and batched leasing over a ``Store``."""
+
+    def __init__(
+        self,
+        store: Store,
+        crawl_id: int,
+        worker_id: str,
+        *,
+        delay: float = 1.0,
+        per_host_concurrency: int = 1,
+        lease_seconds: float = 300.0,
+        lease_batch: int = 256,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.crawl_id = crawl_id
+        self.worker_id = worker_id
+        self.default_delay = delay
+        self.per_host_concurrency = per_host_concurrency
+        self.lease_seconds = lease_seconds
+        self.lease_batch = lease_batch
+        self.clock = clock
+        self.hosts: dict[str, HostQueue] = {}
+        self.in_flight = 0  # handed out by next() and not yet settled
+        self.leased = 0
+        self._ready: list[tuple[float, int, HostQueue]] = []
+        self._seq = itertools.count()
+        self._wake = asyncio.Event()
+        self._lease_wanted: dict[str, HostQueue] = {}
+        self._lease_event = asyncio.Event()
+        self._leases_running = 0
+        self._lease_task: asyncio.Task[None] | None = None
+        self._lease_error: BaseException | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Learn which hosts have pending rows and start the leasing task."""
+        for host, due in (await self.store.pending_hosts(self.crawl_id)).items():
+            self.add_work(host, due)
+        self._lease_task = asyncio.create_task(self._lease_loop(), name="frontier-lease")
+
+    async def close(self) -> None:
+        if self._lease_task is not None:
+            self._lease_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._lease_task
+            self._lease_task = None
+
+    # -- what the engine calls ----------------------------------------------------------------
+
+    def add_work(self, host: str, due: float) -> None:
+        """Tell the frontier the store has pending rows for ``host``, the first due at ``due``."""
+        hq = self._host(host)
+        hq.work_version += 1
+        hq.due = due if hq.due is None else min(hq.due, due)
+        self._want_lease(hq, self.clock())
+        self._wake.set()
+
+    def set_delay(self, host: str, delay: float) -> None:
+        """Set the seconds between two requests to ``host`` (robots.txt Crawl-delay)."""
+        self._host(host).delay = delay
+
+    def delay_of(self, host: str) -> float:
+        return self._host(host).delay
+
+    async def next(self) -> CrawlRequest | None:
+        """The next request whose host is ready, waiting as long as needed.
+
+        Returns None when the crawl is finished: nothing buffered, leased, in flight or pending.
+        """
+        while True:
+            if self._lease_error is not None:
+                raise self._lease_error
+            now = self.clock()
+            ready = self._ready
+            while ready and ready[0][0] <= now:
+                hq = heapq.heappop(ready)[2]
+                hq.in_heap = False
+                if not hq.buffer or hq.active >= self.per_host_concurrency:
+                    continue
+                if hq.next_allowed > now:  # pushed back (Retry-After) while it was queued
+                    self._schedule(hq)
+                    continue
+                request = hq.buffer.popleft()
+                hq.active += 1
+                hq.previous_allowed = hq.next_allowed
+                hq.next_allowed = now + hq.delay
+                self.in_flight += 1
+                self._schedule(hq)
+                self._want_lease(hq, now)
+                return request
+            if self.is_finished():
+                return None
+            timeout = self._seconds_to_next_event(now)
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
+
+    def release(
+        self, request: CrawlRequest, *, fetched: bool = True, not_before: float = 0.0
+    ) -> None:
+        """The request's host slot is free again.
+
+        ``fetched=False``: no request reached the host (robots denied it, say), so the delay it
+        reserved is given back. ``not_before``: the host asked us to wait (Retry-After).
+        """
+        hq = self._host(request.host)
+        hq.active -= 1
+        if not fetched and hq.active == 0:
+            hq.next_allowed = hq.previous_allowed
+        if not_before > hq.next_allowed:
+            hq.next_allowed = not_before
+        self._schedule(hq)
+        self._wake.set()
+
+    def requeue(self, request: CrawlRequest, *, not_before: float = 0.0) -> None:
+        """Put a handed-out request back at the front of its host's buffer (still leased)."""
+        hq = self._host(request.host)
+        hq.buffer.appendleft(request)
+        self.in_flight -= 1
+        self.release(request, not_before=not_before)
+
+    def settle(self, count: int = 1) -> None:
+        """``count`` handed-out requests have had their outcomes written to the store."""
+        self.in_flight -= count
+        self._wake.set()
+
+    def is_finished(self) -> bool:
+        if self.in_flight or self._ready or self._lease_wanted or self._leases_running:
+            return False
+        return all(not hq.buffer and hq.due is None for hq in self.hosts.values())
+
+    @property
+    def buffered(self) -> int:
+        return sum(len(hq.buffer) for hq in self.hosts.values())
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _host(self, host: str) -> HostQueue:
+        hq = self.hosts.get(host)
+        if hq is None:
+            hq = self.hosts[host] = HostQueue(host, self.default_delay)
+        return hq
+
+    def _schedule(self, hq: HostQueue) -> None:
+        if not hq.in_heap and hq.buffer and hq.active < self.per_host_concurrency:
+            hq.in_heap = True
+            heapq.heappush(self._ready, (hq.next_allowed, next(self._seq), hq))
+
+    def _lease_size(self, hq: HostQueue) -> int:
+        # Never lease more than the host's politeness lets us fetch in half a lease period.
+        if hq.delay <= 0:
+            return self.lease_batch
+        fetchable = math.floor(self.lease_seconds / 2 / hq.delay) * self.per_host_concurrency
+        return max(1, min(self.lease_batch, fetchable))
+
+    def _want_lease(self, hq: HostQueue, now: float) -> None:
+        if hq.leasing or hq.due is None or hq.due > now:
+            return
+        low_water = max(self.per_host_concurrency, self._lease_size(hq) // 2)
+        if len(hq.buffer) < low_water and hq.host not in self._lease_wanted:
+            self._lease_wanted[hq.host] = hq
+            self._lease_event.set()
+
+    def _seconds_to_next_event(self, now: float) -> float | None:
+        times = []
+        if self._ready:
+            times.append(self._ready[0][0])
+        for hq in self.hosts.values():
+            if hq.due is not None and not hq.leasing:
+                if hq.due <= now:
+                    self._want_lease(hq, now)
+                else:
+                    times.append(hq.due)
+        if not times:
+            return None
+        return max(0.0, min(times) - now) + 0.001
+
+    async def _lease_loop(self) -> None:
+        try:
+            while True:
+                await self._lease_event.wait()
+                self._lease_event.clear()
+                while self._lease_wanted:
+                    batch = dict(
+                        itertools.islice(self._lease_wanted.items(), _LEASE_HOSTS_PER_CALL)
+                    )
+                    for host in batch:
+                        del self._lease_wanted[host]
+                    await self._lease(list(batch.values()))
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # surfaced to the dispatcher by next()
+            self._lease_error = exc
+            self._wake.set()
+            raise
+
+    async def _lease(self, hosts: list[HostQueue]) -> None:
+        now = self.clock()
+        wanted = {hq.host: self._lease_size(hq) for hq in hosts}
+        versions = {hq.host: hq.work_version for hq in hosts}
+        for hq in hosts:
+            hq.leasing = True
+        self._leases_running += 1
+        try:
+            leased, dry = await self.store.lease(
+                self.crawl_id, wanted, now, now + self.lease_seconds, self.worker_id
+            )
+        finally:
+            self._leases_running -= 1
+            for hq in hosts:
+                hq.leasing = False
+        self.leased += len(leased)
+        for request in leased:
+            self._host(request.host).buffer.append(request)
+        for hq in hosts:
+            if hq.host in dry and hq.work_version == versions[hq.host]:
+                hq.due = dry[hq.host]
+            self._schedule(hq)
+        self._wake.set()

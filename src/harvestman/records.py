@@ -1,0 +1,118 @@
+"""Domain records passed between the frontier, the engine and the store.
+
+These are plain dataclasses: the store turns them into rows, the API into schemas. They hold
+typed fields, never string-keyed ``meta`` dicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class UrlStatus(StrEnum):
+    """The life of a frontier row.
+
+    ``pending`` (due at ``next_crawl_at``) -> ``in_progress`` (leased until ``lease_until``) ->
+    ``completed`` (a 2xx/304 response), ``failed`` (an HTTP error or a fetch error after its
+    retries) or ``blocked`` (robots.txt denies it). A retry goes back to ``pending`` with a later
+    ``next_crawl_at``; an expired lease goes back to ``pending`` at once.
+    """
+
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    BLOCKED = "blocked"
+
+
+@dataclass(slots=True)
+class NewUrl:
+    """A URL to add to the frontier (normalized, hashed, scoped by the caller)."""
+
+    url: str
+    url_hash: str
+    host: str
+    depth: int
+    priority: int
+
+
+@dataclass(slots=True)
+class CrawlRequest:
+    """A leased frontier row: the unit of work the engine fetches."""
+
+    id: int
+    url: str
+    url_hash: str
+    host: str
+    depth: int
+    priority: int
+    attempts: int = 0
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+@dataclass(slots=True)
+class PageRecord:
+    """What one fetch of one URL produced: a row of ``crawled_pages``."""
+
+    url: str
+    final_url: str
+    host: str
+    status_code: int | None
+    content_type: str | None
+    content_length: int | None
+    fetched_at: float
+    crawl_duration_ms: int
+    charset: str | None = None
+    content_hash: str | None = None
+    title: str | None = None
+    description: str | None = None
+    canonical: str | None = None
+    lang: str | None = None
+    links_count: int = 0
+    redirects: list[str] = field(default_factory=list)
+    error_class: str | None = None
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class Outcome:
+    """The result of handling one leased request, written back in a batch."""
+
+    request: CrawlRequest
+    status: UrlStatus
+    next_crawl_at: float
+    attempts: int
+    status_code: int | None = None
+    error_class: str | None = None
+    error: str | None = None
+    content_hash: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    page: PageRecord | None = None
+
+
+@dataclass(slots=True)
+class DomainRecord:
+    """Per-host state kept in the store: the robots.txt cache and counters."""
+
+    host: str
+    robots_txt: str | None = None
+    robots_status: int | None = None
+    robots_fetched_at: float | None = None
+    crawl_delay: float | None = None
+    allowed: bool = True
+    page_count: int = 0
+
+
+@dataclass(slots=True)
+class CrawlCounts:
+    """Frontier rows by status and pages stored, for one crawl namespace."""
+
+    by_status: dict[str, int]
+    pages: int
+
+    @property
+    def fetched(self) -> int:
+        return self.by_status.get("completed", 0) + self.by_status.get("failed", 0)

@@ -1,0 +1,181 @@
+"""robots.txt per host: fetched once, cached in memory and in the store with a TTL.
+
+RFC 9309 §2.3.1: a 2xx body is parsed; 4xx (but 429) means no restrictions; 5xx, 429 or a
+network error means "disallow everything for now" — the host's URLs wait and the file is asked
+for again with backoff; when the retries are spent the host's URLs are blocked with that reason.
+At most ``max_bytes`` (500 KiB) are read; redirects are followed by the fetcher (5 hops).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harvestman.errors import FetchError
+from harvestman.fetch import Fetcher, RetryPolicy, parse_retry_after
+from harvestman.records import DomainRecord
+from harvestman.robots import RobotsRules, parse_robots
+from harvestman.store import Store
+from harvestman.urls import robots_url
+
+
+@dataclass(slots=True)
+class RobotsEntry:
+    """What is known of one host's robots.txt."""
+
+    rules: RobotsRules
+    expires_at: float
+    status: int | None  # HTTP status of the robots.txt response; None for a network error
+    text: str | None = None  # the file as read (None: no file, e.g. a 404)
+    crawl_delay: float | None = None
+    unavailable: bool = False  # 5xx/429/network: everything is disallowed for now
+    failures: int = 0  # consecutive unavailable answers
+    error: str | None = None
+
+    @property
+    def exhausted(self) -> bool:
+        """Unavailable and out of retries: the host's URLs are blocked."""
+        return self.unavailable and self.expires_at == float("inf")
+
+
+class RobotsCache:
+    """robots.txt rules per host for one user agent."""
+
+    def __init__(
+        self,
+        store: Store,
+        fetcher: Fetcher,
+        *,
+        user_agent: str,
+        ttl: float = 3600.0,
+        max_bytes: int = 500 * 1024,
+        retry: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.fetcher = fetcher
+        self.user_agent = user_agent
+        self.ttl = ttl
+        self.max_bytes = max_bytes
+        self.retry = retry or RetryPolicy()
+        self.clock = clock
+        self.fetches = 0
+        self._entries: dict[str, RobotsEntry] = {}
+        self._inflight: dict[str, asyncio.Future[RobotsEntry]] = {}
+
+    def cached(self, host: str) -> RobotsEntry | None:
+        """The entry for ``host`` if it is known and fresh (no I/O)."""
+        entry = self._entries.get(host)
+        if entry is not None and entry.expires_at > self.clock():
+            return entry
+        return None
+
+    async def get(self, host: str, origin_url: str) -> tuple[RobotsEntry, bool]:
+        """The rules for ``host`` and whether this call requested robots.txt from the host.
+
+        ``origin_url`` is any URL of the host (its scheme and port locate robots.txt).
+        Concurrent callers for one host share one fetch.
+        """
+        entry = self.cached(host)
+        if entry is not None:
+            return entry, False
+        pending = self._inflight.get(host)
+        if pending is not None:
+            return await asyncio.shield(pending), False
+        future: asyncio.Future[RobotsEntry] = asyncio.get_running_loop().create_future()
+        self._inflight[host] = future
+        try:
+            entry, fetched = await self._load(host, origin_url)
+            self._entries[host] = entry
+            future.set_result(entry)
+            return entry, fetched
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: waiters re-raise it, nobody logs "never retrieved"
+            raise
+        finally:
+            del self._inflight[host]
+
+    async def _load(self, host: str, origin_url: str) -> tuple[RobotsEntry, bool]:
+        now = self.clock()
+        previous = self._entries.get(host)
+        if previous is None:  # a fresh copy in the store spares the host a request
+            record = await self.store.get_domain(host)
+            if (
+                record is not None
+                and record.robots_fetched_at is not None
+                and record.robots_fetched_at + self.ttl > now
+            ):
+                return self._entry_from_record(record, origin_url), False
+        entry = await self._fetch(origin_url, now, previous)
+        if not entry.unavailable:
+            await self.store.save_robots(
+                DomainRecord(
+                    host=host,
+                    robots_txt=entry.text,
+                    robots_status=entry.status,
+                    robots_fetched_at=now,
+                    crawl_delay=entry.crawl_delay,
+                    allowed=entry.rules.is_allowed(robots_root(origin_url), self.user_agent),
+                ),
+                now,
+            )
+        return entry, True
+
+    async def _fetch(
+        self, origin_url: str, now: float, previous: RobotsEntry | None
+    ) -> RobotsEntry:
+        url = robots_url(origin_url)
+        self.fetches += 1
+        retry_after: float | None = None
+        try:
+            result = await self.fetcher.fetch(url, max_bytes=self.max_bytes, truncate=True)
+        except FetchError as exc:
+            status, error = None, f"{type(exc).__name__}: {exc}"
+        else:
+            status, error = result.status, f"HTTP {result.status}"
+            if 200 <= result.status < 300:
+                text = result.body.decode("utf-8", errors="replace").removeprefix("\ufeff")
+                rules = parse_robots(text, url)
+                return RobotsEntry(
+                    rules,
+                    now + self.ttl,
+                    status,
+                    text=text,
+                    crawl_delay=rules.crawl_delay(self.user_agent),
+                )
+            if 400 <= result.status < 500 and result.status != 429:
+                return RobotsEntry(RobotsRules.allow_all(), now + self.ttl, status)
+            retry_after = parse_retry_after(result.headers.get("Retry-After"))
+        failures = (previous.failures if previous and previous.unavailable else 0) + 1
+        wait = self.retry.delay(failures, retry_after)
+        expires = float("inf") if wait is None else now + wait
+        return RobotsEntry(
+            RobotsRules.disallow_all(),
+            expires,
+            status,
+            unavailable=True,
+            failures=failures,
+            error=error,
+        )
+
+    def _entry_from_record(self, record: DomainRecord, origin_url: str) -> RobotsEntry:
+        assert record.robots_fetched_at is not None
+        if record.robots_txt is None:
+            rules = RobotsRules.allow_all()
+        else:
+            rules = parse_robots(record.robots_txt, robots_url(origin_url))
+        return RobotsEntry(
+            rules,
+            record.robots_fetched_at + self.ttl,
+            record.robots_status,
+            text=record.robots_txt,
+            crawl_delay=record.crawl_delay,
+        )
+
+
+def robots_root(url: str) -> str:
+    """The root URL ("scheme://host/") of ``url``'s site."""
+    return robots_url(url).removesuffix("robots.txt")

@@ -1,0 +1,68 @@
+"""Where SQLite and PostgreSQL differ: engine set-up, upserts and row locking.
+
+Everything dialect-specific in the store lives here, so the queries in ``sql.py`` exist once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, Table, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.sql import Insert
+
+from harvestman.errors import ConfigError
+
+
+def make_engine(database_url: str) -> Engine:
+    """An Engine for ``database_url``; SQLite gets WAL, PostgreSQL the psycopg driver."""
+    try:
+        url = make_url(database_url)
+    except Exception as exc:
+        raise ConfigError(f"invalid database URL {database_url!r}: {exc}") from None
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        if url.database and url.database != ":memory:":
+            Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if backend == "postgresql":
+        if url.drivername == "postgresql":
+            url = url.set(drivername="postgresql+psycopg")
+        return create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=8)
+    raise ConfigError(f"unsupported database {backend!r}: use sqlite:/// or postgresql://")
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # WAL lets readers (stats, export, API) run beside the crawl's writer; NORMAL sync is
+    # durable across a process kill (only an OS crash can lose the last transactions).
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA cache_size=-65536")
+    cursor.close()
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def insert(engine: Engine, table: Table) -> Insert:
+    """The dialect's INSERT, which knows ON CONFLICT."""
+    module = sqlite if is_sqlite(engine) else postgresql
+    return module.insert(table)
+
+
+def insert_ignore(engine: Engine, table: Table, *conflict: str) -> Insert:
+    """INSERT ... ON CONFLICT (conflict) DO NOTHING."""
+    return insert(engine, table).on_conflict_do_nothing(index_elements=list(conflict))
+
+
+def lock_suffix(engine: Engine) -> str:
+    """Row locking for a lease SELECT: SKIP LOCKED on PostgreSQL; SQLite has one writer."""
+    return "" if is_sqlite(engine) else " FOR UPDATE SKIP LOCKED"

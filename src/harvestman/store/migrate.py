@@ -1,0 +1,55 @@
+"""Schema migrations: ``harvestman db upgrade|downgrade|current`` and the start-up check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine
+
+from harvestman.errors import SchemaOutdated
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def alembic_config(engine: Engine) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
+    return config
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, revision)
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def head_revision(engine: Engine) -> str | None:
+    return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+
+
+def check_current(engine: Engine) -> None:
+    """Raise SchemaOutdated when the database is not at the code's head revision."""
+    current, head = current_revision(engine), head_revision(engine)
+    if current != head:
+        raise SchemaOutdated(
+            f"the database schema is at {current or 'nothing'}, the code needs {head}: "
+            "run `harvestman db upgrade`"
+        )

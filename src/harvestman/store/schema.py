@@ -1,0 +1,127 @@
+"""The store's tables, one SQLAlchemy schema for SQLite and PostgreSQL.
+
+Times are UNIX epoch seconds (``Float``): they compare and index the same on both databases and
+cost nothing to convert on the hot path. Changes go through Alembic (``store/migrations``) only.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# SQLite only aliases the rowid for a column declared exactly INTEGER PRIMARY KEY.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+
+crawls = Table(
+    "crawls",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("created_at", Float, nullable=False),
+    Column("seeds", Text, nullable=False, default="[]"),  # JSON list of seed URLs
+)
+
+urls = Table(
+    "urls",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("crawl_id", Id, ForeignKey("crawls.id", ondelete="CASCADE"), nullable=False),
+    Column("url_hash", String(64), nullable=False),
+    Column("url", Text, nullable=False),
+    Column("host", String(300), nullable=False),
+    Column("status", String(16), nullable=False, default="pending"),
+    Column("priority", SmallInteger, nullable=False, default=2),
+    Column("depth", SmallInteger, nullable=False, default=0),
+    Column("next_crawl_at", Float, nullable=False),
+    Column("lease_until", Float),
+    Column("leased_by", String(64)),
+    Column("attempts", SmallInteger, nullable=False, default=0),
+    Column("discovered_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("last_fetched_at", Float),
+    Column("status_code", SmallInteger),
+    Column("error_class", String(64)),
+    Column("error", Text),
+    Column("content_hash", String(64)),
+    Column("etag", Text),
+    Column("last_modified", Text),
+    UniqueConstraint("crawl_id", "url_hash"),
+    # Leasing: the ready rows of one host in priority order; also serves "which hosts have
+    # pending work" and the stale-lease sweep (status = in_progress).
+    Index("ix_urls_lease", "crawl_id", "status", "host", "priority", "next_crawl_at"),
+)
+
+crawled_pages = Table(
+    "crawled_pages",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("crawl_id", Id, ForeignKey("crawls.id", ondelete="CASCADE"), nullable=False),
+    Column("url_hash", String(64), nullable=False),
+    Column("url", Text, nullable=False),
+    Column("final_url", Text, nullable=False),
+    Column("host", String(300), nullable=False),
+    Column("status_code", SmallInteger),
+    Column("content_type", String(200)),
+    Column("content_length", BigInteger),
+    Column("charset", String(64)),
+    Column("content_hash", String(64)),
+    Column("title", Text),
+    Column("description", Text),
+    Column("canonical", Text),
+    Column("lang", String(35)),
+    Column("links_count", Integer, nullable=False, default=0),
+    Column("redirects", Text),  # JSON list of the hops before final_url
+    Column("crawl_duration_ms", Integer),
+    Column("fetched_at", Float, nullable=False),
+    Column("error_class", String(64)),
+    Column("error", Text),
+    UniqueConstraint("crawl_id", "url_hash"),
+    Index("ix_crawled_pages_host", "crawl_id", "host"),
+    Index("ix_crawled_pages_fetched_at", "crawl_id", "fetched_at"),
+)
+
+domains = Table(
+    "domains",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("host", String(300), nullable=False, unique=True),
+    Column("robots_txt", Text),
+    Column("robots_status", SmallInteger),
+    Column("robots_fetched_at", Float),
+    Column("crawl_delay", Float),
+    Column("allowed", Boolean, nullable=False, default=True),
+    Column("page_count", BigInteger, nullable=False, default=0),
+    Column("updated_at", Float, nullable=False),
+)
+
+workers = Table(
+    "workers",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("hostname", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("heartbeat_at", Float, nullable=False),
+)

@@ -1,0 +1,560 @@
+"""The SQL store: one implementation of the ``Store`` contract for SQLite and PostgreSQL.
+
+Calls are async; each runs synchronously on the store's own thread(s), so the event loop never
+blocks on the database and SQLite sees a single writer. Hot-path writes arrive in batches
+(``record``): one transaction per batch, ``executemany`` per statement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, and_, bindparam, func, select, text, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from harvestman.errors import StoreError
+from harvestman.records import (
+    CrawlCounts,
+    CrawlRequest,
+    DomainRecord,
+    NewUrl,
+    Outcome,
+    UrlStatus,
+)
+from harvestman.store import dialect, migrate
+from harvestman.store.schema import crawled_pages, crawls, domains, urls, workers
+
+T = TypeVar("T")
+
+_LEASE_SQL = (
+    "SELECT id, url, url_hash, host, depth, priority, attempts, etag, last_modified FROM urls"
+    " WHERE crawl_id = :crawl_id AND status = 'pending' AND host = :host"
+    " AND next_crawl_at <= :now ORDER BY priority DESC, next_crawl_at, id LIMIT :limit"
+)
+_NEXT_DUE_SQL = (
+    "SELECT min(next_crawl_at) FROM urls"
+    " WHERE crawl_id = :crawl_id AND status = 'pending' AND host = :host"
+)
+
+_PAGE_COLUMNS = (
+    "url", "final_url", "host", "status_code", "content_type", "content_length", "charset",
+    "content_hash", "title", "description", "canonical", "lang", "links_count",
+    "crawl_duration_ms", "fetched_at", "error_class", "error",
+)  # fmt: skip
+
+
+class SqlStore:
+    """The store on a SQLAlchemy engine. Use as ``async with SqlStore(url) as store``."""
+
+    def __init__(self, database_url: str, *, threads: int = 1) -> None:
+        self.database_url = database_url
+        self.engine: Engine = dialect.make_engine(database_url)
+        # SQLite: exactly one thread, the single writer. PostgreSQL may use more.
+        self._threads = 1 if dialect.is_sqlite(self.engine) else max(1, threads)
+        self._executor: ThreadPoolExecutor | None = None
+        self._lease_sql = text(_LEASE_SQL + dialect.lock_suffix(self.engine))
+        self._next_due_sql = text(_NEXT_DUE_SQL)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def __aenter__(self) -> SqlStore:
+        self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="harvestman-store")
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+        self.engine.dispose()
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._executor is None:
+            raise StoreError("the store is not open: use `async with SqlStore(...)`")
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, fn, *args)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+
+    async def upgrade(self) -> None:
+        """Bring the schema to the code's head revision (Alembic)."""
+        await self._run(migrate.upgrade, self.engine)
+
+    async def check_schema(self) -> None:
+        """Raise SchemaOutdated when the database is behind the code."""
+        await self._run(migrate.check_current, self.engine)
+
+    async def ping(self) -> None:
+        def _ping() -> None:
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+
+        await self._run(_ping)
+
+    # -- crawls -----------------------------------------------------------------------------
+
+    async def ensure_crawl(self, name: str, seeds: Sequence[str] = ()) -> int:
+        """The id of crawl namespace ``name``, created on first use; seeds accumulate."""
+
+        def _ensure() -> int:
+            with self.engine.begin() as conn:
+                row = conn.execute(
+                    select(crawls.c.id, crawls.c.seeds).where(crawls.c.name == name)
+                ).first()
+                if row is None:
+                    stmt = dialect.insert_ignore(self.engine, crawls, "name").values(
+                        name=name, created_at=time.time(), seeds=json.dumps(list(seeds))
+                    )
+                    conn.execute(stmt)
+                    row = conn.execute(
+                        select(crawls.c.id, crawls.c.seeds).where(crawls.c.name == name)
+                    ).one()
+                known = json.loads(row.seeds)
+                merged = known + [seed for seed in seeds if seed not in known]
+                if merged != known:
+                    conn.execute(
+                        update(crawls).where(crawls.c.id == row.id).values(seeds=json.dumps(merged))
+                    )
+                return int(row.id)
+
+        return await self._run(_ensure)
+
+    async def crawl_seeds(self, crawl_id: int) -> list[str]:
+        def _seeds() -> list[str]:
+            with self.engine.connect() as conn:
+                value = conn.execute(select(crawls.c.seeds).where(crawls.c.id == crawl_id)).scalar()
+            return json.loads(value or "[]")
+
+        return await self._run(_seeds)
+
+    async def find_crawl(self, name: str) -> int | None:
+        def _find() -> int | None:
+            with self.engine.connect() as conn:
+                return conn.execute(select(crawls.c.id).where(crawls.c.name == name)).scalar()
+
+        return await self._run(_find)
+
+    # -- frontier -----------------------------------------------------------------------------
+
+    def _insert_urls(
+        self, conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: float
+    ) -> None:
+        if not rows:
+            return
+        stmt = dialect.insert(self.engine, urls)
+        # A known URL is left alone unless it is completed and due for a re-crawl again.
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["crawl_id", "url_hash"],
+            set_={
+                "status": UrlStatus.PENDING.value,
+                "next_crawl_at": stmt.excluded.next_crawl_at,
+                "attempts": 0,
+                "updated_at": stmt.excluded.updated_at,
+            },
+            where=and_(urls.c.status == UrlStatus.COMPLETED.value, urls.c.next_crawl_at <= now),
+        )
+        conn.execute(
+            stmt,
+            [
+                {
+                    "crawl_id": crawl_id,
+                    "url_hash": row.url_hash,
+                    "url": row.url,
+                    "host": row.host,
+                    "status": UrlStatus.PENDING.value,
+                    "priority": row.priority,
+                    "depth": row.depth,
+                    "next_crawl_at": now,
+                    "attempts": 0,
+                    "discovered_at": now,
+                    "updated_at": now,
+                }
+                for row in rows
+            ],
+        )
+
+    async def add_urls(self, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None:
+        """Add URLs to the frontier; known ones stay as they are unless due for re-crawl."""
+
+        def _add() -> None:
+            with self.engine.begin() as conn:
+                self._insert_urls(conn, crawl_id, rows, now)
+
+        await self._run(_add)
+
+    async def pending_hosts(self, crawl_id: int) -> dict[str, float]:
+        """Every host with pending rows, with the earliest time one of them is due."""
+
+        def _hosts() -> dict[str, float]:
+            with self.engine.connect() as conn:
+                result = conn.execute(
+                    select(urls.c.host, func.min(urls.c.next_crawl_at))
+                    .where(urls.c.crawl_id == crawl_id, urls.c.status == UrlStatus.PENDING.value)
+                    .group_by(urls.c.host)
+                )
+                return {host: float(due) for host, due in result}
+
+        return await self._run(_hosts)
+
+    async def lease(
+        self,
+        crawl_id: int,
+        wanted: dict[str, int],
+        now: float,
+        lease_until: float,
+        worker_id: str,
+    ) -> tuple[list[CrawlRequest], dict[str, float | None]]:
+        """Lease up to ``wanted[host]`` due rows per host, in priority order.
+
+        Returns the leased requests and, for each host that ran dry, when its next pending row
+        is due (``None``: the host has no pending rows left).
+        """
+
+        def _lease() -> tuple[list[CrawlRequest], dict[str, float | None]]:
+            leased: list[CrawlRequest] = []
+            dry: dict[str, float | None] = {}
+            with self.engine.begin() as conn:
+                for host, limit in wanted.items():
+                    rows = conn.execute(
+                        self._lease_sql,
+                        {"crawl_id": crawl_id, "host": host, "now": now, "limit": limit},
+                    ).all()
+                    leased.extend(CrawlRequest(*row) for row in rows)
+                    if len(rows) < limit:
+                        due = conn.execute(
+                            self._next_due_sql, {"crawl_id": crawl_id, "host": host}
+                        ).scalar()
+                        # Rows just leased are no longer pending, so `due` is the next one.
+                        dry[host] = None if due is None else float(due)
+                if leased:
+                    conn.execute(
+                        update(urls)
+                        .where(urls.c.id == bindparam("row_id"))
+                        .values(
+                            status=UrlStatus.IN_PROGRESS.value,
+                            lease_until=lease_until,
+                            leased_by=worker_id,
+                            updated_at=now,
+                        ),
+                        [{"row_id": request.id} for request in leased],
+                    )
+            return leased, dry
+
+        return await self._run(_lease)
+
+    async def record(
+        self, crawl_id: int, outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl], now: float
+    ) -> None:
+        """Write a batch in one transaction: discovered URLs, URL states and pages."""
+
+        def _record() -> None:
+            with self.engine.begin() as conn:
+                self._insert_urls(conn, crawl_id, new_urls, now)
+                if outcomes:
+                    self._write_outcomes(conn, crawl_id, outcomes, now)
+
+        await self._run(_record)
+
+    def _write_outcomes(
+        self, conn: Connection, crawl_id: int, outcomes: Sequence[Outcome], now: float
+    ) -> None:
+        conn.execute(
+            update(urls)
+            .where(urls.c.id == bindparam("row_id"))
+            .values(
+                status=bindparam("new_status"),
+                next_crawl_at=bindparam("new_next"),
+                attempts=bindparam("new_attempts"),
+                lease_until=None,
+                leased_by=None,
+                updated_at=now,
+                last_fetched_at=bindparam("fetched_at"),
+                status_code=bindparam("code"),
+                error_class=bindparam("err_class"),
+                error=bindparam("err"),
+                # A 304 carries no body: keep what the last full fetch stored.
+                content_hash=func.coalesce(bindparam("hash"), urls.c.content_hash),
+                etag=func.coalesce(bindparam("new_etag"), urls.c.etag),
+                last_modified=func.coalesce(bindparam("new_lm"), urls.c.last_modified),
+            ),
+            [
+                {
+                    "row_id": o.request.id,
+                    "new_status": o.status.value,
+                    "new_next": o.next_crawl_at,
+                    "new_attempts": o.attempts,
+                    "fetched_at": o.page.fetched_at if o.page else None,
+                    "code": o.status_code,
+                    "err_class": o.error_class,
+                    "err": o.error,
+                    "hash": o.content_hash,
+                    "new_etag": o.etag,
+                    "new_lm": o.last_modified,
+                }
+                for o in outcomes
+            ],
+        )
+        pages = [o for o in outcomes if o.page is not None]
+        if not pages:
+            return
+        stmt = dialect.insert(self.engine, crawled_pages)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["crawl_id", "url_hash"],
+            set_={name: stmt.excluded[name] for name in (*_PAGE_COLUMNS, "redirects")},
+        )
+        rows = []
+        per_host: dict[str, int] = {}
+        for o in pages:
+            page = o.page
+            assert page is not None
+            row = {name: getattr(page, name) for name in _PAGE_COLUMNS}
+            row["crawl_id"] = crawl_id
+            row["url_hash"] = o.request.url_hash
+            row["redirects"] = json.dumps(page.redirects) if page.redirects else None
+            rows.append(row)
+            per_host[page.host] = per_host.get(page.host, 0) + 1
+        conn.execute(stmt, rows)
+        conn.execute(
+            update(domains)
+            .where(domains.c.host == bindparam("h"))
+            .values(page_count=domains.c.page_count + bindparam("n"), updated_at=now),
+            [{"h": host, "n": n} for host, n in per_host.items()],
+        )
+
+    async def release(self, worker_id: str, now: float) -> int:
+        """Return every row leased by ``worker_id`` to pending (a clean shutdown)."""
+
+        def _release() -> int:
+            with self.engine.begin() as conn:
+                result = conn.execute(
+                    update(urls)
+                    .where(
+                        urls.c.status == UrlStatus.IN_PROGRESS.value, urls.c.leased_by == worker_id
+                    )
+                    .values(
+                        status=UrlStatus.PENDING.value,
+                        lease_until=None,
+                        leased_by=None,
+                        updated_at=now,
+                    )
+                )
+                return result.rowcount or 0
+
+        return await self._run(_release)
+
+    async def recover(self, now: float, dead_workers: Iterable[str] = ()) -> int:
+        """Return expired leases, and every lease of ``dead_workers``, to pending."""
+        dead = list(dead_workers)
+
+        def _recover() -> int:
+            condition = urls.c.lease_until < now
+            if dead:
+                condition = condition | urls.c.leased_by.in_(dead)
+            with self.engine.begin() as conn:
+                result = conn.execute(
+                    update(urls)
+                    .where(urls.c.status == UrlStatus.IN_PROGRESS.value, condition)
+                    .values(
+                        status=UrlStatus.PENDING.value,
+                        lease_until=None,
+                        leased_by=None,
+                        updated_at=now,
+                    )
+                )
+                return result.rowcount or 0
+
+        return await self._run(_recover)
+
+    # -- workers ------------------------------------------------------------------------------
+
+    async def register_worker(self, worker_id: str, hostname: str, pid: int, now: float) -> None:
+        def _register() -> None:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    dialect.insert_ignore(self.engine, workers, "id").values(
+                        id=worker_id, hostname=hostname, pid=pid, started_at=now, heartbeat_at=now
+                    )
+                )
+
+        await self._run(_register)
+
+    async def heartbeat(self, worker_id: str, now: float, lease_until: float) -> None:
+        """Mark the worker alive and extend the leases it holds."""
+
+        def _beat() -> None:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    update(workers).where(workers.c.id == worker_id).values(heartbeat_at=now)
+                )
+                conn.execute(
+                    update(urls)
+                    .where(
+                        urls.c.status == UrlStatus.IN_PROGRESS.value, urls.c.leased_by == worker_id
+                    )
+                    .values(lease_until=lease_until)
+                )
+
+        await self._run(_beat)
+
+    async def workers(self) -> list[tuple[str, str, int, float]]:
+        """Registered workers: (id, hostname, pid, heartbeat_at)."""
+
+        def _workers() -> list[tuple[str, str, int, float]]:
+            with self.engine.connect() as conn:
+                rows = conn.execute(
+                    select(workers.c.id, workers.c.hostname, workers.c.pid, workers.c.heartbeat_at)
+                )
+                return [(r.id, r.hostname, r.pid, r.heartbeat_at) for r in rows]
+
+        return await self._run(_workers)
+
+    async def unregister_workers(self, worker_ids: Iterable[str]) -> None:
+        ids = list(worker_ids)
+
+        def _unregister() -> None:
+            with self.engine.begin() as conn:
+                conn.execute(workers.delete().where(workers.c.id.in_(ids)))
+
+        if ids:
+            await self._run(_unregister)
+
+    # -- domains ------------------------------------------------------------------------------
+
+    async def get_domain(self, host: str) -> DomainRecord | None:
+        def _get() -> DomainRecord | None:
+            with self.engine.connect() as conn:
+                row = conn.execute(select(domains).where(domains.c.host == host)).first()
+            if row is None:
+                return None
+            return DomainRecord(
+                host=row.host,
+                robots_txt=row.robots_txt,
+                robots_status=row.robots_status,
+                robots_fetched_at=row.robots_fetched_at,
+                crawl_delay=row.crawl_delay,
+                allowed=bool(row.allowed),
+                page_count=int(row.page_count),
+            )
+
+        return await self._run(_get)
+
+    async def save_robots(self, record: DomainRecord, now: float) -> None:
+        """Store a host's robots.txt (creating the domain row on first sight)."""
+
+        def _save() -> None:
+            values = {
+                "robots_txt": record.robots_txt,
+                "robots_status": record.robots_status,
+                "robots_fetched_at": record.robots_fetched_at,
+                "crawl_delay": record.crawl_delay,
+                "allowed": record.allowed,
+                "updated_at": now,
+            }
+            stmt = dialect.insert(self.engine, domains).values(
+                host=record.host, page_count=0, **values
+            )
+            stmt = stmt.on_conflict_do_update(index_elements=["host"], set_=values)
+            with self.engine.begin() as conn:
+                conn.execute(stmt)
+
+        await self._run(_save)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def counts(self, crawl_id: int) -> CrawlCounts:
+        def _counts() -> CrawlCounts:
+            with self.engine.connect() as conn:
+                by_status = {
+                    status: int(n)
+                    for status, n in conn.execute(
+                        select(urls.c.status, func.count())
+                        .where(urls.c.crawl_id == crawl_id)
+                        .group_by(urls.c.status)
+                    )
+                }
+                pages = conn.execute(
+                    select(func.count())
+                    .select_from(crawled_pages)
+                    .where(crawled_pages.c.crawl_id == crawl_id)
+                ).scalar_one()
+            return CrawlCounts(by_status=by_status, pages=int(pages))
+
+        return await self._run(_counts)
+
+    def report(self, crawl_id: int, top: int = 20) -> dict[str, Any]:
+        """A summary of a crawl for ``harvestman stats`` (synchronous, read-only)."""
+
+        def grouped(column: Any, table: Any, *where: Any) -> dict[str, int]:
+            query = (
+                select(column, func.count())
+                .where(table.c.crawl_id == crawl_id, *where)
+                .group_by(column)
+                .order_by(func.count().desc())
+                .limit(top)
+            )
+            with self.engine.connect() as conn:
+                return {str(key): int(n) for key, n in conn.execute(query)}
+
+        with self.engine.connect() as conn:
+            pages = conn.execute(
+                select(func.count())
+                .select_from(crawled_pages)
+                .where(crawled_pages.c.crawl_id == crawl_id)
+            ).scalar_one()
+        return {
+            "urls": grouped(urls.c.status, urls),
+            "pages": int(pages),
+            "status_codes": grouped(crawled_pages.c.status_code, crawled_pages),
+            "errors": grouped(urls.c.error_class, urls, urls.c.error_class.is_not(None)),
+            "hosts": grouped(crawled_pages.c.host, crawled_pages),
+        }
+
+    def iter_pages(self, crawl_id: int, batch: int = 1000) -> Iterator[dict[str, Any]]:
+        """Every stored page of a crawl with its URL row's depth, in id order, in constant memory.
+
+        Synchronous on purpose: exports stream straight to a file from their own thread.
+        """
+        last_id = 0
+        query = (
+            select(crawled_pages, urls.c.depth)
+            .join(
+                urls,
+                and_(
+                    urls.c.crawl_id == crawled_pages.c.crawl_id,
+                    urls.c.url_hash == crawled_pages.c.url_hash,
+                ),
+                isouter=True,
+            )
+            .where(crawled_pages.c.crawl_id == crawl_id, crawled_pages.c.id > bindparam("last"))
+            .order_by(crawled_pages.c.id)
+            .limit(batch)
+        )
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(query, {"last": last_id}).mappings().all()
+            if not rows:
+                return
+            for row in rows:
+                yield dict(row)
+            last_id = rows[-1]["id"]
+
+    def iter_urls(self, crawl_id: int, status: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every frontier row of a crawl (optionally one status), in id order."""
+        last_id = 0
+        query = select(urls).where(urls.c.crawl_id == crawl_id, urls.c.id > bindparam("last"))
+        if status:
+            query = query.where(urls.c.status == status)
+        query = query.order_by(urls.c.id).limit(1000)
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(query, {"last": last_id}).mappings().all()
+            if not rows:
+                return
+            for row in rows:
+                yield dict(row)
+            last_id = rows[-1]["id"]
