@@ -1,0 +1,573 @@
+"""The HTTP client: one pooled aiohttp session, hard limits, manual redirects, retry policy.
+
+``Fetcher.fetch`` returns every HTTP response, error statuses included (the engine decides what
+a 404 or a 503 means); it raises only when no usable response exists, and then only the
+``FetchError`` family from :mod:`harvestman.errors` (or ``UrlError`` for a URL aiohttp cannot
+request). No aiohttp or asyncio exception escapes.
+
+Limits, all enforced:
+
+- ``timeout`` covers the whole fetch: every redirect hop, ``check_hop`` and the body.
+- ``max_redirects`` hops at most; each hop's Location is resolved, normalized and handed to
+  ``check_hop`` (scope, robots) before it is requested.
+- ``max_page_size`` bounds the *decompressed* body. aiohttp's own decompression is off: the body
+  is decoded here in pieces of at most ``_PIECE`` bytes, so a compression bomb is abandoned after
+  ``max_page_size`` bytes of output, whatever aiohttp version is installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import zlib
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from types import TracebackType
+from typing import Protocol
+
+import aiohttp
+from yarl import URL
+
+from harvestman.errors import (
+    BodyTooLarge,
+    ContentDecodingError,
+    FetchTimeout,
+    NetworkError,
+    RedirectLoop,
+    RedirectRefused,
+    TooManyRedirects,
+    UrlError,
+)
+from harvestman.urls import UrlNormalizer, normalize_url
+
+try:
+    import brotli
+except ImportError:  # pragma: no cover - depends on the environment
+    brotli = None
+
+# Only a brotli that can cap its output per call (Brotli >= 1.2) is safe against a bomb.
+HAS_BROTLI = brotli is not None and hasattr(brotli.Decompressor, "can_accept_more_data")
+
+__all__ = [
+    "DEFAULT_ACCEPT",
+    "HAS_BROTLI",
+    "FetchResult",
+    "Fetcher",
+    "RetryPolicy",
+    "is_retryable_status",
+    "looks_like_html",
+    "parse_content_type",
+    "parse_retry_after",
+]
+
+DEFAULT_ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
+ACCEPT_ENCODING = "gzip, deflate, br" if HAS_BROTLI else "gzip, deflate"
+
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# Responses that never carry a body, whatever their Content-Length says (RFC 9110 §6.4.1).
+_BODYLESS_STATUSES = frozenset({204, 304})
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+# The most decompressed output produced per call, so memory stays flat under a bomb.
+_PIECE = 1 << 16
+
+
+@dataclass(slots=True)
+class FetchResult:
+    """One HTTP response after redirects, with its decompressed body.
+
+    ``redirects`` lists the URLs requested before ``final_url``, in order; ``final_url`` is the
+    normalized URL that produced this response (``url`` itself when there was no redirect).
+    ``truncated`` is true only when ``fetch(..., truncate=True)`` cut the body at its cap.
+    """
+
+    url: str
+    final_url: str
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    content_type: str
+    charset: str | None
+    redirects: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+    truncated: bool = False
+
+    @property
+    def is_html(self) -> bool:
+        """True for ``text/html`` and ``application/xhtml+xml``, and for an untyped HTML body.
+
+        >>> FetchResult("u", "u", 200, {}, b"  <!DOCTYPE html><p>", "", None).is_html
+        True
+        >>> FetchResult("u", "u", 200, {}, b"%PDF-1.7", "", None).is_html
+        False
+        """
+        if self.content_type:
+            return self.content_type in _HTML_TYPES
+        return looks_like_html(self.body)
+
+
+# The tags of the WHATWG MIME sniffing algorithm (§7.1) that mark an untyped resource as HTML.
+_HTML_SNIFF_TAGS = (
+    b"<!doctype html",
+    b"<html",
+    b"<head",
+    b"<script",
+    b"<iframe",
+    b"<h1",
+    b"<div",
+    b"<font",
+    b"<table",
+    b"<a",
+    b"<style",
+    b"<title",
+    b"<b",
+    b"<body",
+    b"<br",
+    b"<p",
+    b"<!--",
+)
+
+
+def looks_like_html(body: bytes) -> bool:
+    """Whether an untyped body starts like HTML (WHATWG sniffing: a known tag, then space or >).
+
+    >>> looks_like_html(b"\\xef\\xbb\\xbf\\n<HTML lang=en>"), looks_like_html(b"<bogus>")
+    (True, False)
+    """
+    head = body[:512].removeprefix(b"\xef\xbb\xbf").lstrip(b"\t\n\x0c\r ").lower()
+    for tag in _HTML_SNIFF_TAGS:
+        if head.startswith(tag):
+            after = head[len(tag) : len(tag) + 1]
+            if after in (b" ", b">") or (tag == b"<!--" and after):
+                return True
+    return False
+
+
+def parse_content_type(value: str | None) -> tuple[str, str | None]:
+    """Split a Content-Type header into the lower-case MIME type and the charset parameter.
+
+    >>> parse_content_type('Text/HTML; Charset="ISO-8859-1"')
+    ('text/html', 'iso-8859-1')
+    >>> parse_content_type(None)
+    ('', None)
+    """
+    if not value:
+        return "", None
+    mime, _, params = value.partition(";")
+    charset = None
+    if params:
+        for param in params.split(";"):
+            name, _, val = param.partition("=")
+            if name.strip().lower() == "charset":
+                charset = val.strip().strip("\"'").strip().lower() or None
+                break
+    return mime.strip().lower(), charset
+
+
+class Fetcher:
+    """Async context manager owning one aiohttp ClientSession and its connection pool.
+
+    Example::
+
+        async with Fetcher(user_agent="Harvestman/0.1 (+https://example.org/bot)") as fetcher:
+            result = await fetcher.fetch("https://example.org/")
+
+    ``max_connections`` and ``max_connections_per_host`` bound the pool (0 means unbounded).
+    Redirect targets are normalized with ``normalizer`` (the crawl's own tracking-parameter
+    list), by default with :func:`harvestman.urls.normalize_url`.
+    There is no cookie jar: every request goes out without cookies.
+    """
+
+    def __init__(
+        self,
+        *,
+        user_agent: str,
+        timeout: float = 30.0,
+        max_redirects: int = 5,
+        max_page_size: int = 10 * 1024 * 1024,
+        max_connections: int = 256,
+        max_connections_per_host: int = 0,
+        accept: str = DEFAULT_ACCEPT,
+        normalizer: UrlNormalizer | None = None,
+    ) -> None:
+        self.user_agent = user_agent
+        self.timeout = timeout
+        self.max_redirects = max_redirects
+        self.max_page_size = max_page_size
+        self.max_connections = max_connections
+        self.max_connections_per_host = max_connections_per_host
+        self.accept = accept
+        self._normalize = normalizer.normalize if normalizer is not None else normalize_url
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Fetcher:
+        connector = aiohttp.TCPConnector(
+            limit=self.max_connections,
+            limit_per_host=self.max_connections_per_host,
+            ttl_dns_cache=300,
+        )
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            headers={
+                "User-Agent": self.user_agent,
+                "Accept": self.accept,
+                "Accept-Encoding": ACCEPT_ENCODING,
+            },
+            cookie_jar=aiohttp.DummyCookieJar(),
+            auto_decompress=False,
+            # The whole-fetch deadline is ours (asyncio.timeout); aiohttp's would only overlap it.
+            timeout=aiohttp.ClientTimeout(total=None),
+            # Real sites send long Set-Cookie and CSP headers; 8 KiB rejects some of them.
+            max_line_size=32768,
+            max_field_size=32768,
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        check_hop: Callable[[str], Awaitable[None]] | None = None,
+        max_bytes: int | None = None,
+        truncate: bool = False,
+    ) -> FetchResult:
+        """GET ``url`` (an http(s) URL, normally already normalized), following redirects.
+
+        ``headers`` are added to the defaults on every hop. ``check_hop(next_url)`` is awaited
+        before each redirect hop is requested and may raise (``RedirectRefused`` for scope or
+        robots). ``max_bytes`` replaces ``max_page_size`` for this call; with ``truncate`` the
+        body is cut there (``truncated=True``) instead of raising ``BodyTooLarge``.
+
+        Raises ``NetworkError``, ``FetchTimeout``, ``TooManyRedirects``, ``RedirectLoop``,
+        ``RedirectRefused``, ``BodyTooLarge``, ``ContentDecodingError``, or ``UrlError`` when
+        ``url`` itself is not an http(s) URL aiohttp can request.
+        """
+        session = self._session
+        if session is None:
+            raise RuntimeError("Fetcher.fetch() called outside 'async with Fetcher(...)'")
+        if not url[:8].lower().startswith(("http://", "https://")):
+            raise UrlError("scheme", url)
+        cap = self.max_page_size if max_bytes is None else max_bytes
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.timeout):
+                result = await self._follow(session, url, headers, check_hop, cap, truncate)
+        except TimeoutError:
+            raise FetchTimeout(f"no complete response within {self.timeout:g} s", url) from None
+        except aiohttp.InvalidURL as exc:
+            raise UrlError("unparsable", url, str(exc)) from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise NetworkError(_describe(exc), url) from exc
+        result.elapsed = time.perf_counter() - started
+        return result
+
+    async def _follow(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        headers: Mapping[str, str] | None,
+        check_hop: Callable[[str], Awaitable[None]] | None,
+        cap: int,
+        truncate: bool,
+    ) -> FetchResult:
+        current = url
+        chain: list[str] = []
+        seen: set[str] | None = None
+        while True:
+            response = await session.get(_to_yarl(current), headers=headers, allow_redirects=False)
+            try:
+                location = (
+                    response.headers.get("Location")
+                    if response.status in _REDIRECT_STATUSES
+                    else None
+                )
+                if location is None:
+                    if response.status in _BODYLESS_STATUSES:
+                        body, truncated = b"", False
+                    else:
+                        body, truncated = await _read_body(response, cap, truncate, current)
+                    content_type, charset = parse_content_type(response.headers.get("Content-Type"))
+                    return FetchResult(
+                        url=url,
+                        final_url=current,
+                        status=response.status,
+                        headers=response.headers,
+                        body=body,
+                        content_type=content_type,
+                        charset=charset,
+                        redirects=chain,
+                        truncated=truncated,
+                    )
+            finally:
+                response.release()
+
+            if seen is None:
+                seen = {url, self._normalized_or_same(url)}
+            assert location is not None  # every other response returned above
+            target = self._resolve_location(location, current, url)
+            if target in seen:
+                raise RedirectLoop(f"redirect from {current} back to {target}", url)
+            if len(chain) >= self.max_redirects:
+                raise TooManyRedirects(f"more than {self.max_redirects} redirects", url)
+            if check_hop is not None:
+                await check_hop(target)
+            chain.append(current)
+            seen.add(target)
+            current = target
+
+    def _normalized_or_same(self, url: str) -> str:
+        try:
+            return self._normalize(url)
+        except UrlError:
+            return url
+
+    def _resolve_location(self, location: str, current: str, url: str) -> str:
+        try:
+            target = self._normalize(location, current)
+        except UrlError as exc:
+            raise RedirectRefused(
+                f"{current} redirects to an uncrawlable URL ({exc.reason}): {location[:200]!r}",
+                url,
+                reason=exc.reason,
+            ) from None
+        if not target.startswith(("http://", "https://")):
+            raise RedirectRefused(
+                f"{current} redirects to a non-http(s) URL: {target[:200]!r}", url, "scheme"
+            )
+        return target
+
+
+def _to_yarl(url: str) -> URL:
+    try:
+        # A normalized URL is already percent-encoded; telling yarl so skips its re-quoting.
+        parsed = URL(url, encoded=True) if url.isascii() and " " not in url else URL(url)
+        parsed.raw_host  # noqa: B018 - yarl parses the authority lazily; fail here, not in aiohttp
+        return parsed
+    except ValueError as exc:
+        raise UrlError("unparsable", url, str(exc)) from None
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def _read_body(
+    response: aiohttp.ClientResponse, cap: int, truncate: bool, url: str
+) -> tuple[bytes, bool]:
+    """Read and decode the body, at most ``cap`` decoded bytes; return ``(body, truncated)``."""
+    encoding = response.headers.get("Content-Encoding", "").strip().lower()
+    decoder = _decoder_for(encoding, url)
+    # Sane compression never makes a body more than a little larger; a stream that does (say
+    # endless empty gzip members) would otherwise be read forever while producing nothing.
+    raw_cap = cap if decoder is None else cap + cap // 64 + 1024
+    length = response.content_length
+    if length is not None and length > raw_cap and not truncate:
+        response.close()
+        raise BodyTooLarge(f"Content-Length {length} exceeds the {cap} byte cap", url)
+    if decoder is None and length is not None and length <= cap:
+        # The parser never hands over more than Content-Length bytes, so this cannot overrun.
+        return await response.read(), False
+
+    parts: list[bytes] = []
+    total = raw_total = 0
+    async for chunk in response.content.iter_any():
+        raw_total += len(chunk)
+        if decoder is not None and raw_total > raw_cap:
+            response.close()
+            if not truncate:
+                raise BodyTooLarge(f"encoded body exceeds {raw_cap} bytes", url)
+            return b"".join(parts), True
+        for piece in decoder.decode(chunk) if decoder is not None else (chunk,):
+            total += len(piece)
+            if total > cap:
+                response.close()
+                if not truncate:
+                    raise BodyTooLarge(f"body exceeds the {cap} byte cap", url)
+                parts.append(piece[: len(piece) - (total - cap)])
+                return b"".join(parts), True
+            parts.append(piece)
+    if decoder is not None:
+        decoder.finish()
+    return b"".join(parts), False
+
+
+class _Decoder(Protocol):
+    def decode(self, data: bytes) -> Iterator[bytes]:
+        """Yield the output of ``data`` in pieces of at most ``_PIECE`` bytes."""
+        ...
+
+    def finish(self) -> None:
+        """Raise ContentDecodingError when the stream ended before its end marker."""
+        ...
+
+
+def _decoder_for(encoding: str, url: str) -> _Decoder | None:
+    if encoding in ("", "identity"):
+        return None
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        return _ZlibDecoder(encoding, url)
+    if encoding == "br" and HAS_BROTLI:
+        return _BrotliDecoder(url)
+    raise ContentDecodingError(f"unsupported Content-Encoding {encoding[:50]!r}", url)
+
+
+class _ZlibDecoder:
+    """gzip (several members allowed) or deflate, zlib-wrapped or raw as some servers send it."""
+
+    def __init__(self, encoding: str, url: str) -> None:
+        self._gzip = encoding != "deflate"
+        self._url = url
+        self._fed = False
+        self._head = b""
+        self._obj = zlib.decompressobj(31) if self._gzip else None
+
+    def decode(self, data: bytes) -> Iterator[bytes]:
+        if not data:
+            return
+        self._fed = True
+        if self._obj is None:
+            # RFC 1950 header check needs two bytes; a one-byte chunk waits for the next.
+            data = self._head + data
+            if len(data) < 2:
+                self._head = data
+                return
+            is_zlib = data[0] & 0x0F == 8 and int.from_bytes(data[:2], "big") % 31 == 0
+            self._obj = zlib.decompressobj(15 if is_zlib else -15)
+        obj = self._obj
+        more = False
+        try:
+            while data or more:
+                if obj.eof:
+                    if not (self._gzip and data.startswith(b"\x1f\x8b")):
+                        return  # bytes after the end of the stream are ignored, as browsers do
+                    obj = self._obj = zlib.decompressobj(31)
+                out = obj.decompress(data, _PIECE)
+                if out:
+                    yield out
+                # A full piece may leave output pending inside zlib even with no input left.
+                more = len(out) == _PIECE
+                data = obj.unused_data if obj.eof else obj.unconsumed_tail
+        except zlib.error as exc:
+            raise ContentDecodingError(f"corrupt {self._kind} stream: {exc}", self._url) from None
+
+    @property
+    def _kind(self) -> str:
+        return "gzip" if self._gzip else "deflate"
+
+    def finish(self) -> None:
+        if self._fed and (self._obj is None or not self._obj.eof):
+            raise ContentDecodingError(f"truncated {self._kind} stream", self._url)
+
+
+class _BrotliDecoder:
+    def __init__(self, url: str) -> None:
+        self._obj = brotli.Decompressor()
+        self._url = url
+        self._fed = False
+
+    def decode(self, data: bytes) -> Iterator[bytes]:
+        if not data:
+            return
+        self._fed = True
+        obj = self._obj
+        try:
+            # can_accept_more_data() turns true while output may still be pending: drain until
+            # a call yields nothing, one bounded piece at a time.
+            out = obj.process(data, output_buffer_limit=_PIECE)
+            while out:
+                yield out
+                out = obj.process(b"", output_buffer_limit=_PIECE)
+        except brotli.error as exc:
+            raise ContentDecodingError(f"corrupt brotli stream: {exc}", self._url) from None
+
+    def finish(self) -> None:
+        if self._fed and not self._obj.is_finished():
+            raise ContentDecodingError("truncated brotli stream", self._url)
+
+
+class RetryPolicy:
+    """Exponential backoff with jitter for retryable failures (network errors, 5xx, 429).
+
+    >>> policy = RetryPolicy(max_retries=3, backoff_base=1.0, rng=random.Random(7))
+    >>> [round(policy.delay(n) or 0, 2) for n in (1, 2, 3)], policy.delay(4)
+    ([0.93, 1.72, 4.24], None)
+    """
+
+    def __init__(
+        self,
+        max_retries: int = 3,
+        backoff_base: float = 1.0,
+        max_delay: float = 600.0,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.max_delay = max_delay
+        self._rng = rng if rng is not None else random.Random()
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float | None:
+        """Seconds to wait before retry number `attempt` (1-based), or None when attempts are
+        exhausted (attempt > max_retries). base * 2**(attempt-1) with jitter (x uniform 0.8..1.2);
+        a Retry-After larger than that wins; capped at max_delay."""
+        if attempt > self.max_retries:
+            return None
+        wait = self.backoff_base * 2 ** (max(attempt, 1) - 1) * self._rng.uniform(0.8, 1.2)
+        if retry_after is not None and retry_after > wait:
+            wait = retry_after
+        return min(wait, self.max_delay)
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP-date; None if invalid.
+
+    A date in the past gives 0.0. ``now`` defaults to the current UTC time.
+
+    >>> parse_retry_after("120"), parse_retry_after("soon"), parse_retry_after(None)
+    (120.0, None, None)
+    >>> now = datetime(2015, 10, 21, 7, 28, tzinfo=UTC)
+    >>> parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now)
+    30.0
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    if value[0].isdigit():
+        try:
+            seconds = float(value)
+        except ValueError:
+            return None
+        # float() accepts "1e999" and "nan"; neither is a wait.
+        return seconds if 0.0 <= seconds < float("inf") else None
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    if now is None:
+        now = datetime.now(UTC)
+    elif now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())
+
+
+def is_retryable_status(status: int) -> bool:
+    """429 and every 5xx may succeed on a later attempt; other statuses are final."""
+    return status == 429 or 500 <= status <= 599

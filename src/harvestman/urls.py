@@ -1,0 +1,470 @@
+"""URL normalization, hashing, host keys and crawl scope.
+
+Every link of every page passes through :meth:`UrlNormalizer.normalize`, so this module is the
+hottest code of the crawler. It parses with one precompiled regular expression (RFC 3986,
+appendix B), leaves components that are already canonical untouched, and caches the work done
+per host (IDNA, port, userinfo) and per base URL, because a crawl sees the same few hosts and
+bases again and again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Final
+from urllib.parse import unquote
+
+import idna
+
+from harvestman.errors import ConfigError, UrlError
+
+__all__ = [
+    "DEFAULT_TRACKING_PARAMS",
+    "MAX_URL_LENGTH",
+    "Scope",
+    "UrlNormalizer",
+    "host_key",
+    "normalize_url",
+    "robots_url",
+    "url_hash",
+]
+
+DEFAULT_TRACKING_PARAMS: tuple[str, ...] = ("utm_*", "ref", "source", "fbclid", "gclid")
+MAX_URL_LENGTH = 2048
+
+_DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
+
+# WHATWG strips leading and trailing C0 controls and spaces; we also strip Unicode white space
+# (NBSP and friends arrive in hrefs copied from word processors).
+_STRIP_CHARS: Final = "".join(
+    {chr(c) for c in range(0x21)} | {c for c in map(chr, range(0x3000 + 1)) if c.isspace()}
+)
+_DELETE_TAB_NEWLINE: Final = str.maketrans("", "", "\t\n\r")
+
+# RFC 3986 appendix B, with the scheme restricted to its grammar so that "1a:b" or "ü:x" parse as
+# relative paths (as browsers do) instead of as unknown schemes.
+_SPLIT: Final = re.compile(
+    r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?", re.S
+).match
+
+_UNRESERVED: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_BYTE_ESCAPES: Final = tuple(f"%{b:02X}" for b in range(256))
+
+
+def _escape_table() -> dict[str, str]:
+    """Map every two-hex-digit escape body (any case) to its normalized form (RFC 3986 §6.2.2)."""
+    table = {}
+    digits = "0123456789abcdefABCDEF"
+    for hi in digits:
+        for lo in digits:
+            char = chr(int(hi + lo, 16))
+            table[hi + lo] = char if char in _UNRESERVED else f"%{(hi + lo).upper()}"
+    return table
+
+
+_ESCAPES: Final = _escape_table()
+
+_UNRESERVED_RE = r"A-Za-z0-9\-._~"
+_SUB_DELIMS_RE = r"!$&'()*+,;="
+_PATH_CHARS = _UNRESERVED_RE + _SUB_DELIMS_RE + ":@/"
+_QUERY_CHARS = _PATH_CHARS + "?"
+_USERINFO_CHARS = _UNRESERVED_RE + _SUB_DELIMS_RE + ":"
+
+_PATH_IS_CANONICAL: Final = re.compile(f"[{_PATH_CHARS}]*").fullmatch
+_QUERY_IS_CANONICAL: Final = re.compile(f"[{_QUERY_CHARS}]*").fullmatch
+_PATH_FIX: Final = re.compile(f"%([0-9A-Fa-f]{{2}})|%|[^{_PATH_CHARS}%]+").sub
+_QUERY_FIX: Final = re.compile(f"%([0-9A-Fa-f]{{2}})|%|[^{_QUERY_CHARS}%]+").sub
+_USERINFO_FIX: Final = re.compile(f"%([0-9A-Fa-f]{{2}})|%|[^{_USERINFO_CHARS}%]+").sub
+_HOST_IS_VALID: Final = re.compile(f"[a-z0-9\\-._~{_SUB_DELIMS_RE}]+").fullmatch
+
+
+def _fix_escape(match: re.Match[str]) -> str:
+    hex_digits = match.group(1)
+    if hex_digits is not None:
+        return _ESCAPES[hex_digits]
+    text = match.group()
+    if text == "%":
+        return "%25"
+    return "".join([_BYTE_ESCAPES[b] for b in text.encode("utf-8")])
+
+
+def _normalize_escapes(text: str, fix: Callable[..., str]) -> str:
+    """Apply RFC 3986 §6.2.2 percent-encoding normalization to one component."""
+    try:
+        return fix(_fix_escape, text)
+    except UnicodeEncodeError:  # a lone surrogate cannot be UTF-8 encoded
+        raise UrlError("unparsable", text, "not valid Unicode") from None
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 §5.2.4 for an absolute path, linear in its length."""
+    segments = path.split("/")
+    output: list[str] = []
+    for segment in segments[1:]:
+        if segment == "..":
+            if output:
+                output.pop()
+        elif segment != ".":
+            output.append(segment)
+    if segments[-1] in (".", ".."):
+        output.append("")
+    return "/" + "/".join(output)
+
+
+def _merge_paths(base_has_authority: bool, base_path: str, path: str) -> str:
+    """RFC 3986 §5.2.3."""
+    if base_has_authority and not base_path:
+        return "/" + path
+    return base_path[: base_path.rfind("/") + 1] + path
+
+
+def _clean(url: str) -> str:
+    """Strip surrounding white space and embedded tab/newline; read "\\" as "/" before the query.
+
+    The backslash rule is the WHATWG one for http(s): browsers follow ``href="\\about"`` to
+    ``/about``, and so must a crawler that wants to see what users see.
+    """
+    text = url.strip()
+    if text and (text[0] < " " or text[-1] < " "):  # C0 controls that str.strip() keeps
+        text = text.strip(_STRIP_CHARS)
+    if "\t" in text or "\n" in text or "\r" in text:
+        text = text.translate(_DELETE_TAB_NEWLINE)
+    if "\\" in text:
+        end = len(text)
+        for delimiter in "?#":
+            position = text.find(delimiter, 0, end)
+            if position >= 0:
+                end = position
+        text = text[:end].replace("\\", "/") + text[end:]
+    return text
+
+
+@lru_cache(maxsize=1024)
+def _split_base(base: str) -> tuple[str | None, str | None, str, str | None]:
+    """Split a base URL into (scheme, authority, path, query); cached, pages share their base."""
+    match = _SPLIT(_clean(base))
+    assert match is not None  # every group of the pattern is optional
+    scheme, authority, path, query = match.group(1, 2, 3, 4)
+    return (scheme.lower() if scheme else None), authority, path, query
+
+
+def _normalize_host(host: str) -> str:
+    """Return the canonical ASCII form of a reg-name or IPv4 host, or raise ``bad_host``."""
+    if "%" in host:
+        try:
+            host = unquote(host, errors="strict")
+        except UnicodeError:
+            raise UrlError("bad_host", host, "escapes are not UTF-8") from None
+    if host.isascii():
+        host = host.lower()
+    else:
+        try:
+            mapped = idna.uts46_remap(host, std3_rules=False, transitional=False)
+            host = ".".join(
+                label if label.isascii() else idna.alabel(label).decode("ascii")
+                for label in mapped.split(".")
+            )
+        except (UnicodeError, ValueError) as exc:
+            raise UrlError("bad_host", host, str(exc)) from None
+    if host.endswith("."):
+        host = host[:-1]
+    if (
+        not host
+        or len(host) > 253
+        or not _HOST_IS_VALID(host)
+        or any(not 0 < len(label) <= 63 for label in host.split("."))
+    ):
+        raise UrlError("bad_host", host)
+    return host
+
+
+def _normalize_ipv6(literal: str) -> str:
+    if not literal or "%" in literal or literal[0] in "vV":  # zone ids, IPvFuture
+        raise UrlError("bad_host", literal)
+    try:
+        return "[" + ipaddress.IPv6Address(literal).compressed + "]"
+    except ValueError:
+        raise UrlError("bad_host", literal) from None
+
+
+@lru_cache(maxsize=4096)
+def _normalize_authority(scheme: str, authority: str) -> str:
+    """Canonical ``[userinfo@]host[:port]``; cached, as a crawl sees few distinct hosts."""
+    userinfo, _, host_port = authority.rpartition("@")
+    if host_port.startswith("["):
+        end = host_port.find("]")
+        if end < 0:
+            raise UrlError("bad_host", authority, "unclosed '['")
+        host = _normalize_ipv6(host_port[1:end])
+        rest = host_port[end + 1 :]
+        if rest and rest[0] != ":":
+            raise UrlError("bad_host", authority)
+        port = rest[1:]
+    else:
+        host, colon, port = host_port.rpartition(":")
+        if not colon:
+            host, port = port, ""
+        if not host:
+            raise UrlError("no_host", authority)
+        host = _normalize_host(host)
+    if port:
+        if not (port.isascii() and port.isdigit()):
+            raise UrlError("bad_port", authority)
+        port = port.lstrip("0")
+        if not port or len(port) > 5 or int(port) > 65535:
+            raise UrlError("bad_port", authority)
+        if port != _DEFAULT_PORTS[scheme]:
+            host = f"{host}:{port}"
+    if userinfo:
+        host = f"{_normalize_escapes(userinfo, _USERINFO_FIX)}@{host}"
+    return host
+
+
+class UrlNormalizer:
+    """Turns any link into the one canonical, crawlable form of its URL, or raises ``UrlError``.
+
+    Rules (RFC 3986 §5 and §6, plus the WHATWG input cleanup browsers apply):
+
+    - surrounding white space and embedded tab/CR/LF are removed; "\\" reads as "/" before the
+      query; relative references are resolved against ``base`` (§5.2; a reference whose scheme
+      equals the base's and has no authority, like ``http:g``, is resolved too, as browsers do);
+    - scheme and host are lower-cased, IDN hosts become punycode (UTS-46), a trailing dot on the
+      host and a default port (80 for http, 443 for https) are removed, IPv6 literals are
+      compressed; an empty userinfo is dropped;
+    - the fragment is dropped, dot segments are removed, an empty path becomes "/";
+    - escapes get upper-case hex, escapes of unreserved characters are decoded, characters not
+      allowed in a component are UTF-8 percent-encoded, a lone "%" becomes "%25";
+    - query parameters (split on "&", empty ones dropped) are sorted by key then value (stable),
+      tracking parameters are removed (``"utm_*"`` matches by prefix, other patterns exactly, keys
+      compared case-insensitively), an empty query drops the "?".
+
+    Failures carry a ``reason``: ``empty`` (nothing to resolve), ``scheme`` (not http/https, or
+    a relative reference without a base), ``no_host``, ``bad_host``, ``bad_port``,
+    ``unparsable`` (not valid Unicode), ``too_long`` (over ``max_length`` once normalized).
+
+    >>> n = UrlNormalizer()
+    >>> n.normalize("HTTP://Example.COM:80/a/./b/../c?utm_source=x&b=2&a=1#top")
+    'http://example.com/a/c?a=1&b=2'
+    >>> n.normalize("../d%7e/%c3%a9 f", base="https://bücher.de/x/y/z")
+    'https://xn--bcher-kva.de/x/d~/%C3%A9%20f'
+    >>> n.normalize("//example.com", base="https://a.org/")
+    'https://example.com/'
+    """
+
+    def __init__(
+        self,
+        tracking_params: Iterable[str] = DEFAULT_TRACKING_PARAMS,
+        max_length: int = MAX_URL_LENGTH,
+    ) -> None:
+        if max_length < 1:
+            raise ConfigError(f"max URL length must be positive, got {max_length}")
+        patterns = [p.lower() for p in tracking_params if p]
+        self._tracking_exact = frozenset(p for p in patterns if not p.endswith("*"))
+        self._tracking_prefixes = tuple(p[:-1] for p in patterns if p.endswith("*"))
+        self._max_length = max_length
+
+    def normalize(self, url: str, base: str | None = None) -> str:
+        """Return the normalized absolute form of ``url`` (resolved against ``base``, if given).
+
+        Raises ``UrlError`` and nothing else, whatever the strings.
+        """
+        text = _clean(url)
+        if not text and base is None:
+            raise UrlError("empty", url)
+        match = _SPLIT(text)
+        assert match is not None  # every group of the pattern is optional
+        scheme, authority, path, query = match.group(1, 2, 3, 4)
+        if scheme is not None:
+            scheme = scheme.lower()
+            if scheme not in _DEFAULT_PORTS:
+                raise UrlError("scheme", url)
+        if base is not None and (scheme is None or authority is None):
+            base_scheme, base_authority, base_path, base_query = _split_base(base)
+            if scheme is None or scheme == base_scheme:
+                scheme = base_scheme
+                if authority is None:
+                    authority = base_authority
+                    if not path:
+                        path = base_path
+                        if query is None:
+                            query = base_query
+                    elif path[0] != "/":
+                        path = _merge_paths(base_authority is not None, base_path, path)
+        if scheme not in _DEFAULT_PORTS:
+            raise UrlError("scheme", url, "relative reference without an http(s) base")
+        if not authority:
+            raise UrlError("no_host", url)
+        try:
+            host = _normalize_authority(scheme, authority)
+            if not path:
+                path = "/"
+            else:
+                if not _PATH_IS_CANONICAL(path):
+                    path = _normalize_escapes(path, _PATH_FIX)
+                if "/." in path:
+                    path = _remove_dot_segments(path)
+            if query:
+                if not _QUERY_IS_CANONICAL(query):
+                    query = _normalize_escapes(query, _QUERY_FIX)
+                query = self._clean_query(query)
+        except UrlError as exc:
+            raise UrlError(exc.reason, url, exc.detail) from None
+        result = f"{scheme}://{host}{path}?{query}" if query else f"{scheme}://{host}{path}"
+        if len(result) > self._max_length:
+            raise UrlError("too_long", url, f"{len(result)} > {self._max_length} characters")
+        return result
+
+    def _clean_query(self, query: str) -> str:
+        """Drop empty and tracking parameters; sort the rest by key, then value, stably."""
+        exact = self._tracking_exact
+        prefixes = self._tracking_prefixes
+        kept: list[tuple[str, str, int, str]] = []
+        for index, param in enumerate(query.split("&")):
+            if not param:
+                continue
+            key, _, value = param.partition("=")
+            lowered = key.lower()
+            if lowered in exact or lowered.startswith(prefixes):
+                continue
+            kept.append((key, value, index, param))
+        if len(kept) > 1:
+            kept.sort()
+        return "&".join([item[3] for item in kept])
+
+
+_DEFAULT_NORMALIZER: Final = UrlNormalizer()
+
+
+def normalize_url(url: str, base: str | None = None) -> str:
+    """Normalize ``url`` with the default settings; see :class:`UrlNormalizer`."""
+    return _DEFAULT_NORMALIZER.normalize(url, base)
+
+
+def url_hash(normalized_url: str) -> str:
+    """SHA-256 hex digest (64 characters) of the UTF-8 bytes of a normalized URL.
+
+    >>> url_hash("http://example.com/")[:16]
+    '2a1b402420ef4657'
+    """
+    return hashlib.sha256(normalized_url.encode("utf-8")).hexdigest()
+
+
+_SCHEME_AUTHORITY: Final = re.compile(r"([^:/?#]+)://([^/?#]*)").match
+
+
+def _authority_of(normalized_url: str) -> tuple[str, str]:
+    """(scheme, authority without userinfo) of a normalized URL."""
+    match = _SCHEME_AUTHORITY(normalized_url)
+    if match is None:
+        raise UrlError("no_host", normalized_url, "not a normalized URL")
+    authority = match.group(2).rpartition("@")[2]
+    if not authority:
+        raise UrlError("no_host", normalized_url)
+    return match.group(1), authority
+
+
+def host_key(normalized_url: str) -> str:
+    """The politeness key of a normalized URL: ``host``, or ``host:port`` for a non-default port.
+
+    >>> host_key("https://user@xn--bcher-kva.de:8443/a?b")
+    'xn--bcher-kva.de:8443'
+    """
+    return _authority_of(normalized_url)[1]
+
+
+def robots_url(url: str) -> str:
+    """``scheme://host[:port]/robots.txt`` for ``url`` (normalized first; userinfo dropped).
+
+    >>> robots_url("HTTPS://Example.com:443/a/b?c#d")
+    'https://example.com/robots.txt'
+    """
+    scheme, authority = _authority_of(_DEFAULT_NORMALIZER.normalize(url))
+    return f"{scheme}://{authority}/robots.txt"
+
+
+class Scope:
+    """Decides which normalized URLs a crawl may follow.
+
+    A URL is in scope when its host key (host, plus a non-default port) is a seed's host key, the
+    ``www.`` and bare names of a seed counting as the same site, or when its host equals or is a
+    subdomain of an ``allow_domains`` entry (an entry with a port matches that host key exactly).
+    Then an ``exclude`` regex that matches (``re.search``) puts it out, and when ``include``
+    regexes are given one of them must match. Seed URLs themselves are always in scope.
+
+    ``check`` returns ``None`` when in scope, else the reason: ``"out_of_scope"``,
+    ``"excluded"`` or ``"not_included"`` (checked in that order). A bad seed, domain or regex
+    raises ``ConfigError``.
+
+    >>> scope = Scope(["https://www.example.com/"], exclude=[r"/private/"])
+    >>> scope.check("http://example.com/a"), scope.check("https://example.com/private/x")
+    (None, 'excluded')
+    >>> scope.check("https://other.org/")
+    'out_of_scope'
+    """
+
+    def __init__(
+        self,
+        seeds: Iterable[str],
+        allow_domains: Iterable[str] = (),
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+    ) -> None:
+        self._seed_urls: set[str] = set()
+        self._hosts: set[str] = set()
+        for seed in seeds:
+            try:
+                normalized = normalize_url(seed)
+            except UrlError as exc:
+                raise ConfigError(f"invalid seed URL {seed!r}: {exc.reason}") from exc
+            self._seed_urls.add(normalized)
+            key = host_key(normalized)
+            self._hosts.add(key)
+            self._hosts.add(key[4:] if key.startswith("www.") else "www." + key)
+        self._domains: set[str] = set()
+        suffixes: list[str] = []
+        for domain in allow_domains:
+            entry = self._normalize_domain(domain)
+            if ":" in entry.rpartition("]")[2]:
+                self._hosts.add(entry)
+            else:
+                self._domains.add(entry)
+                suffixes.append("." + entry)
+        self._domain_suffixes = tuple(suffixes)
+        self._include = [self._compile(p, "include") for p in include]
+        self._exclude = [self._compile(p, "exclude") for p in exclude]
+
+    @staticmethod
+    def _normalize_domain(domain: str) -> str:
+        text = domain.strip().removeprefix("*.").lstrip(".")
+        try:
+            if "://" in text:
+                return host_key(normalize_url(text))
+            return _normalize_authority("http", text)
+        except UrlError as exc:
+            raise ConfigError(f"invalid allowed domain {domain!r}: {exc.reason}") from exc
+
+    @staticmethod
+    def _compile(pattern: str, option: str) -> re.Pattern[str]:
+        try:
+            return re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"invalid {option} pattern {pattern!r}: {exc}") from exc
+
+    def check(self, url: str) -> str | None:
+        """``None`` if the normalized ``url`` may be crawled, else the reason it may not."""
+        if url in self._seed_urls:
+            return None
+        key = _authority_of(url)[1]
+        if key not in self._hosts:
+            host = key.rpartition(":")[0] if key.rfind(":") > key.rfind("]") else key
+            if host not in self._domains and not host.endswith(self._domain_suffixes):
+                return "out_of_scope"
+        for pattern in self._exclude:
+            if pattern.search(url):
+                return "excluded"
+        if self._include and not any(pattern.search(url) for pattern in self._include):
+            return "not_included"
+        return None
