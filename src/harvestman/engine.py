@@ -136,6 +136,7 @@ class Engine:
             max_redirects=self.settings.fetch_max_redirects,
             max_page_size=self.settings.fetch_max_page_size,
             max_connections=self.concurrency,
+            normalizer=self.normalizer,
         ) as fetcher:
             self.fetcher = fetcher
             self.robots = RobotsCache(
@@ -186,8 +187,13 @@ class Engine:
         backlog = 4 * self.batch_size
         while True:
             if self.max_pages and self._budget_used() >= self.max_pages:
-                log.info("reached max pages (%d)", self.max_pages)
-                return
+                if not frontier.in_flight:
+                    log.info("reached max pages (%d)", self.max_pages)
+                    return
+                # Requests in flight may yet end as retries or robots denials, not fetches.
+                self._flushed.clear()
+                await self._flushed.wait()
+                continue
             while len(self._outcomes) > backlog:  # the store is behind: let it catch up
                 self._flushed.clear()
                 self._flush_now.set()
@@ -240,7 +246,8 @@ class Engine:
             frontier.requeue(request, not_before=entry.expires_at)
             return None
         if asked_host and frontier.delay_of(host) > 0:
-            # robots.txt used this host's turn; the page waits for the next one.
+            # robots.txt used this host's turn; the page waits for the next one (spaced by the
+            # delay robots.txt itself may just have set).
             frontier.requeue(request)
             return None
         if entry.unavailable:
@@ -271,6 +278,9 @@ class Engine:
             self.frontier.release(request)
             self.stats.inc(f"fetch/error/{type(exc).__name__}")
             return self._fetch_failure(request, exc, started), []
+        except UrlError as exc:  # a stored URL the HTTP client cannot request
+            self.frontier.release(request, fetched=False)
+            return self._failed(request, str(exc), "UrlError"), []
         except BaseException:
             self.frontier.release(request)
             raise

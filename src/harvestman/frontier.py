@@ -177,13 +177,19 @@ class Frontier:
     ) -> None:
         """The request's host slot is free again.
 
-        ``fetched=False``: no request reached the host (robots denied it, say), so the delay it
-        reserved is given back. ``not_before``: the host asked us to wait (Retry-After).
+        The next request to the host waits ``delay`` from now, the end of this one: counting
+        from its start would let a late send (a busy event loop) bring two requests closer than
+        the delay at the server. ``fetched=False``: no request reached the host (robots denied
+        it, say), so the delay it reserved is given back. ``not_before``: the host asked us to
+        wait (Retry-After).
         """
         hq = self._host(request.host)
         hq.active -= 1
-        if not fetched and hq.active == 0:
-            hq.next_allowed = hq.previous_allowed
+        if not fetched:
+            if hq.active == 0:
+                hq.next_allowed = hq.previous_allowed
+        elif hq.delay > 0:
+            hq.next_allowed = max(hq.next_allowed, self.clock() + hq.delay)
         if not_before > hq.next_allowed:
             hq.next_allowed = not_before
         self._schedule(hq)

@@ -8,12 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, Table, create_engine, event
+from sqlalchemy import Connection, Engine, Table, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.sql import Insert
 
 from harvestman.errors import ConfigError
+
+WRITE_OPTION = "harvestman_sqlite_begin"
 
 
 def make_engine(database_url: str) -> Engine:
@@ -28,6 +30,7 @@ def make_engine(database_url: str) -> Engine:
             Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
     if backend == "postgresql":
         if url.drivername == "postgresql":
@@ -36,7 +39,20 @@ def make_engine(database_url: str) -> Engine:
     raise ConfigError(f"unsupported database {backend!r}: use sqlite:/// or postgresql://")
 
 
+def _sqlite_begin(conn: Connection) -> None:
+    # pysqlite would run a SELECT outside any transaction and BEGIN only at the first write,
+    # so two processes could read the same rows to lease. We BEGIN ourselves; writers take
+    # the write lock up front (IMMEDIATE) so a lease's SELECT and UPDATE are one atomic step.
+    conn.exec_driver_sql(f"BEGIN {conn.get_execution_options().get(WRITE_OPTION, '')}".rstrip())
+
+
+def write_options(engine: Engine) -> dict[str, Any]:
+    """Execution options for a connection that will write (IMMEDIATE transactions on SQLite)."""
+    return {WRITE_OPTION: "IMMEDIATE"} if is_sqlite(engine) else {}
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None  # transactions are begun by _sqlite_begin
     # WAL lets readers (stats, export, API) run beside the crawl's writer; NORMAL sync is
     # durable across a process kill (only an OS crash can lose the last transactions).
     cursor = dbapi_connection.cursor()

@@ -18,7 +18,8 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 def alembic_config(engine: Engine) -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    config.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
+    url = engine.url.render_as_string(hide_password=False)
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))  # configparser escaping
     return config
 
 

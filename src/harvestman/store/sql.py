@@ -8,6 +8,7 @@ blocks on the database and SQLite sees a single writer. Hot-path writes arrive i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -59,6 +60,15 @@ class SqlStore:
         self._executor: ThreadPoolExecutor | None = None
         self._lease_sql = text(_LEASE_SQL + dialect.lock_suffix(self.engine))
         self._next_due_sql = text(_NEXT_DUE_SQL)
+        self._write_options = dialect.write_options(self.engine)
+
+    @contextlib.contextmanager
+    def _begin(self) -> Iterator[Connection]:
+        """A write transaction (IMMEDIATE on SQLite: the write lock is taken at BEGIN)."""
+        with self.engine.connect() as conn:
+            conn.execution_options(**self._write_options)
+            with conn.begin():
+                yield conn
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -102,7 +112,7 @@ class SqlStore:
         """The id of crawl namespace ``name``, created on first use; seeds accumulate."""
 
         def _ensure() -> int:
-            with self.engine.begin() as conn:
+            with self._begin() as conn:
                 row = conn.execute(
                     select(crawls.c.id, crawls.c.seeds).where(crawls.c.name == name)
                 ).first()
@@ -182,7 +192,7 @@ class SqlStore:
         """Add URLs to the frontier; known ones stay as they are unless due for re-crawl."""
 
         def _add() -> None:
-            with self.engine.begin() as conn:
+            with self._begin() as conn:
                 self._insert_urls(conn, crawl_id, rows, now)
 
         await self._run(_add)
@@ -217,8 +227,8 @@ class SqlStore:
 
         def _lease() -> tuple[list[CrawlRequest], dict[str, float | None]]:
             leased: list[CrawlRequest] = []
-            dry: dict[str, float | None] = {}
-            with self.engine.begin() as conn:
+            short: list[str] = []
+            with self._begin() as conn:
                 for host, limit in wanted.items():
                     rows = conn.execute(
                         self._lease_sql,
@@ -226,11 +236,7 @@ class SqlStore:
                     ).all()
                     leased.extend(CrawlRequest(*row) for row in rows)
                     if len(rows) < limit:
-                        due = conn.execute(
-                            self._next_due_sql, {"crawl_id": crawl_id, "host": host}
-                        ).scalar()
-                        # Rows just leased are no longer pending, so `due` is the next one.
-                        dry[host] = None if due is None else float(due)
+                        short.append(host)
                 if leased:
                     conn.execute(
                         update(urls)
@@ -243,6 +249,13 @@ class SqlStore:
                         ),
                         [{"row_id": request.id} for request in leased],
                     )
+                # The leased rows are in progress now: what is still pending is due later.
+                dry: dict[str, float | None] = {}
+                for host in short:
+                    due = conn.execute(
+                        self._next_due_sql, {"crawl_id": crawl_id, "host": host}
+                    ).scalar()
+                    dry[host] = None if due is None else float(due)
             return leased, dry
 
         return await self._run(_lease)
@@ -253,7 +266,7 @@ class SqlStore:
         """Write a batch in one transaction: discovered URLs, URL states and pages."""
 
         def _record() -> None:
-            with self.engine.begin() as conn:
+            with self._begin() as conn:
                 self._insert_urls(conn, crawl_id, new_urls, now)
                 if outcomes:
                     self._write_outcomes(conn, crawl_id, outcomes, now)
@@ -330,7 +343,7 @@ class SqlStore:
         """Return every row leased by ``worker_id`` to pending (a clean shutdown)."""
 
         def _release() -> int:
-            with self.engine.begin() as conn:
+            with self._begin() as conn:
                 result = conn.execute(
                     update(urls)
                     .where(
@@ -355,7 +368,7 @@ class SqlStore:
             condition = urls.c.lease_until < now
             if dead:
                 condition = condition | urls.c.leased_by.in_(dead)
-            with self.engine.begin() as conn:
+            with self._begin() as conn:
                 result = conn.execute(
                     update(urls)
                     .where(urls.c.status == UrlStatus.IN_PROGRESS.value, condition)
@@ -374,7 +387,7 @@ class SqlStore:
 
     async def register_worker(self, worker_id: str, hostname: str, pid: int, now: float) -> None:
         def _register() -> None:
-            with self.engine.begin() as conn:
+            with self._begin() as conn:
                 conn.execute(
                     dialect.insert_ignore(self.engine, workers, "id").values(
                         id=worker_id, hostname=hostname, pid=pid, started_at=now, heartbeat_at=now
@@ -387,7 +400,7 @@ class SqlStore:
         """Mark the worker alive and extend the leases it holds."""
 
         def _beat() -> None:
-            with self.engine.begin() as conn:
+            with self._begin() as conn:
                 conn.execute(
                     update(workers).where(workers.c.id == worker_id).values(heartbeat_at=now)
                 )
@@ -417,7 +430,7 @@ class SqlStore:
         ids = list(worker_ids)
 
         def _unregister() -> None:
-            with self.engine.begin() as conn:
+            with self._begin() as conn:
                 conn.execute(workers.delete().where(workers.c.id.in_(ids)))
 
         if ids:
@@ -459,7 +472,7 @@ class SqlStore:
                 host=record.host, page_count=0, **values
             )
             stmt = stmt.on_conflict_do_update(index_elements=["host"], set_=values)
-            with self.engine.begin() as conn:
+            with self._begin() as conn:
                 conn.execute(stmt)
 
         await self._run(_save)

@@ -1,0 +1,82 @@
+"""Shared fixtures: an isolated environment, test settings, the local test site, databases."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harvestman.config import Settings
+from testsite import TestSite
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No HARVESTMAN_* variable of the caller leaks in; each test runs in its own directory."""
+    for name in list(os.environ):
+        if name.startswith("HARVESTMAN_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+SettingsFactory = Callable[..., Settings]
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path) -> SettingsFactory:
+    """Settings for a fast crawl of the local test site; keyword arguments override."""
+
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "database_url": f"sqlite:///{tmp_path / 'crawl.db'}",
+            "fetch_timeout": 1.0,
+            "fetch_retry_backoff": 0.01,
+            "fetch_max_page_size": 1024 * 1024,
+            "frontier_delay": 0.0,
+            "store_flush_interval": 0.02,
+        }
+        values.update(overrides)
+        return Settings(**values)
+
+    return make
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[TestSite]:
+    async with TestSite(slow_seconds=3.0) as running:
+        yield running
+
+
+def _reachable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def require_service(name: str, host: str, port: int) -> None:
+    """Skip when a server is not running here; in CI its absence is a failure."""
+    if _reachable(host, port):
+        return
+    message = f"{name} is not reachable on {host}:{port}"
+    if IN_CI:
+        pytest.fail(f"{message} (CI must provide it: see .ci/run)")
+    pytest.skip(f"{message}; start it to run this test")
+
+
+POSTGRES_URL = os.environ.get(
+    "HARVESTMAN_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+
+
+@pytest.fixture
+def postgres_url() -> str:
+    require_service("PostgreSQL", "127.0.0.1", 5432)
+    return POSTGRES_URL

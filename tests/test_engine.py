@@ -1,0 +1,146 @@
+"""End-to-end crawls of the local test site through the engine, on a real SQLite store."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import pytest
+
+from conftest import SettingsFactory
+from harvestman.engine import Engine
+from harvestman.store import SqlStore
+from testsite import (
+    EXPECTED,
+    EXPECTED_DEPTHS,
+    EXPECTED_FINAL_URLS,
+    EXPECTED_HITS,
+    EXPECTED_STATUS,
+    EXPECTED_TITLES,
+    TestSite,
+)
+
+
+def relative(site: TestSite, url: str) -> str:
+    assert url.startswith(site.base), url
+    return "/" + url[len(site.base) :].lstrip("/")
+
+
+async def crawl(settings: Any, seeds: list[str]) -> tuple[Engine, list[dict], list[dict]]:
+    async with SqlStore(settings.database_url) as store:
+        await store.upgrade()
+        engine = Engine(settings, store, seeds)
+        await engine.run()
+        rows = list(store.iter_urls(engine.crawl_id))
+        pages = list(store.iter_pages(engine.crawl_id))
+    return engine, rows, pages
+
+
+def by_status(site: TestSite, rows: list[dict]) -> dict[str, set[str]]:
+    result: dict[str, set[str]] = {}
+    for row in rows:
+        result.setdefault(row["status"], set()).add(relative(site, row["url"]))
+    return result
+
+
+async def test_crawl_of_the_test_site_ends_with_the_exact_sets(
+    site: TestSite, make_settings: SettingsFactory
+) -> None:
+    engine, rows, pages = await crawl(make_settings(), [site.url("/")])
+
+    states = by_status(site, rows)
+    assert states.get("completed") == EXPECTED["completed"]
+    assert states.get("blocked") == EXPECTED["blocked"]
+    failed = {relative(site, r["url"]): r["error_class"] for r in rows if r["status"] == "failed"}
+    assert failed == {path: cls.__name__ for path, cls in EXPECTED["failed"].items()}
+    assert set(states) == {"completed", "failed", "blocked"}  # nothing left pending or leased
+
+    assert {path: site.hits[path] for path in EXPECTED_HITS} == EXPECTED_HITS
+
+    by_path = {relative(site, r["url"]): r for r in rows}
+    assert {p: by_path[p]["depth"] for p in EXPECTED_DEPTHS} == EXPECTED_DEPTHS
+    for path, status in EXPECTED_STATUS.items():
+        assert by_path[path]["status_code"] == status
+
+    page_by_path = {relative(site, p["url"]): p for p in pages}
+    assert {p: page_by_path[p]["title"] for p in EXPECTED_TITLES} == EXPECTED_TITLES
+    for path, final in EXPECTED_FINAL_URLS.items():
+        assert relative(site, page_by_path[path]["final_url"]) == final
+        assert json.loads(page_by_path[path]["redirects"])[0] == site.url(path)
+    # Every fetch that got as far as a request has a page row with its error, if any.
+    assert set(page_by_path) == EXPECTED["completed"] | set(EXPECTED["failed"])
+    assert page_by_path["/slow.html"]["error_class"] == "FetchTimeout"
+    assert engine.stats["robots/denied"] == len(EXPECTED["blocked"])
+
+
+async def test_a_second_run_fetches_nothing_already_completed(
+    site: TestSite, make_settings: SettingsFactory
+) -> None:
+    settings = make_settings()
+    await crawl(settings, [site.url("/")])
+    site.reset_counts()
+
+    engine, rows, _ = await crawl(settings, [site.url("/")])
+
+    assert sum(site.hits.values()) == 0  # robots.txt comes from the store's cache too
+    assert engine.stats["fetch/pages"] == 0
+    assert by_status(site, rows).get("completed") == EXPECTED["completed"]
+
+
+async def test_max_pages_stops_the_crawl_and_the_next_run_goes_on(
+    site: TestSite, make_settings: SettingsFactory
+) -> None:
+    settings = make_settings(crawl_max_pages=5)
+    _, rows, _ = await crawl(settings, [site.url("/")])
+    first = by_status(site, rows)
+    assert len(first.get("completed", set()) | set(first.get("failed", ()))) == 5
+    assert "in_progress" not in first  # unfinished leases went back to pending
+
+    _, rows, _ = await crawl(make_settings(), [site.url("/")])
+
+    assert by_status(site, rows).get("completed") == EXPECTED["completed"]
+    # Nothing completed in the first run was fetched again in the second.
+    for path in first.get("completed", set()):
+        assert site.hits[path] == EXPECTED_HITS[path], path
+
+
+async def test_max_depth_limits_how_far_links_are_followed(
+    site: TestSite, make_settings: SettingsFactory
+) -> None:
+    _, rows, _ = await crawl(make_settings(crawl_max_depth=1), [site.url("/")])
+
+    depths = {row["depth"] for row in rows}
+    assert depths == {0, 1}
+    recorded = {relative(site, row["url"]) for row in rows}
+    assert recorded == {p for p, d in EXPECTED_DEPTHS.items() if d <= 1}
+
+
+async def test_crawl_delay_spaces_requests_to_a_host(make_settings: SettingsFactory) -> None:
+    async with TestSite(crawl_delay=0.2) as site:
+        await crawl(make_settings(crawl_max_pages=8, crawl_concurrency=8), [site.url("/")])
+        times = [t for t, _ in site.log]
+
+    assert len(times) >= 8
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= 0.2 - 0.05, gaps
+
+
+@pytest.mark.parametrize("per_host", [1, 4])
+async def test_delay_zero_with_per_host_concurrency(
+    site: TestSite, make_settings: SettingsFactory, per_host: int
+) -> None:
+    _, rows, _ = await crawl(make_settings(frontier_per_host_concurrency=per_host), [site.url("/")])
+    assert by_status(site, rows).get("completed") == EXPECTED["completed"]
+
+
+async def test_bad_seeds_are_reported_and_good_ones_crawled(
+    site: TestSite, make_settings: SettingsFactory
+) -> None:
+    settings = make_settings(crawl_max_depth=0)
+    async with SqlStore(settings.database_url) as store:
+        await store.upgrade()
+        engine = Engine(settings, store, ["mailto:x@example.com", "http://", site.url("/")])
+        await engine.run()
+    assert engine.rejected_seeds == [("mailto:x@example.com", "scheme"), ("http://", "no_host")]
+    assert engine.stats["fetch/pages"] == 1

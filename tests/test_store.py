@@ -1,0 +1,178 @@
+"""The SQL store on real SQLite (and PostgreSQL for the migrations): leases, batches, recovery."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from harvestman.errors import SchemaOutdated
+from harvestman.records import NewUrl, Outcome, PageRecord, UrlStatus
+from harvestman.store import SqlStore, migrate
+from harvestman.urls import host_key, url_hash
+
+NOW = 1_000_000.0
+
+
+def new(url: str, depth: int = 1, priority: int = 2) -> NewUrl:
+    return NewUrl(url, url_hash(url), host_key(url), depth, priority)
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqlStore]:
+    async with SqlStore(f"sqlite:///{tmp_path / 's.db'}") as opened:
+        await opened.upgrade()
+        yield opened
+
+
+async def test_lease_takes_due_rows_of_a_host_in_priority_order(store: SqlStore) -> None:
+    crawl = await store.ensure_crawl("c", ["http://a.test/"])
+    await store.add_urls(
+        crawl,
+        [new("http://a.test/low", priority=1), new("http://a.test/high", priority=3),
+         new("http://a.test/mid", priority=2), new("http://b.test/other")],
+        NOW,
+    )  # fmt: skip
+
+    leased, dry = await store.lease(crawl, {"a.test": 2}, NOW, NOW + 300, "w1")
+
+    assert [r.url for r in leased] == ["http://a.test/high", "http://a.test/mid"]
+    assert dry == {}
+    leased, dry = await store.lease(crawl, {"a.test": 2}, NOW, NOW + 300, "w1")
+    assert [r.url for r in leased] == ["http://a.test/low"]
+    assert dry == {"a.test": None}  # nothing pending is left on that host
+    counts = await store.counts(crawl)
+    assert counts.by_status == {"in_progress": 3, "pending": 1}
+
+
+async def test_a_known_url_is_not_added_twice_until_it_is_due_again(store: SqlStore) -> None:
+    crawl = await store.ensure_crawl("c")
+    await store.add_urls(crawl, [new("http://a.test/x")], NOW)
+    [request], _ = await store.lease(crawl, {"a.test": 5}, NOW, NOW + 300, "w1")
+    done = Outcome(request, UrlStatus.COMPLETED, next_crawl_at=NOW + 100, attempts=0)
+    await store.record(crawl, [done], [new("http://a.test/x")], NOW)
+    assert (await store.counts(crawl)).by_status == {"completed": 1}
+
+    await store.add_urls(crawl, [new("http://a.test/x")], NOW + 50)  # not due yet
+    assert (await store.counts(crawl)).by_status == {"completed": 1}
+    await store.add_urls(crawl, [new("http://a.test/x")], NOW + 150)  # due: re-crawl
+    assert (await store.counts(crawl)).by_status == {"pending": 1}
+
+
+async def test_namespaces_keep_the_same_url_apart(store: SqlStore) -> None:
+    one, two = await store.ensure_crawl("one"), await store.ensure_crawl("two")
+    await store.add_urls(one, [new("http://a.test/x")], NOW)
+    await store.add_urls(two, [new("http://a.test/x")], NOW)
+    assert (await store.counts(one)).by_status == {"pending": 1}
+    assert (await store.counts(two)).by_status == {"pending": 1}
+
+
+async def test_two_stores_on_one_file_never_lease_the_same_row(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    async with SqlStore(url) as first, SqlStore(url) as second:
+        await first.upgrade()
+        crawl = await first.ensure_crawl("c")
+        await first.add_urls(crawl, [new(f"http://a.test/{i}") for i in range(500)], NOW)
+
+        async def drain(store: SqlStore, worker: str) -> list[int]:
+            got: list[int] = []
+            while True:
+                leased, _ = await store.lease(crawl, {"a.test": 7}, NOW, NOW + 300, worker)
+                if not leased:
+                    return got
+                got.extend(r.id for r in leased)
+
+        a, b = await asyncio.gather(drain(first, "w1"), drain(second, "w2"))
+    assert len(a) + len(b) == 500
+    assert not set(a) & set(b)
+
+
+async def test_batches_record_pages_and_states_and_a_304_keeps_the_hash(store: SqlStore) -> None:
+    crawl = await store.ensure_crawl("c")
+    await store.add_urls(crawl, [new("http://a.test/x")], NOW)
+    [request], _ = await store.lease(crawl, {"a.test": 1}, NOW, NOW + 300, "w1")
+    page = PageRecord(
+        url=request.url, final_url=request.url, host="a.test", status_code=200,
+        content_type="text/html", content_length=10, fetched_at=NOW, crawl_duration_ms=5,
+        title="X", content_hash="h" * 64, redirects=["http://a.test/old"],
+    )  # fmt: skip
+    await store.record(
+        crawl,
+        [Outcome(request, UrlStatus.COMPLETED, NOW + 10, 0, status_code=200,
+                 content_hash="h" * 64, etag='"v1"', page=page)],
+        [new("http://a.test/y")],
+        NOW,
+    )  # fmt: skip
+    await store.add_urls(crawl, [new("http://a.test/x")], NOW + 20)  # due again
+    leased, _ = await store.lease(crawl, {"a.test": 5}, NOW + 20, NOW + 320, "w1")
+    [again] = [r for r in leased if r.url == "http://a.test/x"]
+    assert (again.url, again.etag) == ("http://a.test/x", '"v1"')
+    await store.record(
+        crawl, [Outcome(again, UrlStatus.COMPLETED, NOW + 30, 0, status_code=304)], [], NOW + 20
+    )
+    [row] = [r for r in store.iter_urls(crawl) if r["url"] == "http://a.test/x"]
+    assert (row["status_code"], row["content_hash"], row["etag"]) == (304, "h" * 64, '"v1"')
+    [stored] = list(store.iter_pages(crawl))
+    assert (stored["title"], stored["redirects"]) == ("X", '["http://a.test/old"]')
+    assert (await store.counts(crawl)).pages == 1
+
+
+async def test_leases_of_dead_or_expired_workers_return_to_pending(store: SqlStore) -> None:
+    crawl = await store.ensure_crawl("c")
+    await store.add_urls(crawl, [new(f"http://a.test/{i}") for i in range(6)], NOW)
+    await store.lease(crawl, {"a.test": 2}, NOW, NOW + 300, "dead")
+    await store.lease(crawl, {"a.test": 2}, NOW, NOW + 10, "slow")
+    await store.lease(crawl, {"a.test": 2}, NOW, NOW + 300, "alive")
+
+    assert await store.recover(NOW + 20, ["dead"]) == 4  # dead's two, and slow's expired two
+    assert (await store.counts(crawl)).by_status == {"pending": 4, "in_progress": 2}
+    assert await store.release("alive", NOW + 20) == 2
+    assert (await store.counts(crawl)).by_status == {"pending": 6}
+
+
+async def test_heartbeat_extends_the_workers_leases(store: SqlStore) -> None:
+    crawl = await store.ensure_crawl("c")
+    await store.add_urls(crawl, [new("http://a.test/x")], NOW)
+    await store.register_worker("w1", "here", 1, NOW)
+    await store.lease(crawl, {"a.test": 1}, NOW, NOW + 10, "w1")
+    await store.heartbeat("w1", NOW + 5, NOW + 305)
+    assert await store.recover(NOW + 20) == 0
+    assert [w[0] for w in await store.workers()] == ["w1"]
+
+
+def test_sqlite_migrations_go_up_and_down_and_the_check_says_what_to_run(tmp_path: Path) -> None:
+    store = SqlStore(f"sqlite:///{tmp_path / 'm.db'}")
+    with pytest.raises(SchemaOutdated, match="harvestman db upgrade"):
+        migrate.check_current(store.engine)
+    migrate.upgrade(store.engine)
+    migrate.check_current(store.engine)
+    migrate.downgrade(store.engine, "base")
+    assert migrate.current_revision(store.engine) is None
+    store.engine.dispose()
+
+
+def test_postgres_runs_the_same_migrations(postgres_url: str) -> None:
+    schema = f"t_{uuid.uuid4().hex[:10]}"
+    admin = SqlStore(postgres_url)
+    with admin.engine.begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    try:
+        store = SqlStore(f"{postgres_url}?options=-csearch_path%3D{schema}")
+        migrate.upgrade(store.engine)
+        migrate.check_current(store.engine)
+        with store.engine.connect() as conn:
+            tables = set(conn.execute(text(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = :s"
+            ), {"s": schema}).scalars())  # fmt: skip
+        assert {"crawls", "urls", "crawled_pages", "domains", "workers"} <= tables
+        migrate.downgrade(store.engine, "base")
+        assert migrate.current_revision(store.engine) is None
+        store.engine.dispose()
+    finally:
+        with admin.engine.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.engine.dispose()
