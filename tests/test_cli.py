@@ -22,7 +22,7 @@ async def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, s
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
+        env={**os.environ, "COLUMNS": "200", **SMALL_CAP, **(env or {})},
     )
     out, err = await process.communicate()
     assert process.returncode is not None
@@ -35,8 +35,12 @@ def url_states(db: Path, base: str) -> dict[str, str]:
     return {"/" + url[len(base) :].lstrip("/"): status for url, status in rows}
 
 
-# The test site's oversized bodies are 2 MiB: a 1 MiB cap makes them too large.
-SMALL_CAP = {"HARVESTMAN_FETCH_MAX_PAGE_SIZE": str(1024 * 1024)}
+# The test site's oversized bodies are 2 MiB: a 1 MiB cap makes them too large; and retries
+# need not wait seconds.
+SMALL_CAP = {
+    "HARVESTMAN_FETCH_MAX_PAGE_SIZE": str(1024 * 1024),
+    "HARVESTMAN_FETCH_RETRY_BACKOFF": "0.01",
+}
 FAST = ("--timeout", "1", "--delay", "0", "--no-progress")
 
 

@@ -18,7 +18,6 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 
-from harvestman.charset import decode_html
 from harvestman.config import Settings
 from harvestman.errors import FetchError, HttpStatusError, RedirectRefused, StoreError, UrlError
 from harvestman.fetch import Fetcher, FetchResult, RetryPolicy, parse_retry_after
@@ -323,10 +322,15 @@ class Engine:
         record = self._page_record(request, result, started)
         new_urls: list[NewUrl] = []
         if result.is_html and result.body:
-            text, encoding = decode_html(result.body, result.charset)
-            page = parse_html(text, result.final_url, normalizer=self.normalizer)
+            page = parse_html(
+                result.body,
+                result.final_url,
+                charset=result.charset,
+                normalizer=self.normalizer,
+                max_links=self.max_links,
+            )
             self.stats.inc("parse/pages")
-            record.charset = encoding
+            record.charset = page.encoding
             record.content_hash = page.content_hash
             record.title = page.title
             record.description = page.description
@@ -464,7 +468,7 @@ class Engine:
         if len(seen) > self.seen_cache_size:
             seen.clear()  # only a cache: the store's unique index is the truth
         found: list[NewUrl] = []
-        for link in page.links[: self.max_links]:
+        for link in page.links:
             digest = url_hash(link)
             if digest in seen:
                 continue

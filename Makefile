@@ -1,0 +1,31 @@
+# The two commands of the README's quick start, and what they stand on.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+URL    ?=
+
+.PHONY: run test lint bench setup clean
+
+$(BIN)/harvestman: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev,speed]'
+	touch $@
+
+setup: $(BIN)/harvestman
+
+# Crawl URL (or, without one, the bundled demo site on 127.0.0.1) into ./harvestman.db.
+run: setup
+	URL='$(URL)' BIN='$(BIN)' bash scripts/run.sh
+
+# The whole test suite: lint, then pytest (PostgreSQL tests need 127.0.0.1:5432).
+test: setup
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/pytest
+
+bench: setup
+	$(BIN)/python bench/crawl_bench.py
+
+clean:
+	rm -rf $(VENV) harvestman.db harvestman.db-wal harvestman.db-shm pages.jsonl bench/out
