@@ -511,7 +511,10 @@ class SqlStore:
                 .limit(top)
             )
             with self.engine.connect() as conn:
-                return {str(key): int(n) for key, n in conn.execute(query)}
+                # A fetch that got no response has no status code.
+                return {
+                    "none" if key is None else str(key): int(n) for key, n in conn.execute(query)
+                }
 
         with self.engine.connect() as conn:
             pages = conn.execute(
