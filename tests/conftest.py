@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +80,33 @@ POSTGRES_URL = os.environ.get(
 def postgres_url() -> str:
     require_service("PostgreSQL", "127.0.0.1", 5432)
     return POSTGRES_URL
+
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture
+def redis_url() -> str:
+    require_service("Redis", "127.0.0.1", 6379)
+    return REDIS_URL
+
+
+@pytest.fixture
+def pg_schema_url(postgres_url: str) -> Iterator[str]:
+    """A database URL whose search_path is a fresh schema, dropped afterwards."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    url = postgres_url.replace("postgresql://", "postgresql+psycopg://", 1)
+    # pre_ping: a test may restart the server, killing pooled connections.
+    admin = create_engine(url, pool_pre_ping=True)
+    with admin.begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    try:
+        yield f"{postgres_url}?options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        admin.dispose()

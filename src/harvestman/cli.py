@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 
 from harvestman.config import CONFIG_ENV, Settings, load_settings
-from harvestman.display import CrawlProgress, render_report, summary_table
+from harvestman.display import CrawlProgress, render_report, render_status, summary_table
 from harvestman.errors import ConfigError, HarvestmanError
 from harvestman.export import FORMATS, export_pages, page_summary
 from harvestman.store import SqlStore
@@ -234,6 +234,267 @@ async def _crawl(settings: Settings, seeds: list[str], output: Path | None, live
                 out.close()
         err.print(summary_table(engine, counts))
         return 130 if interrupted else 0
+
+
+RedisOption = Annotated[
+    str | None, typer.Option("--redis-url", help="Redis shared by the workers (optional)")
+]
+
+
+@app.command()
+def worker(
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    redis_url: RedisOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+    concurrency: Annotated[
+        int | None, typer.Option("--concurrency", "-c", help="Requests in flight [default: 32]")
+    ] = None,
+    delay: Annotated[
+        float | None, typer.Option("--delay", help="Seconds between requests to a host [1]")
+    ] = None,
+    per_host_concurrency: Annotated[
+        int | None, typer.Option("--per-host-concurrency", help="Requests in flight per host [1]")
+    ] = None,
+    exit_when_done: Annotated[
+        bool,
+        typer.Option(
+            "--exit-when-done/--keep-running",
+            help="Exit once nothing is pending or leased anywhere (default: keep waiting for work)",
+        ),
+    ] = False,
+    verbose: VerboseOption = 0,
+) -> None:
+    """Crawl together with other workers on one database (and one Redis): run one per machine."""
+    _setup_logging(max(verbose, 1))
+    settings = _settings(
+        config,
+        database_url=_database_url(db, database_url),
+        redis_url=redis_url,
+        crawl_name=name,
+        crawl_concurrency=concurrency,
+        frontier_delay=delay,
+        frontier_per_host_concurrency=per_host_concurrency,
+    )
+    with _errors_exit():
+        code = _run(_work(settings, exit_when_done))
+    raise typer.Exit(code)
+
+
+def _coordinator(settings: Settings, store: SqlStore, worker_id: str) -> Any:
+    from harvestman.coord.store import StoreCoordinator
+
+    if settings.redis_url:
+        from harvestman.coord.redis import RedisCoordinator
+
+        return RedisCoordinator(
+            settings.redis_url,
+            store,
+            prefix=settings.redis_prefix,
+            worker_id=worker_id,
+            seen_ttl=settings.crawl_visited_ttl,
+        )
+    return StoreCoordinator(store)
+
+
+async def _work(settings: Settings, exit_when_done: bool) -> int:
+    from harvestman.engine import Engine
+
+    async with SqlStore(settings.database_url) as store:
+        await store.check_schema()  # a worker never migrates: that is `harvestman db upgrade`
+        engine = Engine(settings, store, worker_mode=True, exit_when_done=exit_when_done)
+        coordinator = _coordinator(settings, store, engine.worker_id)
+        engine.coordinator = coordinator
+        loop = asyncio.get_running_loop()
+        stopping = False
+
+        def on_signal() -> None:
+            nonlocal stopping
+            if stopping:
+                os._exit(130)
+            stopping = True
+            log.warning("stopping: finishing writes and releasing leases")
+            engine.stop()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, on_signal)
+        log.info("worker %s on %s", engine.worker_id, _safe_url(settings.database_url))
+        try:
+            counts = await engine.run()
+        finally:
+            await coordinator.close()
+        log.info("worker %s done: %s", engine.worker_id, counts.by_status)
+        return 0
+
+
+def _safe_url(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+@app.command()
+def seed(
+    urls: Annotated[
+        list[str] | None, typer.Argument(help="URLs to add", show_default=False)
+    ] = None,
+    seeds_file: Annotated[
+        Path | None, typer.Option("--seeds-file", help="File with one URL per line")
+    ] = None,
+    priority: Annotated[str, typer.Option("--priority", help="high, normal or low")] = "high",
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+) -> None:
+    """Add seed URLs to a crawl's frontier (their hosts join its scope)."""
+    levels = {"high": 3, "normal": 2, "low": 1}
+    if priority not in levels:
+        err.print(f"[red]error:[/red] --priority must be one of {', '.join(levels)}")
+        raise typer.Exit(2)
+    settings = _settings(config, database_url=_database_url(db, database_url), crawl_name=name)
+    with _errors_exit():
+        seeds = _read_seeds(urls or [], seeds_file)
+        added, rejected = _run(_seed(settings, seeds, levels[priority]))
+    for url, reason in rejected:
+        err.print(f"[yellow]skipped[/yellow] {url!r}: {reason}")
+    err.print(f"seeded {added} URLs into crawl {settings.crawl_name!r}")
+    raise typer.Exit(0 if added or not rejected else 2)
+
+
+async def _seed(
+    settings: Settings, seeds: list[str], priority: int
+) -> tuple[int, list[tuple[str, str]]]:
+    import time
+
+    from harvestman.errors import UrlError
+    from harvestman.records import NewUrl
+    from harvestman.urls import UrlNormalizer, host_key, url_hash
+
+    normalizer = UrlNormalizer(settings.url_tracking_params, settings.url_max_length)
+    good: list[str] = []
+    rejected: list[tuple[str, str]] = []
+    for url in seeds:
+        try:
+            good.append(normalizer.normalize(url))
+        except UrlError as exc:
+            rejected.append((url, exc.reason))
+    async with SqlStore(settings.database_url) as store:
+        await store.check_schema()
+        crawl_id = await store.ensure_crawl(settings.crawl_name, good)
+        rows = [NewUrl(u, url_hash(u), host_key(u), 0, priority) for u in good]
+        await store.add_urls(crawl_id, rows, time.time())
+    return len(good), rejected
+
+
+@app.command()
+def status(
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    redis_url: RedisOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """The frontier, the live workers with their hosts and rates, and per-host state."""
+    settings = _settings(
+        config, database_url=_database_url(db, database_url), redis_url=redis_url, crawl_name=name
+    )
+    with _errors_exit():
+        report = _run(_status(settings))
+    if as_json:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        Console().print(render_status(report))
+
+
+async def _status(settings: Settings) -> dict[str, Any]:
+    import time
+    from dataclasses import asdict
+
+    async with SqlStore(settings.database_url) as store:
+        await store.check_schema()
+        crawl_id = await store.find_crawl(settings.crawl_name)
+        if crawl_id is None:
+            raise ConfigError(f"no crawl named {settings.crawl_name!r} in this store")
+        counts = await store.counts(crawl_id)
+        now = time.time()
+        live: list[dict[str, Any]] = []
+        source = "store"
+        if settings.redis_url:
+            coordinator = _coordinator(settings, store, "status")
+            try:
+                live = [asdict(w) for w in await coordinator.workers()]
+                source = "redis" if coordinator.available else "store"
+            finally:
+                await coordinator.close()
+        if source == "store":
+            for row in await store.worker_rows():
+                if row["heartbeat_at"] >= now - settings.worker_heartbeat_timeout:
+                    live.append(
+                        row["info"] or {"worker_id": row["id"], "hostname": row["hostname"]}
+                    )
+        hosts = await asyncio.to_thread(store.host_states, crawl_id)
+    return {
+        "crawl": settings.crawl_name,
+        "urls": counts.by_status,
+        "pages": counts.pages,
+        "workers": live,
+        "workers_source": source,
+        "pages_per_second": round(sum(w.get("rate", 0.0) for w in live), 2),
+        "hosts": hosts,
+    }
+
+
+admin_app = typer.Typer(help="Maintenance of shared state.", no_args_is_help=True)
+app.add_typer(admin_app, name="admin")
+
+
+@admin_app.command("rebuild-cache")
+def rebuild_cache(
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    redis_url: RedisOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Rebuild Redis' seen-URL sets and robots.txt cache from the store."""
+    settings = _settings(config, database_url=_database_url(db, database_url), redis_url=redis_url)
+    if not settings.redis_url:
+        err.print("[red]error:[/red] no Redis configured (--redis-url or HARVESTMAN_REDIS_URL)")
+        raise typer.Exit(2)
+    with _errors_exit():
+        counts = _run(_rebuild(settings))
+    err.print(f"rebuilt: {counts}")
+
+
+async def _rebuild(settings: Settings) -> dict[str, Any]:
+    import time
+
+    from harvestman.coord.redis import RedisCoordinator
+
+    async with SqlStore(settings.database_url) as store:
+        await store.check_schema()
+        crawl_ids = await asyncio.to_thread(store.crawl_ids)
+        namespaces = {
+            str(cid): await asyncio.to_thread(store.url_hashes, cid) for cid in crawl_ids.values()
+        }
+        now = time.time()
+        robots = [
+            r
+            for r in await asyncio.to_thread(store.robots_records)
+            if r.robots_fetched_at is not None and r.robots_fetched_at + settings.robots_ttl > now
+        ]
+        coordinator = RedisCoordinator(
+            settings.redis_url or "", store, prefix=settings.redis_prefix,
+            seen_ttl=settings.crawl_visited_ttl,
+        )  # fmt: skip
+        try:
+            return await coordinator.rebuild(namespaces, robots, settings.robots_ttl)
+        finally:
+            await coordinator.close()
 
 
 @app.command()

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 DEFAULT_USER_AGENT = f"Harvestman/{__version__} (+https://github.com/harvestman-crawler/harvestman)"
 CONFIG_ENV = "HARVESTMAN_CONFIG"
 # The groups a config file may use as TOML tables: [fetch] timeout = 10 -> fetch_timeout.
-GROUPS = ("fetch", "frontier", "robots", "store", "crawl", "url")
+GROUPS = ("fetch", "frontier", "robots", "store", "crawl", "url", "redis", "worker")
 
 
 class Settings(BaseSettings):
@@ -44,6 +44,14 @@ class Settings(BaseSettings):
     )
     store_batch_size: int = Field(200, ge=1, le=10_000, description="writes per store transaction")
     store_flush_interval: float = Field(0.25, gt=0, le=60, description="max seconds a write waits")
+
+    # coordination across processes (harvestman worker)
+    redis_url: str | None = Field(None, description="Redis for many workers (None: none)")
+    redis_prefix: str = Field("harvestman", min_length=1, description="prefix of Redis keys")
+    worker_heartbeat_interval: float = Field(10.0, gt=0, le=600)
+    worker_heartbeat_timeout: float = Field(30.0, gt=0, description="a silent worker is dead after")
+    frontier_sweep_interval: float = Field(60.0, gt=0, description="stale-lease sweep period")
+    frontier_refresh_interval: float = Field(5.0, gt=0, description="look for others' new work")
 
     # crawl
     crawl_name: str = Field("default", min_length=1, max_length=200, description="namespace")

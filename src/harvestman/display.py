@@ -134,3 +134,37 @@ def _duration(seconds: float) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def render_status(report: dict[str, Any]) -> Group:
+    """Tables for ``harvestman status``: frontier, workers, hosts."""
+    import time
+
+    urls = Table(title=f"crawl {report['crawl']!r}", show_header=False, title_justify="left")
+    urls.add_column()
+    urls.add_column(justify="right")
+    for status in ("pending", "in_progress", "completed", "failed", "blocked"):
+        urls.add_row(status, f"{report['urls'].get(status, 0):,}")
+    urls.add_row("pages stored", f"{report['pages']:,}")
+    urls.add_row("pages/s (all workers)", f"{report['pages_per_second']:,.1f}")
+    workers = Table(title=f"live workers ({report['workers_source']})", title_justify="left")
+    for column in ("worker", "host", "pages", "pages/s", "current host"):
+        workers.add_column(column)
+    for w in report["workers"]:
+        workers.add_row(
+            str(w.get("worker_id", "")), str(w.get("hostname", "")), f"{w.get('pages', 0):,}",
+            f"{w.get('rate', 0.0):,.1f}", str(w.get("current_host") or ""),
+        )  # fmt: skip
+    hosts = Table(title="hosts", title_justify="left")
+    for column in ("host", "pending", "leased", "done", "failed", "delay", "next allowed in"):
+        hosts.add_column(column)
+    now = time.time()
+    for h in report["hosts"]:
+        gate = h.get("next_allowed_at")
+        hosts.add_row(
+            h["host"], f"{h.get('pending', 0):,}", f"{h.get('in_progress', 0):,}",
+            f"{h.get('completed', 0):,}", f"{h.get('failed', 0):,}",
+            "" if h.get("crawl_delay") is None else f"{h['crawl_delay']:g} s",
+            "" if gate is None or gate <= now else f"{gate - now:.1f} s",
+        )  # fmt: skip
+    return Group(urls, workers, hosts)

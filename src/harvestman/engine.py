@@ -17,8 +17,10 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 
 from harvestman.config import Settings
+from harvestman.coord import Coordinator, LocalCoordinator, WorkerStatus
 from harvestman.errors import FetchError, HttpStatusError, RedirectRefused, StoreError, UrlError
 from harvestman.fetch import Fetcher, FetchResult, RetryPolicy, parse_retry_after
 from harvestman.frontier import Frontier, priority_for
@@ -49,9 +51,17 @@ class Engine:
         seeds: Sequence[str] = (),
         *,
         on_pages: PagesCallback | None = None,
+        coordinator: Coordinator | None = None,
+        worker_mode: bool = False,
+        exit_when_done: bool = True,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
+        self.coordinator: Coordinator = coordinator or LocalCoordinator()
+        # A worker takes work from the store that others add; it stops when told to, or, with
+        # exit_when_done, when no row of the crawl is pending or in progress anywhere.
+        self.worker_mode = worker_mode
+        self.exit_when_done = exit_when_done
         self.on_pages = on_pages
         self.clock = clock
         self.stats = Stats()
@@ -67,6 +77,12 @@ class Engine:
         self.flush_interval = settings.store_flush_interval
         self.lease_seconds = settings.frontier_lease_seconds
         self.user_agent = settings.fetch_user_agent
+        self.per_host_concurrency = settings.frontier_per_host_concurrency
+        self.gate_hold = settings.fetch_timeout + 10.0
+        self.heartbeat_interval = settings.worker_heartbeat_interval
+        self.heartbeat_timeout = settings.worker_heartbeat_timeout
+        self.sweep_interval = settings.frontier_sweep_interval
+        self.refresh_interval = settings.frontier_refresh_interval
         self.settings = settings
         self.normalizer = UrlNormalizer(settings.url_tracking_params, settings.url_max_length)
         self.retry = RetryPolicy(settings.fetch_max_retries, settings.fetch_retry_backoff)
@@ -94,6 +110,9 @@ class Engine:
         self._fetched_before = 0
         self._final_outcomes = 0
         self._delay_known: set[str] = set()
+        self._gate_tokens: dict[int, str] = {}
+        self._current_host: str | None = None
+        self._started_at = 0.0
         self.stopped_early = False
 
     # -- public -------------------------------------------------------------------------------
@@ -108,13 +127,9 @@ class Engine:
         """Crawl until nothing is left (or ``max_pages``/``stop``); return the store's counts."""
         store = self.store
         now = self.clock()
+        self._started_at = now
         self.crawl_id = await store.ensure_crawl(self.crawl_name, self.seeds)
-        self.scope = Scope(
-            await store.crawl_seeds(self.crawl_id),
-            self.settings.crawl_allow_domains,
-            self.settings.crawl_include,
-            self.settings.crawl_exclude,
-        )
+        await self._load_scope()
         await self._recover(now)
         await store.register_worker(self.worker_id, socket.gethostname(), os.getpid(), now)
         await store.add_urls(self.crawl_id, [self._seed_row(seed) for seed in self.seeds], now)
@@ -145,6 +160,7 @@ class Engine:
                 ttl=self.settings.robots_ttl,
                 max_bytes=self.settings.robots_max_bytes,
                 retry=self.retry,
+                coordinator=self.coordinator,
                 clock=self.clock,
             )
             await self.frontier.start()
@@ -201,7 +217,21 @@ class Engine:
             request = await frontier.next()
             if request is None:
                 slots.release()
+                if self.worker_mode and not await self._others_done():
+                    await asyncio.sleep(self.refresh_interval)
+                    await self._refresh()
+                    continue
                 return
+            if self.coordinator.shared:
+                token, wait = await self.coordinator.acquire_host(
+                    request.host, self.per_host_concurrency, self.gate_hold
+                )
+                if token is None:  # another worker has the host: come back when it may be free
+                    frontier.requeue(request, not_before=self.clock() + wait)
+                    slots.release()
+                    continue
+                self._gate_tokens[request.id] = token
+            self._current_host = request.host
             task = asyncio.create_task(self._process(request, slots))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -232,7 +262,7 @@ class Engine:
         try:
             entry, asked_host = await self.robots.get(host, request.url)
         except BaseException:
-            frontier.release(request, fetched=False)
+            await self._release(request, fetched=False)
             raise
         if host not in self._delay_known:
             self._delay_known.add(host)
@@ -242,21 +272,23 @@ class Engine:
             self.stats.inc("robots/fetched")
         if entry.unavailable and not entry.exhausted:
             # Everything is disallowed until robots.txt answers; wait for the retry.
-            frontier.requeue(request, not_before=entry.expires_at)
+            await self._release(
+                request, fetched=asked_host, not_before=entry.expires_at, requeue=True
+            )
             return None
         if asked_host and frontier.delay_of(host) > 0:
             # robots.txt used this host's turn; the page waits for the next one (spaced by the
             # delay robots.txt itself may just have set).
-            frontier.requeue(request)
+            await self._release(request, requeue=True)
             return None
         if entry.unavailable:
-            frontier.release(request, fetched=asked_host)
+            await self._release(request, fetched=asked_host)
             self.stats.inc("robots/unavailable")
             return self._blocked(
                 request, "RobotsUnavailable", f"robots.txt unavailable: {entry.error}"
             ), []
         if not entry.rules.is_allowed(request.url, self.user_agent):
-            frontier.release(request, fetched=asked_host)
+            await self._release(request, fetched=asked_host)
             self.stats.inc("robots/denied")
             return self._blocked(request, "RobotsDenied", "disallowed by robots.txt"), []
         return await self._fetch(request)
@@ -274,21 +306,19 @@ class Engine:
                 request.url, headers=headers, check_hop=self._check_hop
             )
         except FetchError as exc:
-            self.frontier.release(request)
+            await self._release(request)
             self.stats.inc(f"fetch/error/{type(exc).__name__}")
             return self._fetch_failure(request, exc, started), []
         except UrlError as exc:  # a stored URL the HTTP client cannot request
-            self.frontier.release(request, fetched=False)
+            await self._release(request, fetched=False)
             return self._failed(request, str(exc), "UrlError"), []
         except BaseException:
-            self.frontier.release(request)
+            await self._release(request)
             raise
         retry_after = None
         if result.status in (429, 503):
             retry_after = parse_retry_after(result.headers.get("Retry-After"))
-        self.frontier.release(
-            request, not_before=self.clock() + retry_after if retry_after else 0.0
-        )
+        await self._release(request, not_before=self.clock() + retry_after if retry_after else 0.0)
         self.stats.inc("fetch/responses")
         self.stats.inc(f"fetch/status/{result.status}")
         self.stats.inc("fetch/bytes", len(result.body))
@@ -296,6 +326,27 @@ class Engine:
             exc = HttpStatusError(result.status, request.url, retry_after)
             return self._fetch_failure(request, exc, started, result), []
         return self._fetched(request, result, started)
+
+    async def _release(
+        self,
+        request: CrawlRequest,
+        *,
+        fetched: bool = True,
+        not_before: float = 0.0,
+        requeue: bool = False,
+    ) -> None:
+        """Free the request's host slot, here and (when shared) for every worker."""
+        assert self.frontier is not None
+        frontier = self.frontier
+        if requeue:
+            frontier.requeue(request, not_before=not_before)
+        else:
+            frontier.release(request, fetched=fetched, not_before=not_before)
+        token = self._gate_tokens.pop(request.id, None)
+        if token is not None:
+            delay = frontier.delay_of(request.host) if fetched else 0.0
+            delay = max(delay, not_before - self.clock())
+            await self.coordinator.release_host(request.host, token, delay)
 
     async def _check_hop(self, url: str) -> None:
         """A redirect hop must stay in scope and be allowed by its host's robots.txt."""
@@ -509,18 +560,26 @@ class Engine:
         outcomes, self._outcomes = self._outcomes, []
         new_urls, self._new_urls = self._new_urls, []
         if outcomes or new_urls:
+            namespace = str(self.crawl_id)
+            if new_urls and self.coordinator.shared:  # others may know them already
+                unseen = await self.coordinator.unseen(namespace, [u.url_hash for u in new_urls])
+                new_urls = [u for u, fresh in zip(new_urls, unseen, strict=True) if fresh]
             now = self.clock()
-            for attempt in range(1, _FLUSH_RETRIES + 1):
+            attempt = 0
+            while True:
                 try:
                     await self.store.record(self.crawl_id, outcomes, new_urls, now)
                     break
                 except StoreError as exc:
-                    if attempt == _FLUSH_RETRIES:
-                        # Keep the batch for the final flush attempt; its leases will expire.
-                        self._outcomes[:0], self._new_urls[:0] = outcomes, new_urls
+                    attempt += 1
+                    if self._closing and attempt >= _FLUSH_RETRIES:
+                        # Shutting down: give up; the leases expire and the URLs come back.
                         raise
-                    log.warning("store write failed (%s); retrying in %ds", exc, attempt)
-                    await asyncio.sleep(attempt)
+                    wait = min(30.0, 0.5 * 2**attempt)
+                    log.warning("store write failed (%s); retrying in %.1f s", exc, wait)
+                    await asyncio.sleep(wait)
+            if new_urls and self.coordinator.shared:  # only once the store has them
+                await self.coordinator.mark_seen(namespace, [u.url_hash for u in new_urls])
             self._after_flush(outcomes, new_urls, now)
         self._flushed.set()
 
@@ -538,15 +597,49 @@ class Engine:
         if self.on_pages is not None and outcomes:
             self.on_pages(outcomes)
 
+    # -- other workers ------------------------------------------------------------------------
+
+    async def _load_scope(self) -> None:
+        self.scope = Scope(
+            await self.store.crawl_seeds(self.crawl_id),
+            self.settings.crawl_allow_domains,
+            self.settings.crawl_include,
+            self.settings.crawl_exclude,
+        )
+
+    async def _refresh(self) -> None:
+        """Learn the work other workers (or `harvestman seed`) added, and the crawl's scope."""
+        assert self.frontier is not None
+        try:
+            for host, due in (await self.store.pending_hosts(self.crawl_id)).items():
+                self.frontier.add_work(host, due)
+            await self._load_scope()
+        except StoreError as exc:
+            log.warning("could not refresh the frontier from the store: %s", exc)
+
+    async def _others_done(self) -> bool:
+        """True when this worker may exit: asked to, and nothing is pending or leased anywhere."""
+        if not self.exit_when_done:
+            return False
+        try:
+            by_status = (await self.store.counts(self.crawl_id)).by_status
+        except StoreError:
+            return False
+        return not by_status.get("pending") and not by_status.get("in_progress")
+
     # -- liveness -----------------------------------------------------------------------------
 
     async def _recover(self, now: float) -> None:
-        """Return leases of dead workers at once; expired leases of anyone too."""
+        """Return leases of dead workers at once; expired leases of anyone too.
+
+        Dead: a heartbeat older than the timeout, or a process on this machine that is gone.
+        """
         me = socket.gethostname()
         dead = [
             worker_id
             for worker_id, hostname, pid, beat in await self.store.workers()
-            if beat < now - self.lease_seconds or (hostname == me and not _pid_alive(pid))
+            if worker_id != self.worker_id
+            and (beat < now - self.heartbeat_timeout or (hostname == me and not _pid_alive(pid)))
         ]
         recovered = await self.store.recover(now, dead)
         await self.store.unregister_workers(dead)
@@ -554,12 +647,37 @@ class Engine:
             log.info("recovered %d URLs leased by stopped workers", recovered)
         self.stats.inc("frontier/recovered", recovered)
 
+    def status(self) -> WorkerStatus:
+        return WorkerStatus(
+            worker_id=self.worker_id,
+            hostname=socket.gethostname(),
+            pid=os.getpid(),
+            crawl=self.crawl_name,
+            started_at=self._started_at,
+            heartbeat_at=self.clock(),
+            pages=self.stats["fetch/pages"],
+            rate=round(self.stats.rate("fetch/pages"), 2),
+            current_host=self._current_host,
+        )
+
     async def _heartbeat_loop(self) -> None:
-        interval = min(30.0, self.lease_seconds / 4)
+        """Beat, extend our leases, and sweep: stale leases and dead workers' leases return."""
+        interval = min(self.heartbeat_interval, self.lease_seconds / 4)
+        next_sweep = self.clock() + self.sweep_interval
         while True:
             await asyncio.sleep(interval)
             now = self.clock()
-            await self.store.heartbeat(self.worker_id, now, now + self.lease_seconds)
+            status = self.status()
+            try:
+                await self.store.heartbeat(
+                    self.worker_id, now, now + self.lease_seconds, asdict(status)
+                )
+                await self.coordinator.beat(status, self.heartbeat_timeout)
+                if now >= next_sweep:
+                    next_sweep = now + self.sweep_interval
+                    await self._recover(now)
+            except StoreError as exc:  # the store is away; the flusher waits for it too
+                log.warning("heartbeat failed: %s", exc)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from harvestman.errors import StoreError
 from harvestman.records import CrawlRequest
 from harvestman.store import Store
 
@@ -105,6 +106,7 @@ class Frontier:
         self._leases_running = 0
         self._lease_task: asyncio.Task[None] | None = None
         self._lease_error: BaseException | None = None
+        self._lease_failures = 0
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -288,10 +290,20 @@ class Frontier:
             leased, dry = await self.store.lease(
                 self.crawl_id, wanted, now, now + self.lease_seconds, self.worker_id
             )
+        except StoreError as exc:
+            # The store is away (a database restart, say): ask again after a pause.
+            self._lease_failures += 1
+            wait = min(30.0, 0.5 * 2**self._lease_failures)
+            log.warning("leasing failed (%s); retrying in %.1f s", exc, wait)
+            await asyncio.sleep(wait)
+            for hq in hosts:
+                self._lease_wanted.setdefault(hq.host, hq)
+            return
         finally:
             self._leases_running -= 1
             for hq in hosts:
                 hq.leasing = False
+        self._lease_failures = 0
         self.leased += len(leased)
         for request in leased:
             self._host(request.host).buffer.append(request)

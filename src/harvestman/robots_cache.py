@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harvestman.coord import Coordinator, LocalCoordinator
 from harvestman.errors import FetchError
 from harvestman.fetch import Fetcher, RetryPolicy, parse_retry_after
 from harvestman.records import DomainRecord
@@ -52,9 +53,11 @@ class RobotsCache:
         ttl: float = 3600.0,
         max_bytes: int = 500 * 1024,
         retry: RetryPolicy | None = None,
+        coordinator: Coordinator | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
+        self.coordinator = coordinator or LocalCoordinator()
         self.fetcher = fetcher
         self.user_agent = user_agent
         self.ttl = ttl
@@ -101,8 +104,8 @@ class RobotsCache:
     async def _load(self, host: str, origin_url: str) -> tuple[RobotsEntry, bool]:
         now = self.clock()
         previous = self._entries.get(host)
-        if previous is None:  # a fresh copy in the store spares the host a request
-            record = await self.store.get_domain(host)
+        if previous is None:  # a fresh shared copy (Redis, then the store) spares the host
+            record = await self.coordinator.get_robots(host) or await self.store.get_domain(host)
             if (
                 record is not None
                 and record.robots_fetched_at is not None
@@ -111,17 +114,16 @@ class RobotsCache:
                 return self._entry_from_record(record, origin_url), False
         entry = await self._fetch(origin_url, now, previous)
         if not entry.unavailable:
-            await self.store.save_robots(
-                DomainRecord(
-                    host=host,
-                    robots_txt=entry.text,
-                    robots_status=entry.status,
-                    robots_fetched_at=now,
-                    crawl_delay=entry.crawl_delay,
-                    allowed=entry.rules.is_allowed(robots_root(origin_url), self.user_agent),
-                ),
-                now,
+            record = DomainRecord(
+                host=host,
+                robots_txt=entry.text,
+                robots_status=entry.status,
+                robots_fetched_at=now,
+                crawl_delay=entry.crawl_delay,
+                allowed=entry.rules.is_allowed(robots_root(origin_url), self.user_agent),
             )
+            await self.store.save_robots(record, now)  # the durable copy
+            await self.coordinator.put_robots(record, self.ttl)
         return entry, True
 
     async def _fetch(

@@ -114,6 +114,10 @@ domains = Table(
     Column("allowed", Boolean, nullable=False, default=True),
     Column("page_count", BigInteger, nullable=False, default=0),
     Column("updated_at", Float, nullable=False),
+    # The politeness gate's fallback when Redis is away: busy while a request is in flight,
+    # then closed until next_allowed_at.
+    Column("busy_until", Float),
+    Column("next_allowed_at", Float),
 )
 
 workers = Table(
@@ -124,4 +128,5 @@ workers = Table(
     Column("pid", Integer, nullable=False),
     Column("started_at", Float, nullable=False),
     Column("heartbeat_at", Float, nullable=False),
+    Column("info", Text),  # JSON: crawl, current host, pages fetched, pages/s
 )

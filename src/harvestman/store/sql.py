@@ -396,13 +396,17 @@ class SqlStore:
 
         await self._run(_register)
 
-    async def heartbeat(self, worker_id: str, now: float, lease_until: float) -> None:
-        """Mark the worker alive and extend the leases it holds."""
+    async def heartbeat(
+        self, worker_id: str, now: float, lease_until: float, info: dict[str, Any] | None = None
+    ) -> None:
+        """Mark the worker alive, note its status and extend the leases it holds."""
 
         def _beat() -> None:
             with self._begin() as conn:
                 conn.execute(
-                    update(workers).where(workers.c.id == worker_id).values(heartbeat_at=now)
+                    update(workers)
+                    .where(workers.c.id == worker_id)
+                    .values(heartbeat_at=now, info=json.dumps(info) if info else None)
                 )
                 conn.execute(
                     update(urls)
@@ -416,15 +420,22 @@ class SqlStore:
 
     async def workers(self) -> list[tuple[str, str, int, float]]:
         """Registered workers: (id, hostname, pid, heartbeat_at)."""
+        return [
+            (w["id"], w["hostname"], w["pid"], w["heartbeat_at"]) for w in await self.worker_rows()
+        ]
 
-        def _workers() -> list[tuple[str, str, int, float]]:
+    async def worker_rows(self) -> list[dict[str, Any]]:
+        """Registered workers with their last reported status (``info``, a dict or None)."""
+
+        def _rows() -> list[dict[str, Any]]:
             with self.engine.connect() as conn:
-                rows = conn.execute(
-                    select(workers.c.id, workers.c.hostname, workers.c.pid, workers.c.heartbeat_at)
-                )
-                return [(r.id, r.hostname, r.pid, r.heartbeat_at) for r in rows]
+                rows = conn.execute(select(workers).order_by(workers.c.started_at)).mappings()
+                return [
+                    {**row, "info": json.loads(row["info"]) if row["info"] else None}
+                    for row in rows
+                ]
 
-        return await self._run(_workers)
+        return await self._run(_rows)
 
     async def unregister_workers(self, worker_ids: Iterable[str]) -> None:
         ids = list(worker_ids)
@@ -476,6 +487,52 @@ class SqlStore:
                 conn.execute(stmt)
 
         await self._run(_save)
+
+    # -- politeness fallback (when Redis is away) --------------------------------------------
+
+    async def acquire_host(self, host: str, now: float, hold: float) -> float:
+        """Take ``host`` for one request of at most ``hold`` seconds: 0.0 when taken, else the
+        seconds to wait. One request at a time per host, across every process on this store."""
+
+        def _acquire() -> float:
+            with self._begin() as conn:
+                conn.execute(
+                    dialect.insert_ignore(self.engine, domains, "host").values(
+                        host=host, allowed=True, page_count=0, updated_at=now
+                    )
+                )
+                taken = conn.execute(
+                    update(domains)
+                    .where(
+                        domains.c.host == host,
+                        func.coalesce(domains.c.busy_until, 0.0) <= now,
+                        func.coalesce(domains.c.next_allowed_at, 0.0) <= now,
+                    )
+                    .values(busy_until=now + hold)
+                ).rowcount
+                if taken:
+                    return 0.0
+                busy, allowed = conn.execute(
+                    select(domains.c.busy_until, domains.c.next_allowed_at).where(
+                        domains.c.host == host
+                    )
+                ).one()
+            if allowed is not None and allowed > now:
+                return float(allowed) - now
+            return min(0.25, max(0.01, float(busy or now) - now))
+
+        return await self._run(_acquire)
+
+    async def release_host(self, host: str, now: float, delay: float) -> None:
+        def _release() -> None:
+            with self._begin() as conn:
+                conn.execute(
+                    update(domains)
+                    .where(domains.c.host == host)
+                    .values(busy_until=None, next_allowed_at=now + delay)
+                )
+
+        await self._run(_release)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -529,6 +586,66 @@ class SqlStore:
             "errors": grouped(urls.c.error_class, urls, urls.c.error_class.is_not(None)),
             "hosts": grouped(crawled_pages.c.host, crawled_pages),
         }
+
+    def host_states(self, crawl_id: int, top: int = 20) -> list[dict[str, Any]]:
+        """Per-host frontier state for ``harvestman status``: the hosts with most pending rows."""
+        query = (
+            select(urls.c.host, urls.c.status, func.count())
+            .where(urls.c.crawl_id == crawl_id)
+            .group_by(urls.c.host, urls.c.status)
+        )
+        hosts: dict[str, dict[str, Any]] = {}
+        with self.engine.connect() as conn:
+            for host, status, n in conn.execute(query):
+                hosts.setdefault(host, {"host": host})[status] = int(n)
+            ranked = sorted(
+                hosts.values(), key=lambda h: (-h.get("pending", 0), -h.get("in_progress", 0))
+            )[:top]
+            gates = {
+                row.host: row
+                for row in conn.execute(
+                    select(domains.c.host, domains.c.crawl_delay, domains.c.next_allowed_at).where(
+                        domains.c.host.in_([h["host"] for h in ranked])
+                    )
+                )
+            }
+        for state in ranked:
+            gate = gates.get(state["host"])
+            state["crawl_delay"] = gate.crawl_delay if gate else None
+            state["next_allowed_at"] = gate.next_allowed_at if gate else None
+        return ranked
+
+    def crawl_ids(self) -> dict[str, int]:
+        with self.engine.connect() as conn:
+            return {
+                name: int(cid) for cid, name in conn.execute(select(crawls.c.id, crawls.c.name))
+            }
+
+    def url_hashes(self, crawl_id: int) -> list[str]:
+        """Every URL hash of a crawl (for rebuilding a shared seen set)."""
+        with self.engine.connect() as conn:
+            return list(
+                conn.execute(select(urls.c.url_hash).where(urls.c.crawl_id == crawl_id)).scalars()
+            )
+
+    def robots_records(self) -> list[DomainRecord]:
+        """Every host whose robots.txt is stored."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(domains).where(domains.c.robots_fetched_at.is_not(None))
+            ).mappings()
+            return [
+                DomainRecord(
+                    host=r["host"],
+                    robots_txt=r["robots_txt"],
+                    robots_status=r["robots_status"],
+                    robots_fetched_at=r["robots_fetched_at"],
+                    crawl_delay=r["crawl_delay"],
+                    allowed=bool(r["allowed"]),
+                    page_count=int(r["page_count"]),
+                )
+                for r in rows
+            ]
 
     def iter_pages(self, crawl_id: int, batch: int = 1000) -> Iterator[dict[str, Any]]:
         """Every stored page of a crawl with its URL row's depth, in id order, in constant memory.

@@ -1,0 +1,53 @@
+"""Coordination through the store alone: many workers on one database and no Redis.
+
+The politeness gate is the ``domains`` row of each host (``busy_until``/``next_allowed_at``,
+one request at a time per host); de-duplication is the store's unique index; liveness is the
+``workers`` table. It is also what ``RedisCoordinator`` falls back to.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from harvestman.coord import WorkerStatus
+from harvestman.records import DomainRecord
+from harvestman.store import SqlStore
+
+
+class StoreCoordinator:
+    shared = True
+
+    def __init__(self, store: SqlStore, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.clock = clock
+
+    async def acquire_host(
+        self, host: str, concurrency: int, hold: float
+    ) -> tuple[str | None, float]:
+        wait = await self.store.acquire_host(host, self.clock(), hold)
+        return ("store" if wait == 0 else None), wait
+
+    async def release_host(self, host: str, token: str, delay: float) -> None:
+        await self.store.release_host(host, self.clock(), delay)
+
+    async def unseen(self, namespace: str, hashes: Sequence[str]) -> list[bool]:
+        return [True] * len(hashes)
+
+    async def mark_seen(self, namespace: str, hashes: Sequence[str]) -> None:
+        return None
+
+    async def get_robots(self, host: str) -> DomainRecord | None:
+        return None  # the robots cache reads the store itself
+
+    async def put_robots(self, record: DomainRecord, ttl: float) -> None:
+        return None
+
+    async def beat(self, status: WorkerStatus, ttl: float) -> None:
+        return None  # the engine's heartbeat writes the workers table
+
+    async def workers(self) -> list[WorkerStatus]:
+        return []
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,215 @@
+"""Several `harvestman worker` processes on one PostgreSQL and one Redis, crawling 300 hosts.
+
+Real servers only: PostgreSQL and Redis on 127.0.0.1 (CI starts them), worker processes, and a
+farm of 300 websites on 127.0.0.1 that logs every request. The faults are real too: a worker is
+SIGKILLed, PostgreSQL is restarted, Redis is stopped and started again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from harvestman.store import SqlStore
+from hostfarm import HostFarm
+
+CLI = [sys.executable, "-m", "harvestman.cli"]
+HOSTS = 300
+DELAY = 0.2
+WORKERS = 3
+CONCURRENCY = 32
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def worker_env(database_url: str, redis_url: str, prefix: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HARVESTMAN_DATABASE_URL": database_url,
+        "HARVESTMAN_REDIS_URL": redis_url,
+        "HARVESTMAN_REDIS_PREFIX": prefix,
+        "HARVESTMAN_CRAWL_CONCURRENCY": str(CONCURRENCY),
+        "HARVESTMAN_WORKER_HEARTBEAT_INTERVAL": "0.5",
+        "HARVESTMAN_WORKER_HEARTBEAT_TIMEOUT": "2",
+        "HARVESTMAN_FRONTIER_SWEEP_INTERVAL": "1",
+        "HARVESTMAN_FRONTIER_REFRESH_INTERVAL": "0.3",
+        "HARVESTMAN_FETCH_TIMEOUT": "5",
+        "HARVESTMAN_FETCH_RETRY_BACKOFF": "0.05",
+        "HARVESTMAN_STORE_FLUSH_INTERVAL": "0.05",
+    }
+
+
+async def seed(env: dict[str, str], farm: HostFarm, tmp_path: Path) -> None:
+    url = env["HARVESTMAN_DATABASE_URL"]
+    async with SqlStore(url) as store:
+        await store.upgrade()
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("\n".join(farm.roots()))
+    process = await asyncio.create_subprocess_exec(
+        *CLI, "seed", "--seeds-file", str(seeds), env=env, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+
+
+async def start_workers(env: dict[str, str], tmp_path: Path) -> list[asyncio.subprocess.Process]:
+    workers = []
+    for i in range(WORKERS):
+        log = (tmp_path / f"worker{i}.log").open("wb")
+        workers.append(
+            await asyncio.create_subprocess_exec(
+                *CLI, "worker", "--exit-when-done", env=env, stdout=log, stderr=log
+            )
+        )
+    return workers
+
+
+async def when_half_done(farm: HostFarm) -> None:
+    total = HOSTS * (farm.pages + 2)  # robots.txt, the home page and the pages of each host
+    for _ in range(6000):
+        if len(farm.log) >= total // 2:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the crawl did not get halfway: {len(farm.log)} requests")
+
+
+def crawled(database_url: str) -> dict[str, set[tuple[int, str]]]:
+    engine = create_engine(database_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT url, status FROM urls")).all()
+    engine.dispose()
+    result: dict[str, set[tuple[int, str]]] = {}
+    for url, status in rows:
+        rest = url.removeprefix("http://127.0.0.1:")
+        port, _, path = rest.partition("/")
+        result.setdefault(status, set()).add((int(port), "/" + path))
+    return result
+
+
+async def crawl_with(
+    fault: Callable[[list[asyncio.subprocess.Process]], Awaitable[None]] | None,
+    database_url: str,
+    redis_url: str,
+    tmp_path: Path,
+) -> HostFarm:
+    env = worker_env(database_url, redis_url, f"test-{uuid.uuid4().hex[:8]}")
+    async with HostFarm(HOSTS, crawl_delay=DELAY) as farm:
+        await seed(env, farm, tmp_path)
+        workers = await start_workers(env, tmp_path)
+        try:
+            if fault is not None:
+                await when_half_done(farm)
+                await fault(workers)
+            codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in workers)), 180)
+        finally:
+            for w in workers:
+                if w.returncode is None:
+                    w.kill()
+        logs = worker_logs(tmp_path, tail=2000)
+        if fault is None:
+            assert codes == [0] * WORKERS, logs
+        states = crawled(database_url)
+        assert states.get("completed") == farm.expected_pages(), logs
+        assert states.get("blocked") == farm.denied()
+        assert set(states) == {"completed", "blocked"}
+        return farm
+
+
+def worker_logs(tmp_path: Path, tail: int = 0) -> str:
+    return "\n".join(p.read_text(errors="replace")[-tail:] for p in tmp_path.glob("worker*.log"))
+
+
+def duplicates(farm: HostFarm) -> int:
+    return sum(max(0, farm.hits[page] - 1) for page in farm.expected_pages())
+
+
+async def test_three_workers_crawl_every_page_once_and_keep_each_hosts_delay(
+    pg_schema_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    farm = await crawl_with(None, pg_schema_url, redis_url, tmp_path)
+
+    assert duplicates(farm) == 0
+    assert all(farm.hits[(port, "/robots.txt")] == 1 for port in farm.ports)
+    assert all(farm.hits[page] == 0 for page in farm.denied())
+    gaps = [gap for _, gap in farm.spacing()]
+    assert len(gaps) == HOSTS * (farm.pages + 1)
+    assert min(gaps) >= DELAY - 0.05, sorted(gaps)[:5]
+
+
+async def test_a_sigkilled_worker_loses_nothing(
+    pg_schema_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    async def kill_one(workers: list[asyncio.subprocess.Process]) -> None:
+        workers[0].send_signal(signal.SIGKILL)
+
+    farm = await crawl_with(kill_one, pg_schema_url, redis_url, tmp_path)
+
+    # Only what the killed worker had in flight came again: its requests under way (at most
+    # CONCURRENCY) and the pages it had fetched but not yet written (one 50 ms flush interval
+    # of a worker doing a few hundred pages/s).
+    assert duplicates(farm) <= 2 * CONCURRENCY
+
+
+@pytest.mark.skipif(shutil.which("pg_ctlcluster") is None, reason="needs pg_ctlcluster")
+async def test_postgresql_restarted_mid_crawl_loses_nothing(
+    pg_schema_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    version = sorted(os.listdir("/etc/postgresql"))[-1]
+
+    async def restart_postgres(workers: list[asyncio.subprocess.Process]) -> None:
+        process = await asyncio.create_subprocess_exec(
+            "pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"
+        )
+        assert await process.wait() == 0
+
+    farm = await crawl_with(restart_postgres, pg_schema_url, redis_url, tmp_path)
+
+    assert duplicates(farm) <= WORKERS * CONCURRENCY
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
+async def test_redis_stopped_mid_crawl_falls_back_and_loses_nothing(
+    pg_schema_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    async def stop_redis_a_while(workers: list[asyncio.subprocess.Process]) -> None:
+        await run("redis-cli", "-p", "6379", "shutdown", "nosave")
+        await asyncio.sleep(1.5)
+        await start_redis()
+
+    try:
+        farm = await crawl_with(stop_redis_a_while, pg_schema_url, redis_url, tmp_path)
+    finally:
+        await start_redis()
+    assert duplicates(farm) <= WORKERS * CONCURRENCY
+    assert "Redis unavailable" in worker_logs(tmp_path)
+
+
+async def run(*command: str) -> int:
+    process = await asyncio.create_subprocess_exec(
+        *command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+    )
+    return await process.wait()
+
+
+async def start_redis() -> None:
+    """Start Redis the way this machine's services are started, if it is not answering."""
+    if await run("redis-cli", "-p", "6379", "ping") == 0:
+        return
+    await run(
+        "redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port", "6379",
+        "--save", "", "--appendonly", "no", "--dir", "/var/lib/redis",
+        "--logfile", "/var/log/redis/ci.log",
+    )  # fmt: skip
+    for _ in range(100):
+        if await run("redis-cli", "-p", "6379", "ping") == 0:
+            return
+        await asyncio.sleep(0.05)
