@@ -13,6 +13,10 @@ Limits, all enforced:
 - ``max_page_size`` bounds the *decompressed* body. aiohttp's own decompression is off: the body
   is decoded here in pieces of at most ``_PIECE`` bytes, so a compression bomb is abandoned after
   ``max_page_size`` bytes of output, whatever aiohttp version is installed.
+
+Proxies are chosen per call (``fetch(url, proxy=...)``, see :mod:`harvestman.proxies`): http and
+https proxies go through aiohttp's ``proxy=``; a SOCKS5 proxy needs a connector of its own, so
+the fetcher opens one session per SOCKS proxy on first use and closes them all with itself.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import asyncio
 import random
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -29,6 +33,9 @@ from types import TracebackType
 from typing import Protocol
 
 import aiohttp
+import aiohttp_socks
+from aiohttp.abc import AbstractCookieJar
+from multidict import CIMultiDict
 from yarl import URL
 
 from harvestman.errors import (
@@ -41,6 +48,7 @@ from harvestman.errors import (
     TooManyRedirects,
     UrlError,
 )
+from harvestman.proxies import redact_proxy_url
 from harvestman.urls import UrlNormalizer, normalize_url
 
 try:
@@ -81,6 +89,7 @@ class FetchResult:
     ``redirects`` lists the URLs requested before ``final_url``, in order; ``final_url`` is the
     normalized URL that produced this response (``url`` itself when there was no redirect).
     ``truncated`` is true only when ``fetch(..., truncate=True)`` cut the body at its cap.
+    ``proxy`` is the proxy URL the request went through, as passed to ``fetch``; None if direct.
     """
 
     url: str
@@ -93,6 +102,7 @@ class FetchResult:
     redirects: list[str] = field(default_factory=list)
     elapsed: float = 0.0
     truncated: bool = False
+    proxy: str | None = None
 
     @property
     def is_html(self) -> bool:
@@ -177,7 +187,15 @@ class Fetcher:
     ``max_connections`` and ``max_connections_per_host`` bound the pool (0 means unbounded).
     Redirect targets are normalized with ``normalizer`` (the crawl's own tracking-parameter
     list), by default with :func:`harvestman.urls.normalize_url`.
-    There is no cookie jar: every request goes out without cookies.
+
+    Without ``cookie_jar`` every request goes out without cookies; with one (owned by the
+    caller, shared by every proxy's session) cookies set by a response are sent back to their
+    host on later requests. Note that aiohttp's ``CookieJar()`` ignores IP-address hosts
+    unless created with ``unsafe=True``.
+    ``user_agents``, when given and not empty, replaces ``user_agent`` by a random pick from
+    the list on each ``fetch`` call (the same one for all its redirect hops; ``rng`` makes
+    the picks repeatable). ``max_connections`` applies to the direct pool and separately to
+    the pool of each SOCKS proxy.
     """
 
     def __init__(
@@ -191,8 +209,14 @@ class Fetcher:
         max_connections_per_host: int = 0,
         accept: str = DEFAULT_ACCEPT,
         normalizer: UrlNormalizer | None = None,
+        user_agents: Sequence[str] | None = None,
+        cookie_jar: AbstractCookieJar | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.user_agent = user_agent
+        self.user_agents = tuple(user_agents or ())
+        self.cookie_jar = cookie_jar
+        self._rng = rng if rng is not None else random.Random()
         self.timeout = timeout
         self.max_redirects = max_redirects
         self.max_page_size = max_page_size
@@ -201,6 +225,7 @@ class Fetcher:
         self.accept = accept
         self._normalize = normalizer.normalize if normalizer is not None else normalize_url
         self._session: aiohttp.ClientSession | None = None
+        self._socks_sessions: dict[str, aiohttp.ClientSession] = {}
 
     async def __aenter__(self) -> Fetcher:
         connector = aiohttp.TCPConnector(
@@ -208,14 +233,18 @@ class Fetcher:
             limit_per_host=self.max_connections_per_host,
             ttl_dns_cache=300,
         )
-        self._session = aiohttp.ClientSession(
+        self._session = self._new_session(connector)
+        return self
+
+    def _new_session(self, connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(
             connector=connector,
             headers={
                 "User-Agent": self.user_agent,
                 "Accept": self.accept,
                 "Accept-Encoding": ACCEPT_ENCODING,
             },
-            cookie_jar=aiohttp.DummyCookieJar(),
+            cookie_jar=self.cookie_jar if self.cookie_jar is not None else aiohttp.DummyCookieJar(),
             auto_decompress=False,
             # The whole-fetch deadline is ours (asyncio.timeout); aiohttp's would only overlap it.
             timeout=aiohttp.ClientTimeout(total=None),
@@ -223,7 +252,24 @@ class Fetcher:
             max_line_size=32768,
             max_field_size=32768,
         )
-        return self
+
+    def _socks_session(self, proxy: str) -> aiohttp.ClientSession:
+        session = self._socks_sessions.get(proxy)
+        if session is None:
+            parts = URL(proxy)
+            connector = aiohttp_socks.ProxyConnector(
+                host=parts.host or "",
+                port=parts.port or 1080,
+                proxy_type=aiohttp_socks.ProxyType.SOCKS5,
+                username=parts.user,
+                password=parts.password,
+                # socks5h: the proxy resolves the target's name; socks5: we resolve it.
+                rdns=parts.scheme == "socks5h",
+                limit=self.max_connections,
+                limit_per_host=self.max_connections_per_host,
+            )
+            session = self._socks_sessions[proxy] = self._new_session(connector)
+        return session
 
     async def __aexit__(
         self,
@@ -231,9 +277,13 @@ class Fetcher:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        sessions = [*self._socks_sessions.values()]
         if self._session is not None:
-            await self._session.close()
-            self._session = None
+            sessions.append(self._session)
+        self._socks_sessions.clear()
+        self._session = None
+        for session in sessions:
+            await session.close()
 
     async def fetch(
         self,
@@ -243,6 +293,7 @@ class Fetcher:
         check_hop: Callable[[str], Awaitable[None]] | None = None,
         max_bytes: int | None = None,
         truncate: bool = False,
+        proxy: str | None = None,
     ) -> FetchResult:
         """GET ``url`` (an http(s) URL, normally already normalized), following redirects.
 
@@ -250,29 +301,63 @@ class Fetcher:
         before each redirect hop is requested and may raise (``RedirectRefused`` for scope or
         robots). ``max_bytes`` replaces ``max_page_size`` for this call; with ``truncate`` the
         body is cut there (``truncated=True``) instead of raising ``BodyTooLarge``.
+        ``proxy`` (http, https, socks5 or socks5h URL, see
+        :func:`harvestman.proxies.parse_proxy_urls`) carries every hop of this fetch.
 
         Raises ``NetworkError``, ``FetchTimeout``, ``TooManyRedirects``, ``RedirectLoop``,
         ``RedirectRefused``, ``BodyTooLarge``, ``ContentDecodingError``, or ``UrlError`` when
-        ``url`` itself is not an http(s) URL aiohttp can request.
+        ``url`` itself is not an http(s) URL aiohttp can request. With a proxy, every
+        ``NetworkError`` message names it (password hidden); one that starts with ``proxy``
+        means the proxy itself failed (unreachable, handshake or CONNECT refused).
+        ValueError for a proxy URL of another scheme.
         """
-        session = self._session
-        if session is None:
+        if self._session is None:
             raise RuntimeError("Fetcher.fetch() called outside 'async with Fetcher(...)'")
         if not url[:8].lower().startswith(("http://", "https://")):
             raise UrlError("scheme", url)
+        session, http_proxy = self._route(proxy)
+        if self.user_agents:
+            merged = CIMultiDict(headers or {})
+            merged.setdefault("User-Agent", self._rng.choice(self.user_agents))
+            headers = merged
         cap = self.max_page_size if max_bytes is None else max_bytes
         started = time.perf_counter()
+        via = "" if proxy is None else f" (via proxy {redact_proxy_url(proxy)})"
         try:
             async with asyncio.timeout(self.timeout):
-                result = await self._follow(session, url, headers, check_hop, cap, truncate)
+                result = await self._follow(
+                    session, url, headers, check_hop, cap, truncate, http_proxy
+                )
         except TimeoutError:
-            raise FetchTimeout(f"no complete response within {self.timeout:g} s", url) from None
+            message = f"no complete response within {self.timeout:g} s{via}"
+            raise FetchTimeout(message, url) from None
         except aiohttp.InvalidURL as exc:
             raise UrlError("unparsable", url, str(exc)) from None
+        except (
+            aiohttp.ClientProxyConnectionError,
+            aiohttp.ClientHttpProxyError,
+            *_SOCKS_ERRORS,
+        ) as exc:
+            assert proxy is not None
+            message = f"proxy {redact_proxy_url(proxy)} failed: {_describe(exc)}"
+            raise NetworkError(message, url) from exc
         except (aiohttp.ClientError, OSError) as exc:
-            raise NetworkError(_describe(exc), url) from exc
+            raise NetworkError(_describe(exc) + via, url) from exc
         result.elapsed = time.perf_counter() - started
+        result.proxy = proxy
         return result
+
+    def _route(self, proxy: str | None) -> tuple[aiohttp.ClientSession, str | None]:
+        """The session to send through and the ``proxy=`` argument for it."""
+        assert self._session is not None
+        if proxy is None:
+            return self._session, None
+        scheme = proxy.partition(":")[0].lower()
+        if scheme in ("http", "https"):
+            return self._session, proxy
+        if scheme in ("socks5", "socks5h"):
+            return self._socks_session(proxy), None
+        raise ValueError(f"unsupported proxy scheme: {redact_proxy_url(proxy)!r}")
 
     async def _follow(
         self,
@@ -282,12 +367,15 @@ class Fetcher:
         check_hop: Callable[[str], Awaitable[None]] | None,
         cap: int,
         truncate: bool,
+        http_proxy: str | None,
     ) -> FetchResult:
         current = url
         chain: list[str] = []
         seen: set[str] | None = None
         while True:
-            response = await session.get(_to_yarl(current), headers=headers, allow_redirects=False)
+            response = await session.get(
+                _to_yarl(current), headers=headers, allow_redirects=False, proxy=http_proxy
+            )
             try:
                 location = (
                     response.headers.get("Location")
@@ -348,6 +436,14 @@ class Fetcher:
                 f"{current} redirects to a non-http(s) URL: {target[:200]!r}", url, "scheme"
             )
         return target
+
+
+# aiohttp-socks raises its own exceptions, outside aiohttp's and OSError's hierarchies.
+_SOCKS_ERRORS = (
+    aiohttp_socks.ProxyConnectionError,
+    aiohttp_socks.ProxyError,
+    aiohttp_socks.ProxyTimeoutError,
+)
 
 
 def _to_yarl(url: str) -> URL:
