@@ -1,0 +1,1 @@
+"""Discovery: finding URLs beyond a page's links (sitemaps, feeds, archives, pagination)."""
