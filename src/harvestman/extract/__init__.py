@@ -1,0 +1,1 @@
+"""Structured extractors: what a crawled page holds beyond its text and links (products, ...)."""
