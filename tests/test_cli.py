@@ -31,7 +31,7 @@ async def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, s
 
 def url_states(db: Path, base: str) -> dict[str, str]:
     with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT url, status FROM urls").fetchall()
+        rows = conn.execute("SELECT url, status FROM urls WHERE kind = 'page'").fetchall()
     return {"/" + url[len(base) :].lstrip("/"): status for url, status in rows}
 
 

@@ -37,10 +37,11 @@ async def crawl(settings: Any, seeds: list[str]) -> tuple[Engine, list[dict], li
     return engine, rows, pages
 
 
-def by_status(site: TestSite, rows: list[dict]) -> dict[str, set[str]]:
+def by_status(site: TestSite, rows: list[dict], kind: str = "page") -> dict[str, set[str]]:
     result: dict[str, set[str]] = {}
     for row in rows:
-        result.setdefault(row["status"], set()).add(relative(site, row["url"]))
+        if row["kind"] == kind:
+            result.setdefault(row["status"], set()).add(relative(site, row["url"]))
     return result
 
 
@@ -52,18 +53,24 @@ async def test_crawl_of_the_test_site_ends_with_the_exact_sets(
     states = by_status(site, rows)
     assert states.get("completed") == EXPECTED["completed"]
     assert states.get("blocked") == EXPECTED["blocked"]
-    failed = {relative(site, r["url"]): r["error_class"] for r in rows if r["status"] == "failed"}
+    failed = {
+        relative(site, r["url"]): r["error_class"]
+        for r in rows
+        if r["status"] == "failed" and r["kind"] == "page"
+    }
     assert failed == {path: cls.__name__ for path, cls in EXPECTED["failed"].items()}
     assert set(states) == {"completed", "failed", "blocked"}  # nothing left pending or leased
 
     assert {path: site.hits[path] for path in EXPECTED_HITS} == EXPECTED_HITS
 
-    by_path = {relative(site, r["url"]): r for r in rows}
+    by_path = {relative(site, r["url"]): r for r in rows if r["kind"] == "page"}
     assert {p: by_path[p]["depth"] for p in EXPECTED_DEPTHS} == EXPECTED_DEPTHS
     for path, status in EXPECTED_STATUS.items():
         assert by_path[path]["status_code"] == status
 
-    page_by_path = {relative(site, p["url"]): p for p in pages}
+    page_by_path = {
+        relative(site, p["url"]): p for p in pages if relative(site, p["url"]) != "/sitemap.xml"
+    }
     assert {p: page_by_path[p]["title"] for p in EXPECTED_TITLES} == EXPECTED_TITLES
     for path, final in EXPECTED_FINAL_URLS.items():
         assert relative(site, page_by_path[path]["final_url"]) == final
@@ -72,6 +79,15 @@ async def test_crawl_of_the_test_site_ends_with_the_exact_sets(
     assert set(page_by_path) == EXPECTED["completed"] | set(EXPECTED["failed"])
     assert page_by_path["/slow.html"]["error_class"] == "FetchTimeout"
     assert engine.stats["robots/denied"] == len(EXPECTED["blocked"])
+    # robots.txt declares /sitemap.xml: it is crawled as a sitemap and its pages are known.
+    assert by_status(site, rows, "sitemap") == {"completed": {"/sitemap.xml"}}
+    assert engine.stats["sitemap/urls"] == 2
+
+
+async def test_sitemaps_can_be_turned_off(site: TestSite, make_settings: SettingsFactory) -> None:
+    _, rows, _ = await crawl(make_settings(discovery_sitemaps=False), [site.url("/")])
+    assert {row["kind"] for row in rows} == {"page"}
+    assert site.hits["/sitemap.xml"] == 0
 
 
 async def test_a_second_run_fetches_nothing_already_completed(
@@ -94,8 +110,9 @@ async def test_max_pages_stops_the_crawl_and_the_next_run_goes_on(
     settings = make_settings(crawl_max_pages=5)
     _, rows, _ = await crawl(settings, [site.url("/")])
     first = by_status(site, rows)
-    assert len(first.get("completed", set()) | set(first.get("failed", ()))) == 5
-    assert "in_progress" not in first  # unfinished leases went back to pending
+    fetched = [row for row in rows if row["status"] in ("completed", "failed")]
+    assert len(fetched) == 5  # pages and the sitemap: every fetch counts
+    assert "in_progress" not in {row["status"] for row in rows}  # leases went back to pending
 
     _, rows, _ = await crawl(make_settings(), [site.url("/")])
 
@@ -110,9 +127,9 @@ async def test_max_depth_limits_how_far_links_are_followed(
 ) -> None:
     _, rows, _ = await crawl(make_settings(crawl_max_depth=1), [site.url("/")])
 
-    depths = {row["depth"] for row in rows}
-    assert depths == {0, 1}
-    recorded = {relative(site, row["url"]) for row in rows}
+    pages = [row for row in rows if row["kind"] == "page"]
+    assert {row["depth"] for row in pages} == {0, 1}
+    recorded = {relative(site, row["url"]) for row in pages}
     assert recorded == {p for p, d in EXPECTED_DEPTHS.items() if d <= 1}
 
 

@@ -15,10 +15,10 @@ import logging
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from harvestman import __version__
 from harvestman.errors import ConfigError
@@ -28,7 +28,10 @@ log = logging.getLogger(__name__)
 DEFAULT_USER_AGENT = f"Harvestman/{__version__} (+https://github.com/harvestman-crawler/harvestman)"
 CONFIG_ENV = "HARVESTMAN_CONFIG"
 # The groups a config file may use as TOML tables: [fetch] timeout = 10 -> fetch_timeout.
-GROUPS = ("fetch", "frontier", "robots", "store", "crawl", "url", "redis", "worker")
+GROUPS = (
+    "fetch", "frontier", "robots", "store", "crawl", "url", "redis", "worker", "discovery",
+    "sitemap", "feed", "pagination", "archives", "validate", "breaker", "watchdog", "proxy",
+)  # fmt: skip
 
 
 class Settings(BaseSettings):
@@ -79,6 +82,48 @@ class Settings(BaseSettings):
     fetch_retry_backoff: float = Field(1.0, ge=0, le=3600, description="first retry delay (s)")
     fetch_user_agent: str = Field(DEFAULT_USER_AGENT, min_length=1)
 
+    # discovery: what a site declares is followed; guessing URLs is opt-in (sources enable it)
+    discovery_sitemaps: bool = Field(True, description="robots.txt Sitemap: and /sitemap.xml")
+    discovery_feeds: bool = Field(False, description="RSS/Atom from <link rel=alternate>")
+    discovery_pagination: bool = Field(False, description="speculate ?page=N+1, /page/N+1")
+    discovery_archives: bool = Field(False, description="/archive and date paths")
+    sitemap_max_urls: int = Field(50_000, ge=1)
+    sitemap_max_bytes: int = Field(50 * 1024 * 1024, ge=1024)
+    sitemap_max_depth: int = Field(3, ge=0, le=10, description="nesting of sitemap indexes")
+    feed_poll_interval: float = Field(3600.0, gt=0, description="a feed is due again after")
+    pagination_max_page: int = Field(10_000, ge=2)
+    archives_min_interval: float = Field(86400.0, gt=0)
+    archives_low_water: int = Field(10, ge=0)
+
+    # validation
+    validate_pages: bool = Field(True, description="reject garbage pages before storing them")
+    validate_min_bytes: int = Field(500, ge=0)
+    validate_hard_cooldown: float = Field(600.0, ge=0, description="host pause after a hard one")
+    near_duplicates: bool = Field(True, description="SimHash near-duplicate detection")
+    near_duplicate_distance: int = Field(3, ge=0, le=32)
+
+    # resilience
+    breaker_enabled: bool = True
+    breaker_failure_threshold: int = Field(5, ge=1)
+    breaker_open_seconds: float = Field(60.0, gt=0)
+    breaker_success_threshold: int = Field(2, ge=1)
+    watchdog_stall_seconds: float = Field(300.0, gt=0)
+    watchdog_check_interval: float = Field(10.0, gt=0)
+    watchdog_network_retry: float = Field(30.0, gt=0)
+    watchdog_check_url: str | None = Field(None, description="a URL that proves the network")
+
+    # proxies and sessions
+    proxy_urls: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="http(s)/socks5 proxies, comma-separated"
+    )
+    proxy_max_consecutive_failures: int = Field(10, ge=1)
+    proxy_probe_after: float = Field(300.0, gt=0)
+    proxy_domain_rate: float = Field(1.0, gt=0, description="requests/s per (domain, proxy)")
+    fetch_user_agents: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="rotate these User-Agents (off when empty)"
+    )
+    fetch_cookies: bool = Field(True, description="keep cookies per host, across restarts")
+
     # robots
     robots_ttl: float = Field(3600.0, ge=0, description="robots.txt cache lifetime (s)")
     robots_max_bytes: int = Field(500 * 1024, ge=1024)
@@ -88,6 +133,27 @@ class Settings(BaseSettings):
         default_factory=lambda: ["utm_*", "ref", "source", "fbclid", "gclid"]
     )
     url_max_length: int = Field(2048, ge=64, le=65536)
+
+    @field_validator("proxy_urls", "fetch_user_agents", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value.lstrip().startswith("["):
+                import json
+
+                return json.loads(value)
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("proxy_urls")
+    @classmethod
+    def _proxies_valid(cls, urls: list[str]) -> list[str]:
+        from harvestman.proxies import parse_proxy_urls
+
+        try:
+            return parse_proxy_urls(urls)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("crawl_include", "crawl_exclude")
     @classmethod

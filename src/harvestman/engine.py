@@ -21,12 +21,24 @@ from dataclasses import asdict
 
 from harvestman.config import Settings
 from harvestman.coord import Coordinator, LocalCoordinator, WorkerStatus
-from harvestman.errors import FetchError, HttpStatusError, RedirectRefused, StoreError, UrlError
+from harvestman.discovery.listings import feed_row, read_listing, sitemap_rows
+from harvestman.discovery.pagination import PaginationPredictor
+from harvestman.errors import (
+    FetchError,
+    HttpStatusError,
+    NetworkError,
+    RedirectRefused,
+    StoreError,
+    UrlError,
+)
 from harvestman.fetch import Fetcher, FetchResult, RetryPolicy, parse_retry_after
 from harvestman.frontier import Frontier, priority_for
 from harvestman.parse import Page, parse_html
+from harvestman.proxies import DomainProxyLimiter, ProxyPool
 from harvestman.records import CrawlCounts, CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus
-from harvestman.robots_cache import RobotsCache
+from harvestman.resilience import BreakerState, CircuitBreakers, is_breaker_failure
+from harvestman.robots_cache import RobotsCache, robots_root
+from harvestman.simhash import NearDuplicateIndex, simhash64, to_signed64
 from harvestman.stats import Stats
 from harvestman.store import Store
 from harvestman.urls import Scope, UrlNormalizer, host_key, url_hash
@@ -84,6 +96,43 @@ class Engine:
         self.sweep_interval = settings.frontier_sweep_interval
         self.refresh_interval = settings.frontier_refresh_interval
         self.settings = settings
+        # Optional components are built only when enabled (None otherwise).
+        self.discover_sitemaps = settings.discovery_sitemaps
+        self.discover_feeds = settings.discovery_feeds
+        self.feed_poll_interval = settings.feed_poll_interval
+        self.pagination = (
+            PaginationPredictor(max_page=settings.pagination_max_page)
+            if settings.discovery_pagination
+            else None
+        )
+        self.breakers = (
+            CircuitBreakers(
+                settings.breaker_failure_threshold,
+                settings.breaker_open_seconds,
+                settings.breaker_success_threshold,
+                clock=clock,
+                on_transition=self._breaker_changed,
+            )
+            if settings.breaker_enabled
+            else None
+        )
+        self.near_duplicate_distance = settings.near_duplicate_distance
+        self.near_duplicates: dict[str, NearDuplicateIndex] | None = (
+            {} if settings.near_duplicates else None
+        )
+        self.proxies = (
+            ProxyPool(
+                settings.proxy_urls,
+                max_consecutive_failures=settings.proxy_max_consecutive_failures,
+                probe_after=settings.proxy_probe_after,
+                clock=clock,
+            )
+            if settings.proxy_urls
+            else None
+        )
+        self.proxy_limiter = (
+            DomainProxyLimiter(settings.proxy_domain_rate) if self.proxies else None
+        )
         self.normalizer = UrlNormalizer(settings.url_tracking_params, settings.url_max_length)
         self.retry = RetryPolicy(settings.fetch_max_retries, settings.fetch_retry_backoff)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -270,6 +319,8 @@ class Engine:
                 frontier.set_delay(host, entry.crawl_delay)
         if asked_host:
             self.stats.inc("robots/fetched")
+            if self.discover_sitemaps and not entry.unavailable:
+                self._queue_sitemaps(request.url, entry.rules.sitemaps)
         if entry.unavailable and not entry.exhausted:
             # Everything is disallowed until robots.txt answers; wait for the retry.
             await self._release(
@@ -291,6 +342,12 @@ class Engine:
             await self._release(request, fetched=asked_host)
             self.stats.inc("robots/denied")
             return self._blocked(request, "RobotsDenied", "disallowed by robots.txt"), []
+        if self.breakers is not None and not self.breakers.allow(host):
+            # The host keeps failing: its URLs wait until the breaker lets a probe through.
+            retry_at = self.breakers.retry_at(host) or self.clock() + 1.0
+            await self._release(request, fetched=False, not_before=retry_at, requeue=True)
+            self.stats.inc("breaker/deferred")
+            return None
         return await self._fetch(request)
 
     async def _fetch(self, request: CrawlRequest) -> tuple[Outcome, list[NewUrl]]:
@@ -302,12 +359,11 @@ class Engine:
             headers["If-Modified-Since"] = request.last_modified
         started = self.clock()
         try:
-            result = await self.fetcher.fetch(
-                request.url, headers=headers, check_hop=self._check_hop
-            )
+            result = await self._fetch_through_proxies(request, headers)
         except FetchError as exc:
             await self._release(request)
             self.stats.inc(f"fetch/error/{type(exc).__name__}")
+            self._record_health(request, None, type(exc).__name__)
             return self._fetch_failure(request, exc, started), []
         except UrlError as exc:  # a stored URL the HTTP client cannot request
             await self._release(request, fetched=False)
@@ -319,6 +375,7 @@ class Engine:
         if result.status in (429, 503):
             retry_after = parse_retry_after(result.headers.get("Retry-After"))
         await self._release(request, not_before=self.clock() + retry_after if retry_after else 0.0)
+        self._record_health(request, result.status, None)
         self.stats.inc("fetch/responses")
         self.stats.inc(f"fetch/status/{result.status}")
         self.stats.inc("fetch/bytes", len(result.body))
@@ -326,6 +383,63 @@ class Engine:
             exc = HttpStatusError(result.status, request.url, retry_after)
             return self._fetch_failure(request, exc, started, result), []
         return self._fetched(request, result, started)
+
+    async def _fetch_through_proxies(
+        self, request: CrawlRequest, headers: dict[str, str]
+    ) -> FetchResult:
+        """Fetch directly, or through the proxies: a proxy that fails is recorded and the
+        request goes through the next one (each proxy once)."""
+        assert self.fetcher is not None
+        max_bytes = self.settings.sitemap_max_bytes if request.kind != "page" else None
+        if self.proxies is None:
+            return await self.fetcher.fetch(
+                request.url, headers=headers, check_hop=self._check_hop, max_bytes=max_bytes
+            )
+        assert self.proxy_limiter is not None
+        tried: list[str] = []
+        while True:
+            proxy = self.proxies.next(exclude=tried)
+            if proxy is None:
+                raise NetworkError("no proxy available (all are failing)", request.url)
+            tried.append(proxy)
+            await self.proxy_limiter.acquire(request.host, proxy)
+            started = self.clock()
+            try:
+                result = await self.fetcher.fetch(
+                    request.url, headers=headers, check_hop=self._check_hop,
+                    max_bytes=max_bytes, proxy=proxy,
+                )  # fmt: skip
+            except NetworkError:
+                self.proxies.record(proxy, success=False, elapsed=self.clock() - started)
+                self.stats.inc("proxy/failure")
+                if len(tried) >= len(self.proxies):
+                    raise
+                continue
+            self.proxies.record(proxy, success=True, elapsed=self.clock() - started)
+            self.stats.inc("proxy/success")
+            return result
+
+    def _record_health(self, request: CrawlRequest, status: int | None, error: str | None) -> None:
+        if self.breakers is not None:
+            failed = is_breaker_failure(status, error)
+            self.breakers.record(request.host, success=not failed)
+        if self.pagination is not None and (error is not None or (status or 0) >= 400):
+            self.pagination.record_result(request.url, status, 0)
+
+    def _breaker_changed(self, host: str, old: BreakerState, new: BreakerState) -> None:
+        self.stats.inc(f"breaker/{new.value}")
+        log.warning("circuit breaker for %s: %s -> %s", host, old.value, new.value)
+
+    def _queue_sitemaps(self, url: str, declared: Sequence[str]) -> None:
+        """Queue a host's sitemaps (robots.txt's and /sitemap.xml) when robots.txt is read."""
+        assert self.scope is not None
+        if self.max_depth == 0:  # only the seeds: what a sitemap lists is out of reach
+            return
+        check = self.scope.check
+        for row in sitemap_rows(declared, robots_root(url)):
+            if row.url_hash not in self._seen and check(row.url) is None:
+                self._seen.add(row.url_hash)
+                self._new_urls.append(row)
 
     async def _release(
         self,
@@ -371,6 +485,8 @@ class Engine:
                 request, UrlStatus.COMPLETED, now + self.visited_ttl, status_code=304
             ), []
         record = self._page_record(request, result, started)
+        if request.kind != "page":
+            return self._fetched_listing(request, result, record)
         new_urls: list[NewUrl] = []
         if result.is_html and result.body:
             page = parse_html(
@@ -388,7 +504,13 @@ class Engine:
             record.canonical = page.canonical
             record.lang = page.lang
             record.links_count = len(page.links)
-            new_urls = self._discover(request, page)
+            duplicate_of = self._near_duplicate(request, page, record)
+            if duplicate_of is None:
+                new_urls = self._discover(request, page)
+            if self.pagination is not None:
+                guesses = self.pagination.observe(request.url, page.links)
+                guesses += self.pagination.record_result(request.url, result.status, len(new_urls))
+                new_urls += self._guessed(guesses, request.depth)
         outcome = self._outcome(
             request,
             UrlStatus.COMPLETED,
@@ -400,6 +522,81 @@ class Engine:
             page=record,
         )
         return outcome, new_urls
+
+    def _fetched_listing(
+        self, request: CrawlRequest, result: FetchResult, record: PageRecord
+    ) -> tuple[Outcome, list[NewUrl]]:
+        """A sitemap or feed: its entries join the frontier; a broken one is recorded."""
+        assert self.scope is not None
+        check = self.scope.check
+        listing = read_listing(
+            result.body,
+            result.final_url,
+            depth=request.depth,
+            max_depth=self.settings.sitemap_max_depth,
+            max_urls=self.settings.sitemap_max_urls,
+            max_bytes=self.settings.sitemap_max_bytes,
+            in_scope=lambda url: check(url) is None,
+        )
+        self.stats.inc(f"{request.kind}/fetched")
+        self.stats.inc(f"{request.kind}/urls", len(listing.urls))
+        now = self.clock()
+        again = self.feed_poll_interval if request.kind == "feed" else self.visited_ttl
+        if listing.errors:
+            record.error = "; ".join(listing.errors[:5])[:2000]
+        if listing.invalid:
+            self.stats.inc(f"{request.kind}/invalid")
+            record.error_class = "ListingInvalid"
+            outcome = self._outcome(
+                request, UrlStatus.FAILED, now + again, status_code=result.status,
+                error_class="ListingInvalid", error=record.error, page=record,
+            )  # fmt: skip
+            return outcome, []
+        new_urls = [
+            row
+            for row in listing.urls
+            if (row.kind != "page" or row.depth <= self.max_depth)
+            and (row.url_hash not in self._seen or row.lastmod)
+        ]
+        self._seen.update(row.url_hash for row in new_urls)
+        record.links_count = len(listing.urls)
+        outcome = self._outcome(
+            request, UrlStatus.COMPLETED, now + again, status_code=result.status,
+            etag=result.headers.get("ETag"), last_modified=result.headers.get("Last-Modified"),
+            page=record,
+        )  # fmt: skip
+        return outcome, new_urls
+
+    def _near_duplicate(self, request: CrawlRequest, page: Page, record: PageRecord) -> str | None:
+        """The url_hash of an earlier page of the host this one (nearly) repeats, if any."""
+        if self.near_duplicates is None or not page.text:
+            return None
+        fingerprint = simhash64(page.text)
+        record.simhash = to_signed64(fingerprint)
+        index = self.near_duplicates.get(request.host)
+        if index is None:
+            index = self.near_duplicates[request.host] = NearDuplicateIndex(
+                max_distance=self.near_duplicate_distance
+            )
+        original = index.add(request.url_hash, fingerprint)
+        if original is not None and original != request.url_hash:
+            record.near_duplicate_of = original
+            self.stats.inc("content/near_duplicates")
+            return original
+        return None
+
+    def _guessed(self, urls: list[str], depth: int) -> list[NewUrl]:
+        """Speculative URLs (pagination, archives): low priority, same depth, in scope."""
+        assert self.scope is not None
+        found = []
+        for url in urls:
+            digest = url_hash(url)
+            if digest in self._seen or self.scope.check(url) is not None:
+                continue
+            self._seen.add(digest)
+            found.append(NewUrl(url, digest, host_key(url), depth, 1))
+        self.stats.inc("discovery/guessed", len(found))
+        return found
 
     def _fetch_failure(
         self,
@@ -528,6 +725,12 @@ class Engine:
                 self.stats.inc("frontier/out_of_scope")
                 continue
             found.append(NewUrl(link, digest, host_key(link), depth, priority_for(link, depth)))
+        if self.discover_feeds:
+            for url in page.feeds:
+                digest = url_hash(url)
+                if digest not in seen and check_scope(url) is None:
+                    seen.add(digest)
+                    found.append(feed_row(url, depth))
         self.stats.inc("frontier/discovered", len(found))
         return found
 

@@ -137,6 +137,11 @@ class Frontier:
         """Set the seconds between two requests to ``host`` (robots.txt Crawl-delay)."""
         self._host(host).delay = delay
 
+    def hold(self, host: str, until: float) -> None:
+        """Hand out nothing of ``host`` before ``until`` (a cooldown)."""
+        hq = self._host(host)
+        hq.next_allowed = max(hq.next_allowed, until)
+
     def delay_of(self, host: str) -> float:
         return self._host(host).delay
 

@@ -35,6 +35,8 @@ class NewUrl:
     host: str
     depth: int
     priority: int
+    kind: str = "page"  # page | sitemap | feed
+    lastmod: float | None = None  # when a sitemap or feed says it last changed
 
 
 @dataclass(slots=True)
@@ -50,6 +52,7 @@ class CrawlRequest:
     attempts: int = 0
     etag: str | None = None
     last_modified: str | None = None
+    kind: str = "page"
 
 
 @dataclass(slots=True)
@@ -74,6 +77,11 @@ class PageRecord:
     redirects: list[str] = field(default_factory=list)
     error_class: str | None = None
     error: str | None = None
+    validation_status: str | None = None
+    rejection_reason: str | None = None
+    simhash: int | None = None
+    near_duplicate_of: str | None = None
+    proxy: str | None = None
 
 
 @dataclass(slots=True)

@@ -67,6 +67,9 @@ urls = Table(
     Column("content_hash", String(64)),
     Column("etag", Text),
     Column("last_modified", Text),
+    # page | sitemap | feed: what the body is parsed as.
+    Column("kind", String(16), nullable=False, default="page", server_default="page"),
+    Column("lastmod", Float),  # a sitemap's or feed's claim of the last change
     UniqueConstraint("crawl_id", "url_hash"),
     # Leasing: the ready rows of one host in priority order; also serves "which hosts have
     # pending work" and the stale-lease sweep (status = in_progress).
@@ -97,6 +100,11 @@ crawled_pages = Table(
     Column("fetched_at", Float, nullable=False),
     Column("error_class", String(64)),
     Column("error", Text),
+    Column("validation_status", String(8)),  # ok | soft | hard
+    Column("rejection_reason", String(64)),
+    Column("simhash", BigInteger),  # signed 64-bit SimHash of the text
+    Column("near_duplicate_of", String(64)),  # url_hash of the earlier page it repeats
+    Column("proxy", Text),  # the proxy the fetch went through (credentials redacted)
     UniqueConstraint("crawl_id", "url_hash"),
     Index("ix_crawled_pages_host", "crawl_id", "host"),
     Index("ix_crawled_pages_fetched_at", "crawl_id", "fetched_at"),
@@ -118,6 +126,37 @@ domains = Table(
     # then closed until next_allowed_at.
     Column("busy_until", Float),
     Column("next_allowed_at", Float),
+    Column("pagination_rules", Text),  # JSON: learnt ?page=N and /page/N patterns
+    Column("archives_run_at", Float),
+)
+
+proxies = Table(
+    "proxies",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("url", Text, nullable=False, unique=True),
+    Column("successes", BigInteger, nullable=False, default=0),
+    Column("failures", BigInteger, nullable=False, default=0),
+    Column("consecutive_failures", Integer, nullable=False, default=0),
+    Column("avg_response_ms", Float),
+    Column("last_used_at", Float),
+    Column("last_success_at", Float),
+    Column("last_failure_at", Float),
+    Column("active", Boolean, nullable=False, default=True),
+    Column("retired_until", Float),
+    Column("updated_at", Float, nullable=False),
+)
+
+cookies = Table(
+    "cookies",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("crawl_id", Id, ForeignKey("crawls.id", ondelete="CASCADE"), nullable=False),
+    Column("domain", String(300), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("data", Text, nullable=False),  # JSON row of cookies.dump_cookies
+    UniqueConstraint("crawl_id", "domain", "path", "name"),
 )
 
 workers = Table(

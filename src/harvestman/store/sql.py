@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, and_, bindparam, func, select, text, update
+from sqlalchemy import Connection, Engine, and_, bindparam, func, or_, select, text, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from harvestman.errors import StoreError
@@ -33,7 +33,8 @@ from harvestman.store.schema import crawled_pages, crawls, domains, urls, worker
 T = TypeVar("T")
 
 _LEASE_SQL = (
-    "SELECT id, url, url_hash, host, depth, priority, attempts, etag, last_modified FROM urls"
+    "SELECT id, url, url_hash, host, depth, priority, attempts, etag, last_modified, kind"
+    " FROM urls"
     " WHERE crawl_id = :crawl_id AND status = 'pending' AND host = :host"
     " AND next_crawl_at <= :now ORDER BY priority DESC, next_crawl_at, id LIMIT :limit"
 )
@@ -45,7 +46,8 @@ _NEXT_DUE_SQL = (
 _PAGE_COLUMNS = (
     "url", "final_url", "host", "status_code", "content_type", "content_length", "charset",
     "content_hash", "title", "description", "canonical", "lang", "links_count",
-    "crawl_duration_ms", "fetched_at", "error_class", "error",
+    "crawl_duration_ms", "fetched_at", "error_class", "error", "validation_status",
+    "rejection_reason", "simhash", "near_duplicate_of", "proxy",
 )  # fmt: skip
 
 
@@ -157,16 +159,24 @@ class SqlStore:
         if not rows:
             return
         stmt = dialect.insert(self.engine, urls)
-        # A known URL is left alone unless it is completed and due for a re-crawl again.
+        # A known URL is left alone unless it is completed and due for a re-crawl again: its
+        # visited TTL ran out, or a sitemap or feed says it changed since it was fetched.
         stmt = stmt.on_conflict_do_update(
             index_elements=["crawl_id", "url_hash"],
             set_={
                 "status": UrlStatus.PENDING.value,
                 "next_crawl_at": stmt.excluded.next_crawl_at,
                 "attempts": 0,
+                "lastmod": func.coalesce(stmt.excluded.lastmod, urls.c.lastmod),
                 "updated_at": stmt.excluded.updated_at,
             },
-            where=and_(urls.c.status == UrlStatus.COMPLETED.value, urls.c.next_crawl_at <= now),
+            where=and_(
+                urls.c.status == UrlStatus.COMPLETED.value,
+                or_(
+                    urls.c.next_crawl_at <= now,
+                    stmt.excluded.lastmod > func.coalesce(urls.c.last_fetched_at, 0.0),
+                ),
+            ),
         )
         conn.execute(
             stmt,
@@ -183,6 +193,8 @@ class SqlStore:
                     "attempts": 0,
                     "discovered_at": now,
                     "updated_at": now,
+                    "kind": row.kind,
+                    "lastmod": row.lastmod,
                 }
                 for row in rows
             ],
