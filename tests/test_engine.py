@@ -18,6 +18,7 @@ from testsite import (
     EXPECTED_HITS,
     EXPECTED_STATUS,
     EXPECTED_TITLES,
+    GARBAGE,
     TestSite,
 )
 
@@ -161,3 +162,28 @@ async def test_bad_seeds_are_reported_and_good_ones_crawled(
         await engine.run()
     assert engine.rejected_seeds == [("mailto:x@example.com", "scheme"), ("http://", "no_host")]
     assert engine.stats["fetch/pages"] == 1
+
+
+async def test_garbage_pages_are_recorded_with_their_reasons_and_good_short_pages_kept(
+    site: TestSite, make_settings: SettingsFactory
+) -> None:
+    settings = make_settings(
+        crawl_max_depth=0, validate_hard_cooldown=0.1, fetch_max_retries=1, discovery_sitemaps=False
+    )
+    seeds = [site.url(path) for path in GARBAGE] + [site.url("/private/open.html")]
+    engine, rows, pages = await crawl(settings, seeds)
+
+    verdicts = {
+        relative(site, p["url"]): (p["validation_status"], p["rejection_reason"]) for p in pages
+    }
+    assert verdicts == {**GARBAGE, "/private/open.html": ("ok", None)}
+    kept = next(p for p in pages if p["url"] == site.url("/private/open.html"))
+    assert kept["title"] == "Open private page"
+    rejected = [p for p in pages if p["validation_status"] != "ok"]
+    assert all(p["title"] is None and p["content_hash"] is None for p in rejected)
+    states = {relative(site, r["url"]): (r["status"], r["error_class"]) for r in rows}
+    # The host that said "access denied" cooled down and was asked once more, then given up.
+    assert states["/garbage/denied.html"] == ("failed", "ContentRejected")
+    assert site.hits["/garbage/denied.html"] == 2
+    assert states["/garbage/enable-js.html"] == ("completed", "ContentRejected")
+    assert engine.stats["validate/soft/needs_js"] == 1

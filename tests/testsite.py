@@ -233,6 +233,7 @@ JSON: Final = json.dumps({"name": "harvestman test site", "links": ["/about.html
 MALFORMED: Final = (
     b"<html><head><title>Malformed page</title>\n<body>\n"
     b"<div><p>Unclosed paragraph <b>bold <i>italic\n</div></div></span></td>\n"
+    b"<p>The markup of this page is broken on purpose, but its words are real ones.\n"
     b"garbage \x00\xff\xfe\x80\x9d bytes <<<>>> &bogus; &#xZZ;\n"
     b'<a href="/from-malformed.html">a link that survives</a>\n'
     b"<table><tr><td>cell <a href=/about.html>unquoted href</a>\n"
@@ -253,8 +254,32 @@ def _html(
     return (
         f'<!DOCTYPE html>\n<html lang="en">\n<head>\n{declared}'
         f"<title>{title}</title>\n{meta}{head}</head>\n<body>\n<h1>{title}</h1>\n{body}\n"
+        f"<p>{FILLER}</p>\n"
         f'<p><a href="/">Home</a></p>\n</body>\n</html>\n'
     )
+
+
+# Every page says something: a crawler that rejects garbage pages must keep these.
+FILLER: Final = "This page belongs to the Harvestman test site, served on 127.0.0.1 for tests."
+
+# Garbage pages, linked from nowhere: tests seed them. Path -> (validation status, reason).
+GARBAGE: Final[dict[str, tuple[str, str]]] = {
+    "/garbage/enable-js.html": ("soft", "needs_js"),
+    "/garbage/denied.html": ("hard", "access_denied"),
+    "/garbage/shell.html": ("soft", "too_small"),
+}
+GARBAGE_BODIES: Final[dict[str, str]] = {
+    "/garbage/enable-js.html": (
+        "<html><head><title>App</title><script src=/app.js></script></head><body>"
+        '<noscript>You need to enable JavaScript to run this app.</noscript><div id="root">'
+        "</div><script>boot()</script></body></html>"
+    ),
+    "/garbage/denied.html": (
+        "<html><head><title>Access denied</title></head><body><h1>Access denied</h1>"
+        "<p>You don't have permission to access this server.</p></body></html>"
+    ),
+    "/garbage/shell.html": "<html><head><title>x</title></head><body></body></html>",
+}
 
 
 def _page(title: str, body: str = "", *, description: str = "", head: str = "") -> Handler:
@@ -262,6 +287,13 @@ def _page(title: str, body: str = "", *, description: str = "", head: str = "") 
 
     async def handler(request: web.Request) -> web.Response:
         return web.Response(text=text, content_type="text/html")
+
+    return handler
+
+
+def _raw(html: str) -> Handler:
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(text=html, content_type="text/html")
 
     return handler
 
@@ -400,7 +432,9 @@ class TestSite:
         return await handler(request)
 
     def _routes(self) -> dict[str, Handler]:
+        garbage = {path: _raw(body) for path, body in GARBAGE_BODIES.items()}
         return {
+            **garbage,
             "/robots.txt": self._robots,
             "/sitemap.xml": self._sitemap,
             "/": self._index,

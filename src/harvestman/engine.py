@@ -42,6 +42,7 @@ from harvestman.simhash import NearDuplicateIndex, simhash64, to_signed64
 from harvestman.stats import Stats
 from harvestman.store import Store
 from harvestman.urls import Scope, UrlNormalizer, host_key, url_hash
+from harvestman.validate import Validator, Verdict, VerdictStatus
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +117,10 @@ class Engine:
             if settings.breaker_enabled
             else None
         )
+        self.validator = (
+            Validator(min_bytes=settings.validate_min_bytes) if settings.validate_pages else None
+        )
+        self.hard_cooldown = settings.validate_hard_cooldown
         self.near_duplicate_distance = settings.near_duplicate_distance
         self.near_duplicates: dict[str, NearDuplicateIndex] | None = (
             {} if settings.near_duplicates else None
@@ -504,6 +509,13 @@ class Engine:
             record.canonical = page.canonical
             record.lang = page.lang
             record.links_count = len(page.links)
+            if self.validator is not None:
+                verdict = self.validator.validate(
+                    result.status, result.headers, result.body, page.text
+                )
+                record.validation_status = verdict.status.value
+                if verdict.status is not VerdictStatus.OK:
+                    return self._rejected(request, result, record, verdict, page)
             duplicate_of = self._near_duplicate(request, page, record)
             if duplicate_of is None:
                 new_urls = self._discover(request, page)
@@ -566,6 +578,47 @@ class Engine:
             page=record,
         )  # fmt: skip
         return outcome, new_urls
+
+    def _rejected(
+        self,
+        request: CrawlRequest,
+        result: FetchResult,
+        record: PageRecord,
+        verdict: Verdict,
+        page: Page,
+    ) -> tuple[Outcome, list[NewUrl]]:
+        """A garbage page: recorded with its reason, not stored as content.
+
+        Hard (the host refuses us): the host cools down and the URL is tried again after it.
+        Soft: a page that needs JavaScript is recorded as ``needs_js`` (no renderer here) and
+        its links are not followed; a page that is merely small or textless still leads on.
+        """
+        now = self.clock()
+        reason = "needs_js" if verdict.needs_render else verdict.reason or verdict.status.value
+        record.rejection_reason = reason
+        record.title = record.description = record.canonical = record.content_hash = None
+        record.error_class = "ContentRejected"
+        self.stats.inc(f"validate/{verdict.status.value}/{reason}")
+        fields = {"status_code": result.status, "error_class": "ContentRejected", "page": record}
+        message = f"{verdict.status.value}: {reason}" + (
+            f" ({verdict.detail})" if verdict.detail else ""
+        )
+        record.error = message
+        if verdict.status is VerdictStatus.HARD:
+            assert self.frontier is not None
+            self.frontier.hold(request.host, now + self.hard_cooldown)
+            if request.attempts < self.retry.max_retries:
+                return self._outcome(
+                    request, UrlStatus.PENDING, now + self.hard_cooldown,
+                    attempts=request.attempts + 1, error=message, **fields,
+                ), []  # fmt: skip
+            return self._outcome(
+                request, UrlStatus.FAILED, now + self.visited_ttl, error=message, **fields
+            ), []
+        new_urls = [] if verdict.needs_render else self._discover(request, page)
+        return self._outcome(
+            request, UrlStatus.COMPLETED, now + self.visited_ttl, error=message, **fields
+        ), new_urls
 
     def _near_duplicate(self, request: CrawlRequest, page: Page, record: PageRecord) -> str | None:
         """The url_hash of an earlier page of the host this one (nearly) repeats, if any."""
