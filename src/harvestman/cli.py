@@ -20,6 +20,7 @@ from harvestman.config import CONFIG_ENV, Settings, load_settings
 from harvestman.display import CrawlProgress, render_report, render_status, summary_table
 from harvestman.errors import ConfigError, HarvestmanError
 from harvestman.export import FORMATS, export_pages, page_summary
+from harvestman.resilience import STALL_EXIT_CODE, StoreUnavailable
 from harvestman.store import SqlStore
 from harvestman.store import migrate as migrations
 
@@ -89,6 +90,9 @@ def _errors_exit() -> Iterator[None]:
     except ConfigError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
+    except StoreUnavailable as exc:  # a supervisor restarts us on this status
+        err.print(f"[red]error:[/red] the store is unavailable: {exc}")
+        raise typer.Exit(STALL_EXIT_CODE) from None
     except HarvestmanError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(1) from None

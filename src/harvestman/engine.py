@@ -11,16 +11,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import datetime
+import functools
 import logging
 import os
 import socket
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 
+import aiohttp
+
 from harvestman.config import Settings
+from harvestman.cookies import dump_cookies, load_cookies
 from harvestman.coord import Coordinator, LocalCoordinator, WorkerStatus
+from harvestman.discovery.archives import ArchiveScheduler, archive_candidates
 from harvestman.discovery.listings import feed_row, read_listing, sitemap_rows
 from harvestman.discovery.pagination import PaginationPredictor
 from harvestman.errors import (
@@ -34,9 +42,15 @@ from harvestman.errors import (
 from harvestman.fetch import Fetcher, FetchResult, RetryPolicy, parse_retry_after
 from harvestman.frontier import Frontier, priority_for
 from harvestman.parse import Page, parse_html
-from harvestman.proxies import DomainProxyLimiter, ProxyPool
+from harvestman.proxies import DomainProxyLimiter, ProxyHealth, ProxyPool, redact_proxy_url
 from harvestman.records import CrawlCounts, CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus
-from harvestman.resilience import BreakerState, CircuitBreakers, is_breaker_failure
+from harvestman.resilience import (
+    BreakerState,
+    CircuitBreakers,
+    StallWatchdog,
+    is_breaker_failure,
+    network_check,
+)
 from harvestman.robots_cache import RobotsCache, robots_root
 from harvestman.simhash import NearDuplicateIndex, simhash64, to_signed64
 from harvestman.stats import Stats
@@ -106,6 +120,13 @@ class Engine:
             if settings.discovery_pagination
             else None
         )
+        self.archives = (
+            ArchiveScheduler(settings.archives_min_interval, settings.archives_low_water)
+            if settings.discovery_archives
+            else None
+        )
+        self._pagination_loaded: set[str] = set()
+        self._host_urls: Counter[str] = Counter()  # URLs found per host (archive discovery)
         self.breakers = (
             CircuitBreakers(
                 settings.breaker_failure_threshold,
@@ -167,6 +188,10 @@ class Engine:
         self._gate_tokens: dict[int, str] = {}
         self._current_host: str | None = None
         self._started_at = 0.0
+        self.cookie_jar: aiohttp.CookieJar | None = None
+        self._running = asyncio.Event()  # cleared while the watchdog waits for the network
+        self._running.set()
+        self.watchdog: StallWatchdog | None = None
         self.stopped_early = False
 
     # -- public -------------------------------------------------------------------------------
@@ -196,10 +221,14 @@ class Engine:
             per_host_concurrency=self.settings.frontier_per_host_concurrency,
             lease_seconds=self.lease_seconds,
             lease_batch=self.settings.frontier_lease_batch,
+            on_host_dry=self._host_ran_dry if self.archives is not None else None,
             clock=self.clock,
         )
+        self.cookie_jar = await self._load_sessions()
         async with Fetcher(
             user_agent=self.user_agent,
+            user_agents=self.settings.fetch_user_agents or None,
+            cookie_jar=self.cookie_jar,
             timeout=self.settings.fetch_timeout,
             max_redirects=self.settings.fetch_max_redirects,
             max_page_size=self.settings.fetch_max_page_size,
@@ -218,13 +247,22 @@ class Engine:
                 clock=self.clock,
             )
             await self.frontier.start()
+            self.watchdog = self._make_watchdog()
             flusher = asyncio.create_task(self._flush_loop(), name="engine-flush")
             heartbeat = asyncio.create_task(self._heartbeat_loop(), name="engine-heartbeat")
+            watchdog = asyncio.create_task(self.watchdog.run(), name="engine-watchdog")
             self._dispatcher = asyncio.create_task(self._dispatch(), name="engine-dispatch")
             try:
-                await asyncio.wait({self._dispatcher, flusher}, return_when="FIRST_COMPLETED")
-                if flusher.done():  # the store failed for good: stop everything
+                await asyncio.wait(
+                    {self._dispatcher, flusher, watchdog}, return_when="FIRST_COMPLETED"
+                )
+                if flusher.done() or watchdog.done():  # the store failed for good: stop all
                     self._dispatcher.cancel()
+                    self.stopped_early = True
+                if watchdog.done():
+                    for task in self._tasks:
+                        task.cancel()
+                    watchdog.result()  # raises StoreUnavailable
                 if not self._dispatcher.cancelled() and self._dispatcher.done():
                     self._dispatcher.result()  # re-raise a dispatcher failure
                 if self.stopped_early or self._dispatcher.cancelled():
@@ -235,17 +273,113 @@ class Engine:
             finally:
                 self._dispatcher.cancel()
                 heartbeat.cancel()
+                watchdog.cancel()
                 self._closing = True
                 self._flush_now.set()
                 try:
                     await flusher
                 finally:
                     await self.frontier.close()
-                    released = await store.release(self.worker_id, self.clock())
-                    await store.unregister_workers([self.worker_id])
-                    if released:
-                        log.info("returned %d unfinished leased URLs to the frontier", released)
+                    await self._save_sessions()
+                    await self._release_all()
         return await store.counts(self.crawl_id)
+
+    def _make_watchdog(self) -> StallWatchdog:
+        settings = self.settings
+        url = settings.watchdog_check_url
+        return StallWatchdog(
+            has_pending_work=lambda: self.frontier is not None and not self.frontier.is_finished(),
+            check_store=self.store.check,
+            reconnect_store=self.store.reconnect,
+            check_network=functools.partial(network_check, url, 10.0),
+            pause=self._running.clear,
+            resume=self._running.set,
+            stall_seconds=settings.watchdog_stall_seconds,
+            check_interval=settings.watchdog_check_interval,
+            network_retry=settings.watchdog_network_retry,
+            clock=self.clock,
+        )
+
+    async def _load_sessions(self) -> aiohttp.CookieJar | None:
+        """The crawl's cookie jar and the proxies' health, as the store kept them."""
+        if self.proxies is not None:
+            known = {row["url"]: row for row in await self.store.load_proxies()}
+            fields = {f.name for f in dataclasses.fields(ProxyHealth)}
+            self.proxies.restore(
+                ProxyHealth(**{k: v for k, v in row.items() if k in fields})
+                for row in known.values()
+            )
+        if not self.settings.fetch_cookies:
+            return None
+        jar = aiohttp.CookieJar(unsafe=True)  # unsafe: keep cookies of IP-address hosts too
+        load_cookies(jar, await self.store.load_cookies(self.crawl_id))
+        return jar
+
+    def _host_ran_dry(self, host: str) -> None:
+        """A host's frontier ran dry: perhaps its archives know more (at most once a day, and
+        only once the host showed enough URLs to learn its date paths from)."""
+        assert self.archives is not None and self.frontier is not None
+        if self._host_urls[host] < self.settings.archives_low_water:
+            return
+        if not self.archives.due(host, self.clock(), 0):
+            return
+        self.frontier.begin_discovery()
+        task = asyncio.create_task(self._discover_archives(host))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _discover_archives(self, host: str) -> None:
+        assert self.frontier is not None
+        try:
+            await self._find_archives(host)
+        except StoreError as exc:
+            log.warning("archive discovery for %s failed: %s", host, exc)
+        finally:
+            self.frontier.end_discovery()
+
+    async def _find_archives(self, host: str) -> None:
+        assert self.scope is not None
+        now = self.clock()
+        _, last_run = await self.store.discovery_state(host)
+        if last_run is not None and last_run > now - self.settings.archives_min_interval:
+            return  # another run (or worker) did it recently
+        seen = await self.store.sample_urls(self.crawl_id, host)
+        candidates = archive_candidates(seen[0], seen, datetime.date.today())
+        found = self._guessed([url for url in candidates if url not in seen], 1)
+        self._new_urls.extend(found)
+        self.stats.inc("discovery/archives", len(found))
+        await self.store.save_discovery_state(now, archives_run=[host])
+        if found:  # written before the frontier may call the crawl finished
+            self._flushed.clear()
+            self._flush_now.set()
+            await self._flushed.wait()
+
+    async def _save_sessions(self) -> None:
+        try:
+            if self.pagination is not None:
+                changed = {
+                    host: self.pagination.rules(host) for host in self.pagination.take_changed()
+                }
+                if changed:
+                    await self.store.save_discovery_state(self.clock(), rules=changed)
+            if self.cookie_jar is not None:
+                await self.store.save_cookies(self.crawl_id, dump_cookies(self.cookie_jar))
+            if self.proxies is not None:
+                health = [asdict(h) for h in self.proxies.health()]
+                await self.store.save_proxies(health, self.clock())
+        except StoreError as exc:
+            log.warning("could not save cookies and proxy health: %s", exc)
+
+    async def _release_all(self) -> None:
+        """Give this worker's leases back and leave (best effort when the store is gone)."""
+        try:
+            released = await self.store.release(self.worker_id, self.clock())
+            await self.store.unregister_workers([self.worker_id])
+        except StoreError as exc:
+            log.warning("could not release leases (%s): they expire by themselves", exc)
+            return
+        if released:
+            log.info("returned %d unfinished leased URLs to the frontier", released)
 
     # -- dispatch -----------------------------------------------------------------------------
 
@@ -253,7 +387,9 @@ class Engine:
         assert self.frontier is not None
         frontier = self.frontier
         slots = asyncio.Semaphore(self.concurrency)
-        backlog = 4 * self.batch_size
+        # Fetched-but-unwritten outcomes are lost (and fetched again) if the process dies:
+        # keep at most two batches of them.
+        backlog = 2 * self.batch_size
         while True:
             if self.max_pages and self._budget_used() >= self.max_pages:
                 if not frontier.in_flight:
@@ -263,6 +399,7 @@ class Engine:
                 self._flushed.clear()
                 await self._flushed.wait()
                 continue
+            await self._running.wait()  # the watchdog pauses us while the network is down
             while len(self._outcomes) > backlog:  # the store is behind: let it catch up
                 self._flushed.clear()
                 self._flush_now.set()
@@ -347,6 +484,11 @@ class Engine:
             await self._release(request, fetched=asked_host)
             self.stats.inc("robots/denied")
             return self._blocked(request, "RobotsDenied", "disallowed by robots.txt"), []
+        if self.pagination is not None and host not in self._pagination_loaded:
+            self._pagination_loaded.add(host)
+            rules, _ = await self.store.discovery_state(host)
+            if rules:
+                self.pagination.load(host, rules)
         if self.breakers is not None and not self.breakers.allow(host):
             # The host keeps failing: its URLs wait until the breaker lets a probe through.
             retry_at = self.breakers.retry_at(host) or self.clock() + 1.0
@@ -713,6 +855,7 @@ class Engine:
             crawl_duration_ms=int(result.elapsed * 1000),
             charset=result.charset,
             redirects=result.redirects,
+            proxy=redact_proxy_url(result.proxy) if result.proxy else None,
         )
 
     def _blocked(self, request: CrawlRequest, error_class: str, error: str) -> Outcome:
@@ -790,6 +933,8 @@ class Engine:
     # -- writing ------------------------------------------------------------------------------
 
     def _queue(self, outcome: Outcome, new_urls: list[NewUrl]) -> None:
+        if self.watchdog is not None:
+            self.watchdog.touch()
         self._outcomes.append(outcome)
         if new_urls:
             self._new_urls.extend(new_urls)
@@ -842,7 +987,9 @@ class Engine:
     def _after_flush(self, outcomes: list[Outcome], new_urls: list[NewUrl], now: float) -> None:
         assert self.frontier is not None
         frontier = self.frontier
-        for host in {row.host for row in new_urls}:
+        hosts = Counter(row.host for row in new_urls)
+        self._host_urls.update(hosts)
+        for host in hosts:
             frontier.add_work(host, now)
         for outcome in outcomes:
             if outcome.status is UrlStatus.PENDING:
@@ -914,6 +1061,7 @@ class Engine:
             pages=self.stats["fetch/pages"],
             rate=round(self.stats.rate("fetch/pages"), 2),
             current_host=self._current_host,
+            health=self.watchdog.status.state.value if self.watchdog else "ok",
         )
 
     async def _heartbeat_loop(self) -> None:
@@ -925,13 +1073,22 @@ class Engine:
             now = self.clock()
             status = self.status()
             try:
-                await self.store.heartbeat(
+                known = await self.store.heartbeat(
                     self.worker_id, now, now + self.lease_seconds, asdict(status)
                 )
+                if not known:
+                    # Others took us for dead (a heartbeat came too late) and returned our
+                    # leases: what we finish now may be fetched twice, nothing is lost.
+                    log.warning("this worker was taken for dead; registering again")
+                    self.stats.inc("worker/revived")
+                    await self.store.register_worker(
+                        self.worker_id, status.hostname, status.pid, now
+                    )
                 await self.coordinator.beat(status, self.heartbeat_timeout)
                 if now >= next_sweep:
                     next_sweep = now + self.sweep_interval
                     await self._recover(now)
+                    await self._save_sessions()
             except StoreError as exc:  # the store is away; the flusher waits for it too
                 log.warning("heartbeat failed: %s", exc)
 

@@ -85,6 +85,7 @@ class Frontier:
         per_host_concurrency: int = 1,
         lease_seconds: float = 300.0,
         lease_batch: int = 256,
+        on_host_dry: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
@@ -95,6 +96,7 @@ class Frontier:
         self.lease_seconds = lease_seconds
         self.lease_batch = lease_batch
         self.clock = clock
+        self.on_host_dry = on_host_dry  # told when a host has nothing pending left
         self.hosts: dict[str, HostQueue] = {}
         self.in_flight = 0  # handed out by next() and not yet settled
         self.leased = 0
@@ -107,6 +109,7 @@ class Frontier:
         self._lease_task: asyncio.Task[None] | None = None
         self._lease_error: BaseException | None = None
         self._lease_failures = 0
+        self._discoveries = 0
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -214,8 +217,18 @@ class Frontier:
         self.in_flight -= count
         self._wake.set()
 
+    def begin_discovery(self) -> None:
+        """Something is looking for more work: the crawl is not finished until it ends."""
+        self._discoveries += 1
+
+    def end_discovery(self) -> None:
+        self._discoveries -= 1
+        self._wake.set()
+
     def is_finished(self) -> bool:
         if self.in_flight or self._ready or self._lease_wanted or self._leases_running:
+            return False
+        if self._discoveries:
             return False
         return all(not hq.buffer and hq.due is None for hq in self.hosts.values())
 
@@ -315,5 +328,7 @@ class Frontier:
         for hq in hosts:
             if hq.host in dry and hq.work_version == versions[hq.host]:
                 hq.due = dry[hq.host]
+                if hq.due is None and self.on_host_dry is not None:
+                    self.on_host_dry(hq.host)
             self._schedule(hq)
         self._wake.set()

@@ -30,6 +30,7 @@ class WorkerStatus:
     pages: int = 0
     rate: float = 0.0
     current_host: str | None = None
+    health: str = "ok"  # the stall watchdog's state
 
 
 class Coordinator(Protocol):

@@ -28,7 +28,15 @@ from harvestman.records import (
     UrlStatus,
 )
 from harvestman.store import dialect, migrate
-from harvestman.store.schema import crawled_pages, crawls, domains, urls, workers
+from harvestman.store.schema import (
+    cookies,
+    crawled_pages,
+    crawls,
+    domains,
+    proxies,
+    urls,
+    workers,
+)
 
 T = TypeVar("T")
 
@@ -54,10 +62,11 @@ _PAGE_COLUMNS = (
 class SqlStore:
     """The store on a SQLAlchemy engine. Use as ``async with SqlStore(url) as store``."""
 
-    def __init__(self, database_url: str, *, threads: int = 1) -> None:
+    def __init__(self, database_url: str, *, threads: int = 4) -> None:
         self.database_url = database_url
         self.engine: Engine = dialect.make_engine(database_url)
-        # SQLite: exactly one thread, the single writer. PostgreSQL may use more.
+        # SQLite: exactly one thread, the single writer. PostgreSQL: a few, so a heartbeat
+        # never waits behind a long lease or flush (a late heartbeat reads as a dead worker).
         self._threads = 1 if dialect.is_sqlite(self.engine) else max(1, threads)
         self._executor: ThreadPoolExecutor | None = None
         self._lease_sql = text(_LEASE_SQL + dialect.lock_suffix(self.engine))
@@ -100,6 +109,33 @@ class SqlStore:
     async def check_schema(self) -> None:
         """Raise SchemaOutdated when the database is behind the code."""
         await self._run(migrate.check_current, self.engine)
+
+    async def check(self) -> None:
+        """Prove the database answers on a NEW connection (a pooled SQLite connection keeps a
+        deleted file open and would say all is well)."""
+
+        def _check() -> None:
+            if dialect.is_sqlite(self.engine):
+                import sqlite3
+
+                path = self.engine.url.database or ""
+                conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=5)
+                try:
+                    conn.execute("SELECT 1 FROM crawls LIMIT 1").fetchall()
+                finally:
+                    conn.close()
+                return
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+
+        try:
+            await self._run(_check)
+        except Exception as exc:  # sqlite3 errors are not SQLAlchemy's
+            raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+
+    async def reconnect(self) -> None:
+        """Drop every pooled connection; the next use opens new ones."""
+        await self._run(self.engine.dispose)
 
     async def ping(self) -> None:
         def _ping() -> None:
@@ -410,16 +446,19 @@ class SqlStore:
 
     async def heartbeat(
         self, worker_id: str, now: float, lease_until: float, info: dict[str, Any] | None = None
-    ) -> None:
-        """Mark the worker alive, note its status and extend the leases it holds."""
+    ) -> bool:
+        """Mark the worker alive, note its status and extend the leases it holds.
 
-        def _beat() -> None:
+        Returns False when the worker was no longer registered (others took it for dead).
+        """
+
+        def _beat() -> bool:
             with self._begin() as conn:
-                conn.execute(
+                known = conn.execute(
                     update(workers)
                     .where(workers.c.id == worker_id)
                     .values(heartbeat_at=now, info=json.dumps(info) if info else None)
-                )
+                ).rowcount
                 conn.execute(
                     update(urls)
                     .where(
@@ -427,8 +466,9 @@ class SqlStore:
                     )
                     .values(lease_until=lease_until)
                 )
+                return bool(known)
 
-        await self._run(_beat)
+        return await self._run(_beat)
 
     async def workers(self) -> list[tuple[str, str, int, float]]:
         """Registered workers: (id, hostname, pid, heartbeat_at)."""
@@ -545,6 +585,125 @@ class SqlStore:
                 )
 
         await self._run(_release)
+
+    # -- discovery state per host -----------------------------------------------------------
+
+    async def discovery_state(self, host: str) -> tuple[dict[str, Any] | None, float | None]:
+        """A host's learnt pagination rules and when archive discovery last ran there."""
+
+        def _get() -> tuple[dict[str, Any] | None, float | None]:
+            with self.engine.connect() as conn:
+                row = conn.execute(
+                    select(domains.c.pagination_rules, domains.c.archives_run_at).where(
+                        domains.c.host == host
+                    )
+                ).first()
+            if row is None:
+                return None, None
+            return (json.loads(row[0]) if row[0] else None), row[1]
+
+        return await self._run(_get)
+
+    async def save_discovery_state(
+        self,
+        now: float,
+        rules: dict[str, dict[str, Any]] | None = None,
+        archives_run: Sequence[str] = (),
+    ) -> None:
+        """Store pagination rules per host and mark archive discovery done for hosts."""
+
+        def _save() -> None:
+            with self._begin() as conn:
+                for host in {*(rules or {}), *archives_run}:
+                    conn.execute(
+                        dialect.insert_ignore(self.engine, domains, "host").values(
+                            host=host, allowed=True, page_count=0, updated_at=now
+                        )
+                    )
+                for host, host_rules in (rules or {}).items():
+                    conn.execute(
+                        update(domains)
+                        .where(domains.c.host == host)
+                        .values(pagination_rules=json.dumps(host_rules), updated_at=now)
+                    )
+                for host in archives_run:
+                    conn.execute(
+                        update(domains).where(domains.c.host == host).values(archives_run_at=now)
+                    )
+
+        await self._run(_save)
+
+    async def sample_urls(self, crawl_id: int, host: str, limit: int = 1000) -> list[str]:
+        """Up to ``limit`` known URLs of a host, newest first (archive discovery learns dates)."""
+
+        def _sample() -> list[str]:
+            with self.engine.connect() as conn:
+                return list(
+                    conn.execute(
+                        select(urls.c.url)
+                        .where(urls.c.crawl_id == crawl_id, urls.c.host == host)
+                        .order_by(urls.c.id.desc())
+                        .limit(limit)
+                    ).scalars()
+                )
+
+        return await self._run(_sample)
+
+    # -- sessions: cookies and proxy health -------------------------------------------------
+
+    async def load_cookies(self, crawl_id: int) -> list[dict[str, Any]]:
+        def _load() -> list[dict[str, Any]]:
+            with self.engine.connect() as conn:
+                rows = conn.execute(select(cookies.c.data).where(cookies.c.crawl_id == crawl_id))
+                return [json.loads(data) for (data,) in rows]
+
+        return await self._run(_load)
+
+    async def save_cookies(self, crawl_id: int, rows: Sequence[dict[str, Any]]) -> None:
+        """Replace a crawl's cookies with ``rows`` (cookies.dump_cookies) in one transaction."""
+
+        def _save() -> None:
+            with self._begin() as conn:
+                conn.execute(cookies.delete().where(cookies.c.crawl_id == crawl_id))
+                if rows:
+                    conn.execute(
+                        cookies.insert(),
+                        [
+                            {
+                                "crawl_id": crawl_id,
+                                "domain": row["domain"],
+                                "path": row["path"],
+                                "name": row["name"],
+                                "data": json.dumps(row),
+                            }
+                            for row in rows
+                        ],
+                    )
+
+        await self._run(_save)
+
+    async def load_proxies(self) -> list[dict[str, Any]]:
+        def _load() -> list[dict[str, Any]]:
+            with self.engine.connect() as conn:
+                return [dict(row) for row in conn.execute(select(proxies)).mappings()]
+
+        return await self._run(_load)
+
+    async def save_proxies(self, health: Sequence[dict[str, Any]], now: float) -> None:
+        """Upsert each proxy's health (fields of proxies.ProxyHealth)."""
+
+        def _save() -> None:
+            if not health:
+                return
+            stmt = dialect.insert(self.engine, proxies)
+            columns = [c.name for c in proxies.columns if c.name not in ("id", "url")]
+            stmt = stmt.on_conflict_do_update(
+                index_elements=["url"], set_={name: stmt.excluded[name] for name in columns}
+            )
+            with self._begin() as conn:
+                conn.execute(stmt, [{**row, "updated_at": now} for row in health])
+
+        await self._run(_save)
 
     # -- reading ------------------------------------------------------------------------------
 
