@@ -144,10 +144,20 @@ def run_measured(command: list[str], log: Path, timeout: float) -> Measured:
 def read_store(db: Path) -> tuple[dict[str, int], int, list[str]]:
     """(URL count per status, crawled_pages rows, completed URLs) from the crawler's SQLite."""
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
-        statuses = dict(connection.execute("SELECT status, COUNT(*) FROM urls GROUP BY status"))
-        (pages,) = connection.execute("SELECT COUNT(*) FROM crawled_pages").fetchone()
+        statuses = dict(
+            connection.execute(
+                "SELECT status, COUNT(*) FROM urls WHERE kind = 'page' GROUP BY status"
+            )
+        )
+        (pages,) = connection.execute(
+            "SELECT COUNT(*) FROM crawled_pages JOIN urls USING (crawl_id, url_hash)"
+            " WHERE urls.kind = 'page'"
+        ).fetchone()
         completed = [
-            url for (url,) in connection.execute("SELECT url FROM urls WHERE status = 'completed'")
+            url
+            for (url,) in connection.execute(
+                "SELECT url FROM urls WHERE status = 'completed' AND kind = 'page'"
+            )
         ]
     return statuses, pages, completed
 
