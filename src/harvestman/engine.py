@@ -45,6 +45,7 @@ from harvestman.parse import Page, parse_html
 from harvestman.proxies import DomainProxyLimiter, ProxyHealth, ProxyPool, redact_proxy_url
 from harvestman.records import CrawlCounts, CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus
 from harvestman.resilience import (
+    BreakerRecord,
     BreakerState,
     CircuitBreakers,
     StallWatchdog,
@@ -126,6 +127,8 @@ class Engine:
             else None
         )
         self._pagination_loaded: set[str] = set()
+        self._breaker_changes: dict[str, BreakerState] = {}
+        self._breakers_adopted: set[str] = set()
         self._host_urls: Counter[str] = Counter()  # URLs found per host (archive discovery)
         self.breakers = (
             CircuitBreakers(
@@ -574,8 +577,33 @@ class Engine:
             self.pagination.record_result(request.url, status, 0)
 
     def _breaker_changed(self, host: str, old: BreakerState, new: BreakerState) -> None:
+        if host not in self._breakers_adopted:  # what others told us is not news to share
+            self._breaker_changes[host] = new
         self.stats.inc(f"breaker/{new.value}")
         log.warning("circuit breaker for %s: %s -> %s", host, old.value, new.value)
+
+    async def _sync_breakers(self) -> None:
+        """Share breaker changes with the other workers and adopt the breakers they opened
+        (when workers share a Redis; at most one heartbeat late)."""
+        if self.breakers is None or not self.coordinator.shared:
+            return
+        changes, self._breaker_changes = self._breaker_changes, {}
+        records = {host: record.to_dict() for host, record in self.breakers.store.items()}
+        await self.coordinator.put_breakers(
+            {
+                host: None if state is BreakerState.CLOSED else records.get(host)
+                for host, state in changes.items()
+            }
+        )
+        fresh_after = self.clock() - self.settings.breaker_open_seconds
+        for host, record in (await self.coordinator.get_breakers()).items():
+            if host in changes or self.breakers.state(host) is not BreakerState.CLOSED:
+                continue
+            if record.get("state") != "open" or (record.get("opened_at") or 0) < fresh_after:
+                continue  # only a breaker opened within its open period is news
+            self._breakers_adopted.add(host)
+            self.breakers.store.set(host, BreakerRecord.from_dict(record))
+            self.stats.inc("breaker/adopted")
 
     def _queue_sitemaps(self, url: str, declared: Sequence[str]) -> None:
         """Queue a host's sitemaps (robots.txt's and /sitemap.xml) when robots.txt is read."""
@@ -1085,6 +1113,7 @@ class Engine:
                         self.worker_id, status.hostname, status.pid, now
                     )
                 await self.coordinator.beat(status, self.heartbeat_timeout)
+                await self._sync_breakers()
                 if now >= next_sweep:
                     next_sweep = now + self.sweep_interval
                     await self._recover(now)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from harvestman.records import DomainRecord
 
@@ -69,6 +69,14 @@ class Coordinator(Protocol):
 
     async def workers(self) -> list[WorkerStatus]: ...
 
+    async def put_breakers(self, changes: dict[str, dict[str, Any] | None]) -> None:
+        """Publish circuit-breaker records by host (None: the breaker closed)."""
+        ...
+
+    async def get_breakers(self) -> dict[str, dict[str, Any]]:
+        """Every breaker record another worker published and has not closed."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -102,6 +110,12 @@ class LocalCoordinator:
 
     async def workers(self) -> list[WorkerStatus]:
         return []
+
+    async def put_breakers(self, changes: dict[str, dict[str, Any] | None]) -> None:
+        return None
+
+    async def get_breakers(self) -> dict[str, dict[str, Any]]:
+        return {}
 
     async def close(self) -> None:
         return None

@@ -217,6 +217,34 @@ class RedisCoordinator:
             return []
         return [WorkerStatus(**json.loads(v)) for v in values if v]
 
+    # -- circuit breakers ---------------------------------------------------------------------
+
+    async def put_breakers(self, changes: dict[str, dict[str, Any] | None]) -> None:
+        if not changes or not self.available:
+            return
+        key = self._key("breakers")
+        opened = {host: json.dumps(rec) for host, rec in changes.items() if rec is not None}
+        closed = [host for host, rec in changes.items() if rec is None]
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                if opened:
+                    pipe.hset(key, mapping=opened)
+                if closed:
+                    pipe.hdel(key, *closed)
+                await pipe.execute()
+        except RedisError as exc:
+            self._failed(exc)
+
+    async def get_breakers(self) -> dict[str, dict[str, Any]]:
+        if not self.available:
+            return {}
+        try:
+            raw = await self.redis.hgetall(self._key("breakers"))
+        except RedisError as exc:
+            self._failed(exc)
+            return {}
+        return {host: json.loads(value) for host, value in raw.items()}
+
     # -- maintenance --------------------------------------------------------------------------
 
     async def rebuild(

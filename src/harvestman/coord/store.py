@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from harvestman.coord import WorkerStatus
 from harvestman.records import DomainRecord
@@ -48,6 +49,12 @@ class StoreCoordinator:
 
     async def workers(self) -> list[WorkerStatus]:
         return []
+
+    async def put_breakers(self, changes: dict[str, dict[str, Any] | None]) -> None:
+        return None  # without Redis each worker keeps its own breakers
+
+    async def get_breakers(self) -> dict[str, dict[str, Any]]:
+        return {}
 
     async def close(self) -> None:
         return None
