@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import engine_from_config, pool
 
+import harvestman.jobs.models  # noqa: F401  (its tables join the metadata)
 from harvestman.store.schema import metadata
 
 config = context.config

@@ -1,0 +1,86 @@
+"""The crawl service's jobs domain: sources, jobs, executions, the scheduler.
+
+::
+
+    async with SqlStore(url) as crawl_store, JobStore(crawl_store.engine) as store:
+        source = await store.sources.create(SourceSpec(name="news", start_urls=[...]))
+        job = await store.jobs.create(JobSpec(source_id=source.id, url=..., interval_minutes=30))
+        scheduler = Scheduler(store, EngineRunner(settings, crawl_store))
+        await scheduler.run()  # until scheduler.stop()
+
+Importing this package registers its tables on ``harvestman.store.schema.metadata``.
+"""
+
+from __future__ import annotations
+
+from harvestman.jobs import models as models
+from harvestman.jobs.adaptive import AdaptiveState, adaptive_interval
+from harvestman.jobs.buckets import Distribution, Move, RebalancePlan
+from harvestman.jobs.db import JobStore
+from harvestman.jobs.errors import (
+    InvalidSpec,
+    JobsError,
+    JobStateError,
+    NameTaken,
+    NotFound,
+    UnknownSource,
+)
+from harvestman.jobs.leader import LeaderLease
+from harvestman.jobs.lifecycle import retry_delay
+from harvestman.jobs.locks import Claim
+from harvestman.jobs.logs import LogCapture
+from harvestman.jobs.reconcile import SyncPlan, sync_enabled_sources
+from harvestman.jobs.records import (
+    Execution,
+    ExecutionResult,
+    ExecutionStatus,
+    IntervalType,
+    Job,
+    JobSpec,
+    LogLine,
+    ResultPage,
+    ScopeRules,
+    Source,
+    SourceSpec,
+)
+from harvestman.jobs.runner import EngineRunner
+from harvestman.jobs.scheduler import Runner, Scheduler
+from harvestman.jobs.states import Action, JobStatus, allowed_actions
+
+__all__ = [
+    "Action",
+    "AdaptiveState",
+    "Claim",
+    "Distribution",
+    "EngineRunner",
+    "Execution",
+    "ExecutionResult",
+    "ExecutionStatus",
+    "IntervalType",
+    "InvalidSpec",
+    "Job",
+    "JobSpec",
+    "JobStateError",
+    "JobStatus",
+    "JobStore",
+    "JobsError",
+    "LeaderLease",
+    "LogCapture",
+    "LogLine",
+    "Move",
+    "NameTaken",
+    "NotFound",
+    "RebalancePlan",
+    "ResultPage",
+    "Runner",
+    "Scheduler",
+    "ScopeRules",
+    "Source",
+    "SourceSpec",
+    "SyncPlan",
+    "UnknownSource",
+    "adaptive_interval",
+    "allowed_actions",
+    "retry_delay",
+    "sync_enabled_sources",
+]

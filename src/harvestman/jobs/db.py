@@ -1,0 +1,88 @@
+"""``JobStore``: the jobs domain's tables on one SQLAlchemy engine, SQLite or PostgreSQL.
+
+Queries are synchronous SQLAlchemy Core run on the store's own thread(s), so the event loop
+never blocks on the database; each repository method is one call and, when it writes, one
+transaction (IMMEDIATE on SQLite, so a read-then-write is atomic there too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from harvestman.errors import StoreError
+from harvestman.store import dialect
+
+T = TypeVar("T")
+
+Clock = Callable[[], float]
+
+
+class JobStore:
+    """Sources, jobs, executions, logs, adaptive state and scheduler leases.
+
+    Use as ``async with JobStore(engine_or_url) as store``; ``store.sources``, ``store.jobs``
+    and ``store.executions`` hold the queries. Pass the crawl store's engine
+    (``SqlStore.engine``) to share its connection pool; a URL makes an engine of its own.
+    ``clock`` is the time every query uses (tests pass a controllable one).
+    """
+
+    def __init__(self, engine: Engine | str, *, threads: int = 4, clock: Clock = time.time) -> None:
+        from harvestman.jobs.executions import ExecutionRepository
+        from harvestman.jobs.locks import JobLocks
+        from harvestman.jobs.repository import JobRepository
+        from harvestman.jobs.sources import SourceRepository
+
+        self._owns_engine = isinstance(engine, str)
+        self.engine: Engine = dialect.make_engine(engine) if isinstance(engine, str) else engine
+        self.is_sqlite = dialect.is_sqlite(self.engine)
+        # SQLite has one writer anyway; more threads would only wait on its lock.
+        self._threads = 1 if self.is_sqlite else max(1, threads)
+        self._write_options = dialect.write_options(self.engine)
+        self._executor: ThreadPoolExecutor | None = None
+        self.clock = clock
+        self.sources = SourceRepository(self)
+        self.jobs = JobRepository(self)
+        self.executions = ExecutionRepository(self)
+        self.locks = JobLocks(self)
+
+    async def __aenter__(self) -> JobStore:
+        self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="harvestman-jobs")
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+        if self._owns_engine:
+            self.engine.dispose()
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the store's thread; database errors become StoreError."""
+        if self._executor is None:
+            raise StoreError("the job store is not open: use `async with JobStore(...)`")
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, fn, *args)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+
+    @contextlib.contextmanager
+    def begin(self) -> Iterator[Connection]:
+        """A write transaction (the write lock is taken at BEGIN on SQLite)."""
+        with self.engine.connect() as conn:
+            conn.execution_options(**self._write_options)
+            with conn.begin():
+                yield conn
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn:
+            yield conn

@@ -1,0 +1,237 @@
+"""Executions (one row per run), their log lines, history pruning and run statistics."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import case, delete, func, select, true
+from sqlalchemy.engine import RowMapping
+
+from harvestman.jobs.errors import NotFound
+from harvestman.jobs.models import execution_logs, job_executions, jobs
+from harvestman.jobs.records import Execution, ExecutionStatus, LogLine, ResultPage
+
+if TYPE_CHECKING:
+    from harvestman.jobs.db import JobStore
+
+HISTORY_MAX = 100
+HISTORY_DAYS = 30.0
+
+_DONE = (ExecutionStatus.COMPLETED.value, ExecutionStatus.FAILED.value)
+
+
+def execution_from_row(row: RowMapping) -> Execution:
+    return Execution(
+        id=int(row["id"]),
+        job_id=int(row["job_id"]),
+        execution_number=int(row["execution_number"]),
+        status=ExecutionStatus(row["status"]),
+        started_at=row["started_at"],
+        completed_at=row["completed_at"],
+        duration_ms=row["duration_ms"],
+        items_crawled=int(row["items_crawled"]),
+        items_indexed=int(row["items_indexed"]),
+        error_message=row["error_message"],
+        stack_trace=row["stack_trace"],
+        cpu_time_ms=row["cpu_time_ms"],
+        memory_peak_mb=row["memory_peak_mb"],
+        retry_attempt=int(row["retry_attempt"]),
+        metadata=json.loads(row["metadata"]),
+    )
+
+
+class ExecutionRepository:
+    def __init__(self, store: JobStore) -> None:
+        self._store = store
+
+    async def get(self, execution_id: int) -> Execution:
+        def _fetch() -> Execution:
+            with self._store.read() as conn:
+                row = (
+                    conn.execute(select(job_executions).where(job_executions.c.id == execution_id))
+                    .mappings()
+                    .first()
+                )
+            if row is None:
+                raise NotFound("execution", execution_id)
+            return execution_from_row(row)
+
+        return await self._store.run(_fetch)
+
+    async def list(
+        self,
+        job_id: int,
+        *,
+        status: ExecutionStatus | str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> ResultPage[Execution]:
+        """A job's executions, newest first, with the total."""
+        conditions = [job_executions.c.job_id == job_id]
+        if status is not None:
+            conditions.append(job_executions.c.status == ExecutionStatus(status).value)
+
+        def _list() -> ResultPage[Execution]:
+            with self._store.read() as conn:
+                if conn.execute(select(jobs.c.id).where(jobs.c.id == job_id)).first() is None:
+                    raise NotFound("job", job_id)
+                total = conn.execute(
+                    select(func.count()).select_from(job_executions).where(*conditions)
+                ).scalar_one()
+                rows = conn.execute(
+                    select(job_executions)
+                    .where(*conditions)
+                    .order_by(job_executions.c.execution_number.desc())
+                    .limit(limit)
+                    .offset(offset)
+                ).mappings()
+                return ResultPage([execution_from_row(r) for r in rows], int(total), limit, offset)
+
+        return await self._store.run(_list)
+
+    async def latest(self, job_id: int) -> Execution | None:
+        page = await self.list(job_id, limit=1)
+        return page.items[0] if page.items else None
+
+    # -- logs ---------------------------------------------------------------------------------
+
+    async def append_logs(self, lines: Sequence[LogLine]) -> None:
+        if not lines:
+            return
+
+        def _append() -> None:
+            with self._store.begin() as conn:
+                conn.execute(
+                    execution_logs.insert(),
+                    [
+                        {
+                            "execution_id": line.execution_id,
+                            "seq": line.seq,
+                            "created_at": line.created_at,
+                            "level": line.level,
+                            "logger": line.logger[:100],
+                            "message": line.message,
+                        }
+                        for line in lines
+                    ],
+                )
+
+        await self._store.run(_append)
+
+    async def logs(self, execution_id: int, *, after: int = 0, limit: int = 1000) -> list[LogLine]:
+        """An execution's stored log lines with ``seq > after``, in order."""
+
+        def _read() -> list[LogLine]:
+            query = (
+                select(execution_logs)
+                .where(execution_logs.c.execution_id == execution_id, execution_logs.c.seq > after)
+                .order_by(execution_logs.c.seq)
+                .limit(limit)
+            )
+            with self._store.read() as conn:
+                return [
+                    LogLine(
+                        r["execution_id"],
+                        r["seq"],
+                        r["created_at"],
+                        r["level"],
+                        r["logger"],
+                        r["message"],
+                    )
+                    for r in conn.execute(query).mappings()
+                ]
+
+        return await self._store.run(_read)
+
+    # -- retention ----------------------------------------------------------------------------
+
+    async def prune(self, *, keep: int = HISTORY_MAX, max_age_days: float = HISTORY_DAYS) -> int:
+        """Delete finished executions (and their logs) beyond the ``keep`` newest of each job or
+        older than ``max_age_days``, whichever is stricter. Returns how many were deleted."""
+        cutoff = self._store.clock() - max_age_days * 86400
+
+        def _prune() -> int:
+            ranked = select(
+                job_executions.c.id,
+                func.row_number()
+                .over(
+                    partition_by=job_executions.c.job_id,
+                    order_by=job_executions.c.execution_number.desc(),
+                )
+                .label("rank"),
+            ).subquery()
+            doomed = select(ranked.c.id).where(ranked.c.rank > keep)
+            finished = job_executions.c.status != ExecutionStatus.RUNNING.value
+            with self._store.begin() as conn:
+                ids = list(
+                    conn.execute(
+                        select(job_executions.c.id).where(
+                            finished,
+                            (job_executions.c.started_at < cutoff)
+                            | job_executions.c.id.in_(doomed),
+                        )
+                    ).scalars()
+                )
+                for start in range(0, len(ids), 500):
+                    chunk = ids[start : start + 500]
+                    conn.execute(
+                        delete(execution_logs).where(execution_logs.c.execution_id.in_(chunk))
+                    )
+                    conn.execute(delete(job_executions).where(job_executions.c.id.in_(chunk)))
+            return len(ids)
+
+        return await self._store.run(_prune)
+
+    # -- statistics ---------------------------------------------------------------------------
+
+    async def job_stats(self, job_id: int) -> dict[str, Any]:
+        """A job's run statistics over its kept history."""
+
+        def _stats() -> dict[str, Any]:
+            with self._store.read() as conn:
+                if conn.execute(select(jobs.c.id).where(jobs.c.id == job_id)).first() is None:
+                    raise NotFound("job", job_id)
+                return self._summary(conn, job_executions.c.job_id == job_id)
+
+        return await self._store.run(_stats)
+
+    async def summary(self, since: float | None = None) -> dict[str, Any]:
+        """Executions of every job (started since ``since``): counts, success rate, means."""
+
+        def _summary() -> dict[str, Any]:
+            condition = job_executions.c.started_at >= since if since is not None else true()
+            with self._store.read() as conn:
+                return self._summary(conn, condition)
+
+        return await self._store.run(_summary)
+
+    @staticmethod
+    def _summary(conn: Any, condition: Any) -> dict[str, Any]:
+        by_status = {s.value: 0 for s in ExecutionStatus}
+        for status, n in conn.execute(
+            select(job_executions.c.status, func.count())
+            .where(condition)
+            .group_by(job_executions.c.status)
+        ):
+            by_status[status] = int(n)
+        done = job_executions.c.status.in_(_DONE)
+        row = conn.execute(
+            select(
+                func.avg(case((done, job_executions.c.duration_ms))),
+                func.coalesce(func.sum(job_executions.c.items_crawled), 0),
+                func.coalesce(func.sum(job_executions.c.items_indexed), 0),
+                func.max(job_executions.c.started_at),
+            ).where(condition)
+        ).one()
+        finished = by_status["completed"] + by_status["failed"]
+        return {
+            "total": sum(by_status.values()),
+            "by_status": by_status,
+            "success_rate": round(by_status["completed"] / finished, 4) if finished else None,
+            "avg_duration_ms": None if row[0] is None else round(float(row[0]), 1),
+            "items_crawled": int(row[1]),
+            "items_indexed": int(row[2]),
+            "last_started_at": row[3],
+        }

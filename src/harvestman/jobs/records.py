@@ -1,0 +1,261 @@
+"""The jobs domain's records: sources, jobs, executions and log lines (plain dataclasses).
+
+``SourceSpec`` and ``JobSpec`` are what a caller asks for and are checked by ``validate()``;
+``Source``, ``Job`` and ``Execution`` are what the store holds. Times are UNIX epoch seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+from harvestman.errors import UrlError
+from harvestman.jobs.errors import InvalidSpec
+from harvestman.jobs.states import JobStatus
+from harvestman.urls import normalize_url
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_MAX_DEPTH = 3
+DEEP_CRAWL_WARNING = 5
+
+
+class IntervalType(StrEnum):
+    MINUTES = "minutes"
+    HOURS = "hours"
+    DAYS = "days"
+
+
+UNIT_SECONDS: dict[IntervalType, int] = {
+    IntervalType.MINUTES: 60,
+    IntervalType.HOURS: 3600,
+    IntervalType.DAYS: 86400,
+}
+
+
+class ExecutionStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@dataclass(slots=True, kw_only=True)
+class ScopeRules:
+    """Which discovered URLs a source's crawl keeps (see ``harvestman.urls.Scope``)."""
+
+    allow_domains: list[str] = field(default_factory=list)
+    include: list[str] = field(default_factory=list)  # URL regexes to keep
+    exclude: list[str] = field(default_factory=list)  # URL regexes to drop
+
+
+@dataclass(slots=True, kw_only=True)
+class SourceSpec:
+    """A site to crawl. ``max_depth`` 0 means the default (3); ``crawl_delay`` None means the
+    robots.txt Crawl-delay, else the service's default; ``max_pages`` 0 means no limit."""
+
+    name: str
+    start_urls: list[str]
+    max_depth: int = 0
+    scope: ScopeRules = field(default_factory=ScopeRules)
+    crawl_delay: float | None = None
+    max_pages: int = 0
+    enabled: bool = True
+
+    @property
+    def effective_max_depth(self) -> int:
+        return self.max_depth or DEFAULT_MAX_DEPTH
+
+    def validate(self) -> None:
+        """Raise InvalidSpec for the first bad field; start URLs come back normalized.
+
+        A max depth above 5 is allowed but logged as a warning: such crawls grow very large.
+        """
+        self.name = self.name.strip() if isinstance(self.name, str) else self.name
+        if not isinstance(self.name, str) or not 1 <= len(self.name) <= 200:
+            raise InvalidSpec("name", "must be 1 to 200 characters")
+        if not self.start_urls:
+            raise InvalidSpec("start_urls", "at least one start URL is needed")
+        self.start_urls = list(dict.fromkeys(_http_url("start_urls", u) for u in self.start_urls))
+        if not 0 <= self.max_depth <= 1000:
+            raise InvalidSpec("max_depth", "must be between 0 (the default, 3) and 1000")
+        if self.crawl_delay is not None and not 0 <= self.crawl_delay <= 3600:
+            raise InvalidSpec("crawl_delay", "must be between 0 and 3600 seconds")
+        if self.max_pages < 0:
+            raise InvalidSpec("max_pages", "must be 0 (no limit) or more")
+        for name in ("include", "exclude"):
+            for pattern in getattr(self.scope, name):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise InvalidSpec(
+                        f"scope.{name}", f"invalid regex {pattern!r}: {exc}"
+                    ) from None
+        if self.max_depth > DEEP_CRAWL_WARNING:
+            log.warning(
+                "source %r: max depth %d is above %d, the crawl may grow very large",
+                self.name,
+                self.max_depth,
+                DEEP_CRAWL_WARNING,
+            )
+
+
+@dataclass(slots=True, kw_only=True)
+class Source(SourceSpec):
+    id: int
+    created_at: float
+    updated_at: float
+
+
+@dataclass(slots=True, kw_only=True)
+class JobSpec:
+    """A crawl of a source, once or every interval.
+
+    ``interval_minutes`` counts units of ``interval_type`` (360 minutes, or 6 hours). A job with
+    no interval, or with ``schedule_enabled`` false, is a one-time job: it runs at once (or at
+    ``next_run_at`` when given) and then rests completed.
+    """
+
+    source_id: int
+    url: str
+    interval_minutes: int | None = None
+    interval_type: IntervalType = IntervalType.MINUTES
+    schedule_enabled: bool = True
+    adaptive_scheduling: bool = True
+    max_retries: int = 3
+    retry_backoff_seconds: int = 60
+    next_run_at: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def interval_seconds(self) -> float | None:
+        """The baseline interval in seconds; None for a one-time job."""
+        if not self.is_recurring:
+            return None
+        assert self.interval_minutes is not None
+        return float(self.interval_minutes * UNIT_SECONDS[IntervalType(self.interval_type)])
+
+    @property
+    def is_recurring(self) -> bool:
+        return self.schedule_enabled and self.interval_minutes is not None
+
+    def validate(self) -> None:
+        """Raise InvalidSpec for the first bad field (the source's existence is the store's)."""
+        if not isinstance(self.source_id, int) or self.source_id < 1:
+            raise InvalidSpec("source_id", "is required")
+        self.url = _http_url("url", self.url)
+        if self.interval_minutes is not None and not 1 <= self.interval_minutes <= 10_000_000:
+            raise InvalidSpec("interval_minutes", "must be at least 1 (or null for a one-time job)")
+        try:
+            self.interval_type = IntervalType(self.interval_type)
+        except ValueError:
+            raise InvalidSpec("interval_type", "must be minutes, hours or days") from None
+        if not 0 <= self.max_retries <= 100:
+            raise InvalidSpec("max_retries", "must be between 0 and 100")
+        if not 0 <= self.retry_backoff_seconds <= 86400:
+            raise InvalidSpec("retry_backoff_seconds", "must be between 0 and 86400")
+        if not isinstance(self.metadata, dict):
+            raise InvalidSpec("metadata", "must be a JSON object")
+        try:
+            json.dumps(self.metadata)
+        except (TypeError, ValueError) as exc:
+            raise InvalidSpec("metadata", f"must be JSON: {exc}") from None
+
+
+@dataclass(slots=True, kw_only=True)
+class Job(JobSpec):
+    id: int
+    status: JobStatus
+    current_retry_count: int = 0
+    is_paused: bool = False
+    paused_at: float | None = None
+    cancelled_at: float | None = None
+    lock_token: str | None = None
+    lock_acquired_at: float | None = None
+    locked_by: str | None = None
+    last_run_at: float | None = None
+    last_moved_at: float | None = None
+    last_error: str | None = None
+    created_at: float
+    updated_at: float
+
+
+@dataclass(slots=True, kw_only=True)
+class Execution:
+    """One run of a job."""
+
+    id: int
+    job_id: int
+    execution_number: int
+    status: ExecutionStatus
+    started_at: float
+    completed_at: float | None = None
+    duration_ms: int | None = None
+    items_crawled: int = 0
+    items_indexed: int = 0
+    error_message: str | None = None
+    stack_trace: str | None = None
+    cpu_time_ms: int | None = None
+    memory_peak_mb: float | None = None
+    retry_attempt: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
+class ExecutionResult:
+    """What a runner reports about one execution.
+
+    ``start_hashes`` maps each start URL to the SHA-256 of its content as fetched in this run,
+    or None when it could not be fetched or hashed (adaptive scheduling then leaves the
+    interval alone).
+    """
+
+    status: ExecutionStatus
+    items_crawled: int = 0
+    items_indexed: int = 0
+    error_message: str | None = None
+    stack_trace: str | None = None
+    cpu_time_ms: int | None = None
+    memory_peak_mb: float | None = None
+    start_hashes: dict[str, str | None] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True, frozen=True)
+class LogLine:
+    """One captured log record of an execution; ``seq`` orders an execution's lines."""
+
+    execution_id: int
+    seq: int
+    created_at: float
+    level: str
+    logger: str
+    message: str
+
+
+@dataclass(slots=True)
+class ResultPage(Generic[T]):
+    """A page of a list and the total it was cut from."""
+
+    items: list[T]
+    total: int
+    limit: int
+    offset: int
+
+
+def _http_url(name: str, url: object) -> str:
+    if not isinstance(url, str):
+        raise InvalidSpec(name, "must be a URL")
+    try:
+        normalized = normalize_url(url.strip())
+    except UrlError as exc:
+        raise InvalidSpec(name, f"not a crawlable URL ({exc.reason}): {url[:200]!r}") from None
+    if not normalized.startswith(("http://", "https://")):
+        raise InvalidSpec(name, f"only http and https URLs are crawled: {url[:200]!r}")
+    return normalized

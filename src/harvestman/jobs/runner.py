@@ -1,0 +1,255 @@
+"""Runs one execution of a job: the crawl Engine on the job's source, measured.
+
+- **Settings for the source**: the service's settings with the source's namespace
+  (``source-<id>``: the source's frontier and pages, kept across runs), its max depth (0: 3), crawl
+  delay, per-run page budget and scope rules.
+- **Seeds**: the job's URL, then the source's start URLs. They are made due again before each
+  run, so a recurring job re-fetches its start pages (with the stored ETag / Last-Modified) and
+  follows their links to what is new or due; the rest of the namespace keeps its visited TTL.
+- **Result**: fetches finished (``items_crawled``), pages stored (``items_indexed``), the
+  process CPU time and peak RSS while the run lasted (shared with anything else the process
+  does meanwhile), the error and its stack trace when the crawl raised, and the SHA-256 of each
+  start page's text for adaptive scheduling (a 304 counts as the content last stored).
+
+Log lines are captured by the scheduler's ``LogCapture`` around the call: every task the Engine
+starts inherits the execution's context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import resource
+import sys
+import time
+import traceback
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+from sqlalchemy import select, update
+
+from harvestman.config import Settings
+from harvestman.engine import Engine
+from harvestman.errors import UrlError
+from harvestman.jobs.records import (
+    DEEP_CRAWL_WARNING,
+    Execution,
+    ExecutionResult,
+    ExecutionStatus,
+    Job,
+    Source,
+)
+from harvestman.records import Outcome, UrlStatus
+from harvestman.store import SqlStore, dialect
+from harvestman.store.schema import urls
+from harvestman.urls import UrlNormalizer, url_hash
+
+log = logging.getLogger(__name__)
+
+_FINISHED = [UrlStatus.COMPLETED.value, UrlStatus.FAILED.value, UrlStatus.BLOCKED.value]
+
+
+def namespace(source: Source) -> str:
+    """The crawl namespace of a source: stable across renames."""
+    return f"source-{source.id}"
+
+
+def job_seeds(job: Job, source: Source) -> list[str]:
+    """The job's URL first, then the source's start URLs, without repeats."""
+    return list(dict.fromkeys([job.url, *source.start_urls]))
+
+
+def source_settings(settings: Settings, source: Source, *, fetched_before: int = 0) -> Settings:
+    """``settings`` for a crawl of ``source``. ``max_pages`` is per run, so the budget counts
+    on from the fetches the namespace already holds (the Engine counts them all)."""
+    if source.max_depth > DEEP_CRAWL_WARNING:
+        log.warning(
+            "source %r: max depth %d is above %d, the crawl may grow very large",
+            source.name,
+            source.max_depth,
+            DEEP_CRAWL_WARNING,
+        )
+    update_: dict[str, Any] = {
+        "crawl_name": namespace(source),
+        "crawl_max_depth": source.effective_max_depth,
+        "crawl_max_pages": fetched_before + source.max_pages if source.max_pages else 0,
+        "crawl_allow_domains": list(source.scope.allow_domains),
+        "crawl_include": list(source.scope.include),
+        "crawl_exclude": list(source.scope.exclude),
+    }
+    if source.crawl_delay is not None:
+        update_["frontier_delay"] = source.crawl_delay
+    return settings.model_copy(update=update_)
+
+
+class ResourceMeter:
+    """CPU time and peak RSS of the process while a block runs (RSS sampled periodically)."""
+
+    def __init__(self, interval: float = 0.25) -> None:
+        self.interval = interval
+        self.cpu_ms = 0
+        self.peak_mb = 0.0
+        self._cpu_start = 0.0
+        self._peak = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> ResourceMeter:
+        self._cpu_start = time.process_time()
+        self._peak = _rss_bytes()
+        self._task = asyncio.create_task(self._sample())
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._peak = max(self._peak, _rss_bytes())
+        self.cpu_ms = round((time.process_time() - self._cpu_start) * 1000)
+        self.peak_mb = round(self._peak / (1024 * 1024), 1)
+
+    async def _sample(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            self._peak = max(self._peak, _rss_bytes())
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # the process's high water
+        return peak if sys.platform == "darwin" else peak * 1024
+
+
+class EngineRunner:
+    """Runs executions with the crawl ``Engine`` on ``store`` (the crawl store: the same
+    database as the jobs' tables, or another)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: SqlStore,
+        *,
+        clock: Callable[[], float] = time.time,
+        engine_factory: Callable[..., Engine] = Engine,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+        self.engine_factory = engine_factory
+
+    async def run(
+        self, job: Job, source: Source, execution: Execution, stop: asyncio.Event
+    ) -> ExecutionResult:
+        start: dict[str, str] = {}  # url hash -> normalized start URL
+        seen: dict[str, Outcome] = {}  # url hash -> the start URL's final outcome
+        counts = {"crawled": 0, "indexed": 0}
+        result = ExecutionResult(status=ExecutionStatus.COMPLETED)
+        async with ResourceMeter() as meter:
+            try:
+                seeds = job_seeds(job, source)
+                start.update((url_hash(url), url) for url in self._normalized(seeds))
+                crawl_id = await self.store.ensure_crawl(namespace(source))
+                await asyncio.to_thread(self._make_due, crawl_id, list(start), self.clock())
+                # Counted after the start pages are due again, as the Engine counts.
+                before = (await self.store.counts(crawl_id)).fetched
+                settings = source_settings(self.settings, source, fetched_before=before)
+
+                def on_pages(outcomes: Sequence[Outcome]) -> None:
+                    for outcome in outcomes:
+                        if outcome.status is UrlStatus.PENDING:  # a retry comes later
+                            continue
+                        counts["crawled"] += 1
+                        page = outcome.page
+                        if outcome.status is UrlStatus.COMPLETED and page and not page.error_class:
+                            counts["indexed"] += 1
+                        if outcome.request.url_hash in start:
+                            seen[outcome.request.url_hash] = outcome
+
+                engine = self.engine_factory(
+                    settings, self.store, seeds, on_pages=on_pages, clock=self.clock
+                )
+                result.metadata = {
+                    "namespace": settings.crawl_name,
+                    "seeds": engine.seeds,
+                    "rejected_seeds": [list(pair) for pair in engine.rejected_seeds],
+                }
+                watcher = asyncio.create_task(_stop_on(stop, engine))
+                try:
+                    await engine.run()
+                finally:
+                    watcher.cancel()
+                result.metadata["stopped_early"] = engine.stopped_early
+                result.start_hashes = await asyncio.to_thread(
+                    self._start_hashes, crawl_id, start, seen
+                )
+            except Exception as exc:
+                log.exception("job %d: the crawl failed", job.id)
+                result.status = ExecutionStatus.FAILED
+                result.error_message = f"{type(exc).__name__}: {exc}"
+                result.stack_trace = "".join(traceback.format_exception(exc))
+        result.items_crawled = counts["crawled"]
+        result.items_indexed = counts["indexed"]
+        result.cpu_time_ms = meter.cpu_ms
+        result.memory_peak_mb = meter.peak_mb
+        return result
+
+    def _normalized(self, seeds: Sequence[str]) -> list[str]:
+        """The seeds as the Engine will normalize them (invalid ones it reports itself)."""
+        normalizer = UrlNormalizer(self.settings.url_tracking_params, self.settings.url_max_length)
+        normalized = []
+        for seed in seeds:
+            with contextlib.suppress(UrlError):
+                normalized.append(normalizer.normalize(seed))
+        return normalized
+
+    def _make_due(self, crawl_id: int, hashes: Collection[str], now: float) -> None:
+        """Start URLs fetched before become pending again now (in-progress ones are leased)."""
+        engine = self.store.engine
+        with engine.connect() as conn:
+            conn.execution_options(**dialect.write_options(engine))
+            with conn.begin():
+                conn.execute(
+                    update(urls)
+                    .where(
+                        urls.c.crawl_id == crawl_id,
+                        urls.c.url_hash.in_(list(hashes)),
+                        urls.c.status.in_(_FINISHED),
+                    )
+                    .values(status=UrlStatus.PENDING.value, next_crawl_at=now, attempts=0)
+                )
+
+    def _start_hashes(
+        self, crawl_id: int, start: dict[str, str], seen: dict[str, Outcome]
+    ) -> dict[str, str | None]:
+        """Each start URL's content hash in this run; None when it was not fetched or has no
+        text to hash. A 304 stands for the content stored by the last full fetch."""
+        stored: dict[str, str | None] = {}
+        if any(o.status_code == 304 for o in seen.values()):
+            with self.store.engine.connect() as conn:
+                stored = dict(
+                    conn.execute(
+                        select(urls.c.url_hash, urls.c.content_hash).where(
+                            urls.c.crawl_id == crawl_id, urls.c.url_hash.in_(list(start))
+                        )
+                    ).all()
+                )
+        hashes: dict[str, str | None] = {}
+        for digest, url in start.items():
+            outcome = seen.get(digest)
+            if outcome is None or outcome.status is not UrlStatus.COMPLETED:
+                hashes[url] = None
+            elif outcome.status_code == 304:
+                hashes[url] = stored.get(digest)
+            else:
+                hashes[url] = outcome.content_hash
+        return hashes
+
+
+async def _stop_on(stop: asyncio.Event, engine: Engine) -> None:
+    await stop.wait()
+    engine.stop()

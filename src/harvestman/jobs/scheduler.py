@@ -1,0 +1,321 @@
+"""The scheduler: polls for due jobs, runs them, and records what happened.
+
+Each ``poll`` (every ``poll_interval``, 10 s) renews the locks of the runs in progress, stops
+those whose job was cancelled, and takes as many due jobs as there are free run slots, each by
+compare-and-set (``JobLocks``). A run ends in ``lifecycle``'s next step: a recurring success is
+scheduled one (adaptive) interval after its planned time, a failure is retried with backoff
+until its retries are used up. The maintenance ``sweep`` (stale locks, history pruning) runs on
+the instance holding the ``LeaderLease``. Time comes from the store's clock, so tests drive
+``poll``, ``sweep`` and ``wait_idle`` by hand without sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import traceback
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harvestman.errors import HarvestmanError
+from harvestman.jobs import adaptive, lifecycle
+from harvestman.jobs.db import JobStore
+from harvestman.jobs.leader import LeaderLease
+from harvestman.jobs.locks import Claim
+from harvestman.jobs.logs import LogCapture
+from harvestman.jobs.reconcile import SyncPlan, sync_enabled_sources
+from harvestman.jobs.records import Execution, ExecutionResult, ExecutionStatus, Job, Source
+from harvestman.jobs.states import JobStatus
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED = "Interrupted: the service stopped during the run"
+
+
+class Runner(Protocol):
+    """Runs one execution of a job and reports it; never raises for a failed crawl.
+
+    ``stop`` is set when the run must end early (the job was cancelled, or the service is
+    stopping): the runner should wind down promptly and return what it has.
+    """
+
+    async def run(
+        self, job: Job, source: Source, execution: Execution, stop: asyncio.Event
+    ) -> ExecutionResult: ...
+
+
+@dataclass(slots=True)
+class _Run:
+    claim: Claim
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    reason: str | None = None  # why it was stopped: cancelled, lock_lost, shutdown
+    task: asyncio.Task[None] | None = None
+
+
+def failure(exc: BaseException) -> ExecutionResult:
+    """An execution result for an exception a run raised."""
+    return ExecutionResult(
+        status=ExecutionStatus.FAILED,
+        error_message=f"{type(exc).__name__}: {exc}",
+        stack_trace="".join(traceback.format_exception(exc)),
+    )
+
+
+class Scheduler:
+    """Runs due jobs of a ``JobStore`` with a ``Runner``; safe beside other instances."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        runner: Runner,
+        *,
+        instance_id: str | None = None,
+        poll_interval: float = 10.0,
+        max_concurrent: int = 4,
+        stale_lock_seconds: float = 300.0,
+        sweep_interval: float = 60.0,
+        metrics_interval: float = 30.0,
+        history_max: int = 100,
+        history_days: float = 30.0,
+        retry_backoff_cap: float = lifecycle.RETRY_BACKOFF_CAP,
+        adaptive_max_interval: float = adaptive.ADAPTIVE_MAX_INTERVAL,
+        leader_ttl: float = 30.0,
+        source_job_interval_minutes: int = 360,
+        log_capture: LogCapture | None = None,
+    ) -> None:
+        self.store = store
+        self.runner = runner
+        self.instance_id = instance_id or (
+            f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        )
+        self.poll_interval = poll_interval
+        self.max_concurrent = max_concurrent
+        self.stale_lock_seconds = stale_lock_seconds
+        self.sweep_interval = sweep_interval
+        self.metrics_interval = metrics_interval
+        self.history_max = history_max
+        self.history_days = history_days
+        self.retry_backoff_cap = retry_backoff_cap
+        self.adaptive_max_interval = adaptive_max_interval
+        self.source_job_interval_minutes = source_job_interval_minutes
+        self.leader = LeaderLease(store, self.instance_id, ttl=leader_ttl)
+        self.logs = log_capture or LogCapture(clock=store.clock)
+        self._runs: dict[str, _Run] = {}
+        self._stopping = asyncio.Event()
+        self._next_sweep = 0.0
+        self._snapshot: dict[str, Any] = {}
+        self.counters = {"polls": 0, "claimed": 0, "stale_locks_cleared": 0, "pruned": 0}
+        self.last_poll_ms = 0.0
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.store.clock
+
+    @property
+    def running(self) -> list[Claim]:
+        """The runs in progress on this instance."""
+        return [run.claim for run in self._runs.values()]
+
+    # -- one step each (the loops call these; tests call them directly) ------------------------
+
+    async def poll(self) -> list[Claim]:
+        """Renew running locks, stop cancelled runs, flush their logs, start due jobs."""
+        started = time.perf_counter()
+        self.logs.install()
+        for token in await self.store.locks.renew(list(self._runs)):
+            run = self._runs.get(token)
+            if run is not None and not run.stop.is_set():
+                run.reason = "cancelled"
+                run.stop.set()
+        await self._flush_logs()
+        free = 0 if self._stopping.is_set() else self.max_concurrent - len(self._runs)
+        claims = await self.store.locks.claim_due(self.instance_id, free)
+        for claim in claims:
+            run = _Run(claim)
+            self._runs[claim.token] = run
+            run.task = asyncio.create_task(self._execute(run), name=f"job-{claim.job.id}")
+        self.counters["polls"] += 1
+        self.counters["claimed"] += len(claims)
+        self.last_poll_ms = (time.perf_counter() - started) * 1000
+        return claims
+
+    async def sweep(self) -> dict[str, int]:
+        """Maintenance: clear stale locks, prune execution history (the leader runs it)."""
+        cleared = await self.store.locks.clear_stale(
+            self.stale_lock_seconds, backoff_cap=self.retry_backoff_cap
+        )
+        pruned = await self.store.executions.prune(
+            keep=self.history_max, max_age_days=self.history_days
+        )
+        if cleared:
+            log.warning("cleared %d stale job locks", cleared)
+        self.counters["stale_locks_cleared"] += cleared
+        self.counters["pruned"] += pruned
+        return {"stale_locks_cleared": cleared, "pruned": pruned}
+
+    async def wait_idle(self) -> None:
+        """Wait until every run started here has finished and been recorded."""
+        while self._runs:
+            tasks = [run.task for run in self._runs.values() if run.task is not None]
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def refresh_metrics(self) -> dict[str, Any]:
+        """Aggregate the scheduler metrics (the service calls this every 30 s)."""
+        now = self.clock()
+        counts = await self.store.jobs.status_counts()
+        self._snapshot = {
+            "instance_id": self.instance_id,
+            "is_leader": self.leader.is_leader,
+            "collected_at": now,
+            "jobs": {**counts, "total": sum(counts.values())},
+            "executions": await self.store.executions.summary(),
+            "executions_24h": await self.store.executions.summary(since=now - 86400),
+            "running_here": len(self._runs),
+            "last_poll_ms": round(self.last_poll_ms, 2),
+            **self.counters,
+        }
+        return self._snapshot
+
+    async def source_changed(self, source_id: int) -> SyncPlan:
+        """A source was enabled or disabled (the service's event): give it its recurring job,
+        or cancel the one it has."""
+        return await sync_enabled_sources(
+            self.store,
+            interval_minutes=self.source_job_interval_minutes,
+            source_ids=[source_id],
+            dry_run=False,
+        )
+
+    def metrics(self) -> dict[str, Any]:
+        """The last aggregated metrics (empty before the first ``refresh_metrics``)."""
+        return dict(self._snapshot)
+
+    # -- a run --------------------------------------------------------------------------------
+
+    async def _execute(self, run: _Run) -> None:
+        claim = run.claim
+        job, execution = claim.job, claim.execution
+        try:
+            with self.logs.capture(execution.id):
+                log.info(
+                    "job %d: execution %d started (attempt %d)",
+                    job.id,
+                    execution.execution_number,
+                    execution.retry_attempt,
+                )
+                try:
+                    source = await self.store.sources.get(job.source_id)
+                    result = await self.runner.run(job, source, execution, run.stop)
+                except Exception as exc:
+                    log.exception("job %d: the run failed", job.id)
+                    source, result = None, failure(exc)
+                step = await self._next_step(run, source, result)
+                log.info(
+                    "job %d: execution %d %s; job %s",
+                    job.id,
+                    execution.execution_number,
+                    result.status.value,
+                    step.status.value,
+                )
+            await self.store.locks.finish(claim, result, step)
+        except HarvestmanError as exc:  # the store is away: the lock expires and is swept
+            log.error("job %d: could not record execution %d: %s", job.id, execution.id, exc)
+        except Exception:  # a bug; the lock expires and the sweep records the run as failed
+            log.exception("job %d: execution %d could not be recorded", job.id, execution.id)
+        finally:
+            self._runs.pop(claim.token, None)
+            lines = self.logs.take(execution.id) + self.logs.end(execution.id)
+            with contextlib.suppress(HarvestmanError):
+                await self.store.executions.append_logs(lines)
+
+    async def _next_step(
+        self, run: _Run, source: Source | None, result: ExecutionResult
+    ) -> lifecycle.NextStep:
+        job, now = run.claim.job, self.clock()
+        if run.reason == "shutdown":
+            result.status = ExecutionStatus.FAILED
+            result.error_message = INTERRUPTED
+            return lifecycle.after_failure(job, now, count_attempt=False)
+        if run.reason is not None:  # cancelled, or the lock was lost: the job is not ours
+            result.status = ExecutionStatus.CANCELLED
+            status = JobStatus.CANCELLED
+            return lifecycle.NextStep(status, None, job.current_retry_count, (status,))
+        if result.status is ExecutionStatus.COMPLETED:
+            interval = await self._interval(job, source, result, now)
+            return lifecycle.after_success(job, interval, now)
+        return lifecycle.after_failure(job, now, cap=self.retry_backoff_cap)
+
+    async def _interval(
+        self, job: Job, source: Source | None, result: ExecutionResult, now: float
+    ) -> float | None:
+        baseline = job.interval_seconds
+        if baseline is None or not job.adaptive_scheduling or source is None:
+            return baseline
+        try:
+            state = await self.store.sources.adaptive_state(source.id)
+            state = adaptive.observe(
+                state, result.start_hashes, baseline, now, self.adaptive_max_interval
+            )
+            await self.store.sources.save_adaptive_state(state)
+        except HarvestmanError as exc:
+            log.warning("job %d: adaptive state unavailable, fixed interval: %s", job.id, exc)
+            return baseline
+        log.info(
+            "job %d: start pages unchanged %d times, next interval %ds",
+            job.id,
+            state.unchanged_count,
+            state.current_interval or baseline,
+        )
+        return state.current_interval or baseline
+
+    async def _flush_logs(self) -> None:
+        lines = []
+        for run in self._runs.values():
+            lines += self.logs.take(run.claim.execution.id)
+        await self.store.executions.append_logs(lines)
+
+    # -- the service --------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask ``run`` to end: runs in progress are stopped and retried at once elsewhere."""
+        self._stopping.set()
+
+    async def run(self) -> None:
+        """Poll, maintain (when leader) and aggregate metrics until ``stop``."""
+        self.logs.install()
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._every(self.poll_interval, self.poll))
+                group.create_task(self._every(self.leader.ttl / 3, self._maintain))
+                group.create_task(self._every(self.metrics_interval, self.refresh_metrics))
+        finally:
+            for run in self._runs.values():
+                run.reason = run.reason or "shutdown"
+                run.stop.set()
+            await self.wait_idle()
+            with contextlib.suppress(HarvestmanError):
+                await self.leader.release()
+            self.logs.uninstall()
+
+    async def _every(self, interval: float, step: Callable[[], Awaitable[object]]) -> None:
+        while not self._stopping.is_set():
+            try:
+                await step()
+            except HarvestmanError as exc:
+                log.warning("scheduler: %s failed: %s", getattr(step, "__name__", step), exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), interval)
+
+    async def _maintain(self) -> None:
+        if not await self.leader.acquire():
+            return
+        now = self.clock()
+        if now >= self._next_sweep:
+            self._next_sweep = now + self.sweep_interval
+            await self.sweep()

@@ -1,0 +1,217 @@
+"""Sources: what to crawl and how (CRUD), and each source's adaptive-scheduling state."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, fields, replace
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, func, select, update
+from sqlalchemy.engine import RowMapping
+from sqlalchemy.exc import IntegrityError
+
+from harvestman.jobs.adaptive import AdaptiveState
+from harvestman.jobs.errors import InvalidSpec, NameTaken, NotFound
+from harvestman.jobs.models import source_adaptive_state, sources
+from harvestman.jobs.records import ResultPage, ScopeRules, Source, SourceSpec
+from harvestman.store import dialect
+
+if TYPE_CHECKING:
+    from harvestman.jobs.db import JobStore
+
+SPEC_FIELDS = frozenset(f.name for f in fields(SourceSpec))
+
+
+def source_from_row(row: RowMapping) -> Source:
+    scope = json.loads(row["scope"])
+    return Source(
+        id=int(row["id"]),
+        name=row["name"],
+        start_urls=json.loads(row["start_urls"]),
+        max_depth=int(row["max_depth"]),
+        scope=ScopeRules(**scope),
+        crawl_delay=row["crawl_delay"],
+        max_pages=int(row["max_pages"]),
+        enabled=bool(row["enabled"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def scope_rules(value: Mapping[str, Any]) -> ScopeRules:
+    """Scope rules from a mapping (``allow_domains``, ``include``, ``exclude``)."""
+    unknown = set(value) - {"allow_domains", "include", "exclude"}
+    if unknown:
+        raise InvalidSpec(f"scope.{sorted(unknown)[0]}", "is not a scope rule")
+    return ScopeRules(**{name: list(items) for name, items in value.items()})
+
+
+def _values(spec: SourceSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "start_urls": json.dumps(spec.start_urls),
+        "max_depth": spec.max_depth,
+        "scope": json.dumps(asdict(spec.scope)),
+        "crawl_delay": spec.crawl_delay,
+        "max_pages": spec.max_pages,
+        "enabled": spec.enabled,
+    }
+
+
+class SourceRepository:
+    """Source CRUD. Names are unique; deleting a source deletes its jobs and their history."""
+
+    def __init__(self, store: JobStore) -> None:
+        self._store = store
+
+    async def create(self, spec: SourceSpec) -> Source:
+        spec.validate()
+        now = self._store.clock()
+
+        def _create() -> Source:
+            try:
+                with self._store.begin() as conn:
+                    new_id = conn.execute(
+                        sources.insert().values(**_values(spec), created_at=now, updated_at=now)
+                    ).inserted_primary_key
+                    assert new_id is not None
+                    return self._get(conn, int(new_id[0]))
+            except IntegrityError:
+                raise NameTaken(spec.name) from None
+
+        return await self._store.run(_create)
+
+    async def get(self, source_id: int) -> Source:
+        def _fetch() -> Source:
+            with self._store.read() as conn:
+                return self._get(conn, source_id)
+
+        return await self._store.run(_fetch)
+
+    @staticmethod
+    def _get(conn: Connection, source_id: int) -> Source:
+        row = conn.execute(select(sources).where(sources.c.id == source_id)).mappings().first()
+        if row is None:
+            raise NotFound("source", source_id)
+        return source_from_row(row)
+
+    async def list(
+        self,
+        *,
+        enabled: bool | None = None,
+        name_contains: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> ResultPage[Source]:
+        """Sources in id order, optionally filtered, with the total before paging."""
+        conditions = []
+        if enabled is not None:
+            conditions.append(sources.c.enabled == enabled)
+        if name_contains:
+            conditions.append(sources.c.name.icontains(name_contains, autoescape=True))
+
+        def _list() -> ResultPage[Source]:
+            with self._store.read() as conn:
+                total = conn.execute(
+                    select(func.count()).select_from(sources).where(*conditions)
+                ).scalar_one()
+                rows = conn.execute(
+                    select(sources)
+                    .where(*conditions)
+                    .order_by(sources.c.id)
+                    .limit(limit)
+                    .offset(offset)
+                ).mappings()
+                return ResultPage([source_from_row(r) for r in rows], int(total), limit, offset)
+
+        return await self._store.run(_list)
+
+    async def update(self, source_id: int, changes: Mapping[str, Any]) -> Source:
+        """Change some fields (a partial update; PUT sends them all); the result is validated
+        as a whole."""
+        unknown = set(changes) - SPEC_FIELDS
+        if unknown:
+            raise InvalidSpec(sorted(unknown)[0], "is not a source field")
+        now = self._store.clock()
+
+        def _update() -> Source:
+            try:
+                with self._store.begin() as conn:
+                    current = self._get(conn, source_id)
+                    spec = SourceSpec(**{name: getattr(current, name) for name in SPEC_FIELDS})
+                    for name, value in changes.items():
+                        if name == "scope" and isinstance(value, Mapping):
+                            value = scope_rules(value)
+                        setattr(spec, name, value)
+                    spec.validate()
+                    conn.execute(
+                        update(sources)
+                        .where(sources.c.id == source_id)
+                        .values(**_values(spec), updated_at=now)
+                    )
+                    kept = {name: getattr(spec, name) for name in SPEC_FIELDS}
+                    return replace(current, **kept, updated_at=now)
+            except IntegrityError:
+                raise NameTaken(str(changes.get("name"))) from None
+
+        return await self._store.run(_update)
+
+    async def delete(self, source_id: int) -> None:
+        """Delete a source with its jobs, their executions and logs, and its adaptive state."""
+
+        def _delete() -> None:
+            with self._store.begin() as conn:
+                if not conn.execute(sources.delete().where(sources.c.id == source_id)).rowcount:
+                    raise NotFound("source", source_id)
+
+        await self._store.run(_delete)
+
+    # -- adaptive scheduling state ------------------------------------------------------------
+
+    async def adaptive_state(self, source_id: int) -> AdaptiveState:
+        """The source's adaptive state (a blank one before its first observed run)."""
+
+        def _load() -> AdaptiveState:
+            with self._store.read() as conn:
+                row = (
+                    conn.execute(
+                        select(source_adaptive_state).where(
+                            source_adaptive_state.c.source_id == source_id
+                        )
+                    )
+                    .mappings()
+                    .first()
+                )
+            if row is None:
+                return AdaptiveState(source_id=source_id)
+            return AdaptiveState(
+                source_id=source_id,
+                url_hashes=json.loads(row["url_hashes"]),
+                last_hash=row["last_hash"],
+                last_change_at=row["last_change_at"],
+                unchanged_count=int(row["unchanged_count"]),
+                current_interval=row["current_interval"],
+            )
+
+        return await self._store.run(_load)
+
+    async def save_adaptive_state(self, state: AdaptiveState) -> None:
+        values = {
+            "last_hash": state.last_hash,
+            "url_hashes": json.dumps(dict(state.url_hashes), sort_keys=True),
+            "last_change_at": state.last_change_at,
+            "unchanged_count": state.unchanged_count,
+            "current_interval": state.current_interval,
+            "updated_at": self._store.clock(),
+        }
+
+        def _save() -> None:
+            stmt = dialect.insert(self._store.engine, source_adaptive_state).values(
+                source_id=state.source_id, **values
+            )
+            stmt = stmt.on_conflict_do_update(index_elements=["source_id"], set_=values)
+            with self._store.begin() as conn:
+                conn.execute(stmt)
+
+        await self._store.run(_save)

@@ -1,0 +1,128 @@
+"""Several schedulers on one PostgreSQL: no job runs twice, one leader at a time."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import func, select
+
+from harvestman.jobs import (
+    ExecutionResult,
+    ExecutionStatus,
+    Job,
+    JobSpec,
+    JobStatus,
+    JobStore,
+    LeaderLease,
+    Scheduler,
+    SourceSpec,
+)
+from harvestman.jobs.models import job_executions
+from harvestman.jobs.records import Execution, Source
+from harvestman.store import dialect, migrate
+
+NOW = 1_800_000_000.0
+JOBS = 120
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class RecordingRunner:
+    def __init__(self, runs: list[tuple[str, int]], name: str) -> None:
+        self.runs = runs
+        self.name = name
+
+    async def run(
+        self, job: Job, source: Source, execution: Execution, stop: asyncio.Event
+    ) -> ExecutionResult:
+        self.runs.append((self.name, job.id))
+        await asyncio.sleep(0.001 * (job.id % 5))
+        return ExecutionResult(status=ExecutionStatus.COMPLETED, items_crawled=1)
+
+
+@pytest.fixture
+async def stores(pg_schema_url: str) -> AsyncIterator[tuple[JobStore, JobStore]]:
+    clock = Clock()
+    engines = [dialect.make_engine(pg_schema_url) for _ in range(2)]
+    migrate.upgrade(engines[0])
+    async with (
+        JobStore(engines[0], clock=clock) as first,
+        JobStore(engines[1], clock=clock) as second,
+    ):
+        source = await first.sources.create(SourceSpec(name="s", start_urls=["http://a.test/"]))
+        for i in range(JOBS):
+            await first.jobs.create(
+                JobSpec(source_id=source.id, url=f"http://a.test/{i}", next_run_at=NOW - i % 7)
+            )
+        yield first, second
+    for engine in engines:
+        engine.dispose()
+
+
+async def test_two_schedulers_polling_one_postgres_never_run_the_same_job(
+    stores: tuple[JobStore, JobStore],
+) -> None:
+    runs: list[tuple[str, int]] = []
+    schedulers = [
+        Scheduler(store, RecordingRunner(runs, name), instance_id=name, max_concurrent=16)
+        for store, name in zip(stores, ("a", "b"), strict=True)
+    ]
+    for _ in range(100):
+        await asyncio.gather(*(s.poll() for s in schedulers))
+        await asyncio.sleep(0.002)
+        if (await stores[0].jobs.status_counts())["completed"] == JOBS:
+            break
+    await asyncio.gather(*(s.wait_idle() for s in schedulers))
+    per_job = Counter(job_id for _, job_id in runs)
+    assert (len(per_job), max(per_job.values())) == (JOBS, 1)
+    per_instance = Counter(name for name, _ in runs)
+    assert per_instance["a"] > 0
+    assert per_instance["b"] > 0
+    assert (await stores[1].jobs.status_counts())["completed"] == JOBS
+    with stores[0].engine.connect() as conn:
+        numbers = conn.execute(
+            select(func.count(), func.max(job_executions.c.execution_number))
+        ).one()
+    assert tuple(numbers) == (JOBS, 1)
+
+
+async def test_racing_claims_take_each_job_once(stores: tuple[JobStore, JobStore]) -> None:
+    claims = await asyncio.gather(
+        *(store.locks.claim_due(f"claimer-{i}", 25) for i in range(4) for store in stores)
+    )
+    taken = [claim.job.id for batch in claims for claim in batch]
+    assert len(taken) == len(set(taken)) == min(JOBS, 8 * 25)
+    again = await stores[1].locks.claim_due("late", JOBS)
+    assert len(again) == JOBS - len(taken)
+    running = await stores[0].jobs.list(status=JobStatus.RUNNING, limit=JOBS)
+    assert running.total == JOBS
+
+
+async def test_one_leader_at_a_time_on_postgres(stores: tuple[JobStore, JobStore]) -> None:
+    clock = stores[0].clock
+    assert isinstance(clock, Clock)
+    leases = [LeaderLease(store, f"instance-{i}", ttl=30) for i, store in enumerate(stores * 3)]
+    for _ in range(5):
+        won = await asyncio.gather(*(lease.acquire() for lease in leases))
+        assert sum(won) == 1
+        clock.now += 31  # whoever held it stops renewing; the next round elects again
+
+
+async def test_two_instances_reconciling_one_source_at_once_create_one_job(
+    stores: tuple[JobStore, JobStore],
+) -> None:
+    source = await stores[0].sources.create(SourceSpec(name="new", start_urls=["http://n.test/"]))
+    schedulers = [Scheduler(store, runner=None) for store in stores * 4]  # type: ignore[arg-type]
+    plans = await asyncio.gather(*(s.source_changed(source.id) for s in schedulers))
+    created = [job_id for plan in plans for job_id in plan.created_jobs]
+    assert len(created) == 1
+    assert (await stores[1].jobs.list(source_id=source.id)).total == 1
