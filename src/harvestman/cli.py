@@ -151,6 +151,9 @@ def crawl(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Append fetched pages here as JSONL")
     ] = None,
+    warc: Annotated[
+        Path | None, typer.Option("--warc", help="Also write every exchange to this WARC file")
+    ] = None,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Live progress display")
     ] = True,
@@ -172,6 +175,7 @@ def crawl(
         crawl_exclude=exclude or None,
         fetch_timeout=timeout,
         fetch_user_agent=user_agent,
+        warc_path=str(warc) if warc else None,
     )
     with _errors_exit():
         seeds = _read_seeds(urls or [], seeds_file)
@@ -503,7 +507,10 @@ async def _rebuild(settings: Settings) -> dict[str, Any]:
 
 @app.command()
 def export(
-    fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl or csv")] = "jsonl",
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="jsonl, csv, es (bulk NDJSON) or warc")
+    ] = "jsonl",
+    what: Annotated[str, typer.Option("--what", help="pages or products")] = "pages",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="File to write [default: stdout]")
     ] = None,
@@ -512,22 +519,110 @@ def export(
     config: ConfigOption = None,
     name: NameOption = None,
 ) -> None:
-    """Write every stored page of a crawl as JSONL or CSV, streaming."""
-    if fmt not in FORMATS:
-        err.print(f"[red]error:[/red] unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    """Write every stored page (or product) of a crawl, streaming; WARC from the raw archive."""
+    if fmt not in (*FORMATS, "warc"):
+        err.print(
+            f"[red]error:[/red] unknown format {fmt!r}; choose one of {', '.join(FORMATS)}, warc"
+        )
+        raise typer.Exit(2)
+    if what not in ("pages", "products"):
+        err.print("[red]error:[/red] --what must be pages or products")
         raise typer.Exit(2)
     settings = _settings(config, database_url=_database_url(db, database_url), crawl_name=name)
     with _errors_exit():
         store = SqlStore(settings.database_url)
         crawl_id = _existing_crawl(store, settings)
+        if fmt == "warc":
+            n = _export_warc(store, crawl_id, settings, output)
+            err.print(f"exported {n} pages")
+            return
         target = output.open("wb") if output else sys.stdout.buffer
         try:
-            n = export_pages(store, crawl_id, fmt, target)
+            n = export_pages(store, crawl_id, fmt, target, what=what)
         finally:
             if output:
                 target.close()
             store.engine.dispose()
-    err.print(f"exported {n} pages")
+    err.print(f"exported {n} {what}")
+
+
+def _export_warc(store: SqlStore, crawl_id: int, settings: Settings, output: Path | None) -> int:
+    from harvestman.archive import RawArchive, export_warc
+    from harvestman.engine import raw_blobs
+
+    if output is None:
+        raise ConfigError("--format warc needs --output FILE (.warc or .warc.gz)")
+    with RawArchive(raw_blobs(settings)) as archive:
+        report = export_warc(store.iter_pages(crawl_id), archive, output)
+    if report.skipped or report.missing:
+        err.print(f"skipped {report.skipped} pages without an archived body, {report.missing} lost")
+    return report.written
+
+
+dead_app = typer.Typer(
+    help="Failed URLs (the dead letters): list and re-queue.", no_args_is_help=True
+)
+app.add_typer(dead_app, name="dead-letter")
+
+
+@dead_app.command("list")
+def dead_list(
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+    limit: Annotated[int, typer.Option("--limit")] = 50,
+) -> None:
+    """URLs that failed for good, with their error."""
+    settings = _settings(config, database_url=_database_url(db, database_url), crawl_name=name)
+    with _errors_exit():
+        store = SqlStore(settings.database_url)
+        crawl_id = _existing_crawl(store, settings)
+        rows = list(store.iter_urls(crawl_id, "failed"))[:limit]
+    for row in rows:
+        typer.echo(f"{row['url']}\t{row['error_class']}\t{row['error']}")
+    err.print(f"{len(rows)} failed URLs shown")
+
+
+@dead_app.command("requeue")
+def dead_requeue(
+    error_class: Annotated[
+        str | None, typer.Option("--error-class", help="Only URLs that failed with this error")
+    ] = None,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+) -> None:
+    """Put failed URLs back into the frontier (retries reset); the next crawl fetches them."""
+    import time
+
+    settings = _settings(config, database_url=_database_url(db, database_url), crawl_name=name)
+    with _errors_exit():
+        store = SqlStore(settings.database_url)
+        crawl_id = _existing_crawl(store, settings)
+        n = store.requeue_failed(crawl_id, error_class, time.time())
+    err.print(f"re-queued {n} URLs")
+
+
+@app.command()
+def errors(
+    category: Annotated[
+        str | None, typer.Option("--category", help="network, http, parse, validation, storage")
+    ] = None,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+    limit: Annotated[int, typer.Option("--limit")] = 50,
+) -> None:
+    """The newest errors a crawl recorded, by category."""
+    settings = _settings(config, database_url=_database_url(db, database_url), crawl_name=name)
+    with _errors_exit():
+        store = SqlStore(settings.database_url)
+        rows = store.error_rows(_existing_crawl(store, settings), category, limit)
+    for row in rows:
+        typer.echo(f"{row['category']}\t{row['error_class']}\t{row['task']}\t{row['message']}")
 
 
 def _existing_crawl(store: SqlStore, settings: Settings) -> int:

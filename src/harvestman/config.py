@@ -31,6 +31,7 @@ CONFIG_ENV = "HARVESTMAN_CONFIG"
 GROUPS = (
     "fetch", "frontier", "robots", "store", "crawl", "url", "redis", "worker", "discovery",
     "sitemap", "feed", "pagination", "archives", "validate", "breaker", "watchdog", "proxy",
+    "extract", "warc", "archive",
 )  # fmt: skip
 
 
@@ -123,6 +124,18 @@ class Settings(BaseSettings):
         default_factory=list, description="rotate these User-Agents (off when empty)"
     )
     fetch_cookies: bool = Field(True, description="keep cookies per host, across restarts")
+
+    # what a crawl yields
+    extract_products: bool = Field(True, description="schema.org products from pages")
+    warc_path: str | None = Field(None, description="write every exchange to this WARC file")
+    archive_enabled: bool = Field(False, description="keep raw HTML bodies, content-addressed")
+    archive_dir: str = Field("harvestman-archive", description="local raw archive directory")
+    archive_s3_bucket: str | None = Field(None, description="an S3-compatible bucket instead")
+    archive_s3_endpoint_url: str | None = None
+    archive_s3_region: str | None = None
+    archive_s3_access_key_id: str | None = None
+    archive_s3_secret_access_key: str | None = None
+    archive_s3_prefix: str = ""
 
     # robots
     robots_ttl: float = Field(3600.0, ge=0, description="robots.txt cache lifetime (s)")

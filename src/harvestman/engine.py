@@ -18,13 +18,17 @@ import logging
 import os
 import socket
 import time
+import traceback
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
+from pathlib import Path
 
 import aiohttp
 
+from harvestman.archive import RawArchive, WarcWriter
+from harvestman.archive.raw import LocalBlobs, S3Blobs
 from harvestman.config import Settings
 from harvestman.cookies import dump_cookies, load_cookies
 from harvestman.coord import Coordinator, LocalCoordinator, WorkerStatus
@@ -39,6 +43,7 @@ from harvestman.errors import (
     StoreError,
     UrlError,
 )
+from harvestman.extract.products import Product, scan_products
 from harvestman.fetch import Fetcher, FetchResult, RetryPolicy, parse_retry_after
 from harvestman.frontier import Frontier, priority_for
 from harvestman.parse import Page, parse_html
@@ -145,6 +150,9 @@ class Engine:
             Validator(min_bytes=settings.validate_min_bytes) if settings.validate_pages else None
         )
         self.hard_cooldown = settings.validate_hard_cooldown
+        self.extract_products = settings.extract_products
+        self.warc: WarcWriter | None = None
+        self.archive: RawArchive | None = None
         self.near_duplicate_distance = settings.near_duplicate_distance
         self.near_duplicates: dict[str, NearDuplicateIndex] | None = (
             {} if settings.near_duplicates else None
@@ -228,6 +236,17 @@ class Engine:
             clock=self.clock,
         )
         self.cookie_jar = await self._load_sessions()
+        with contextlib.ExitStack() as keep:
+            if self.settings.warc_path:
+                self.warc = keep.enter_context(
+                    WarcWriter(Path(self.settings.warc_path),
+                               gzip=self.settings.warc_path.endswith(".gz"), append=True)
+                )  # fmt: skip
+            if self.settings.archive_enabled:
+                self.archive = keep.enter_context(RawArchive(raw_blobs(self.settings)))
+            return await self._crawl(store)
+
+    async def _crawl(self, store: Store) -> CrawlCounts:
         async with Fetcher(
             user_agent=self.user_agent,
             user_agents=self.settings.fetch_user_agents or None,
@@ -441,7 +460,9 @@ class Engine:
             raise
         except Exception as exc:  # a bug must not stop the crawl; it is logged and recorded
             log.exception("internal error while crawling %s", request.url)
-            result = (self._failed(request, f"{type(exc).__name__}: {exc}", type(exc).__name__), [])
+            failed = self._failed(request, f"{type(exc).__name__}: {exc}", type(exc).__name__)
+            failed.stack_trace = traceback.format_exc()
+            result = (failed, [])
         finally:
             slots.release()
         if result is not None:
@@ -526,13 +547,42 @@ class Engine:
             retry_after = parse_retry_after(result.headers.get("Retry-After"))
         await self._release(request, not_before=self.clock() + retry_after if retry_after else 0.0)
         self._record_health(request, result.status, None)
+        archive_path = await self._keep(request, result, headers)
         self.stats.inc("fetch/responses")
         self.stats.inc(f"fetch/status/{result.status}")
         self.stats.inc("fetch/bytes", len(result.body))
         if result.status >= 400:
             exc = HttpStatusError(result.status, request.url, retry_after)
             return self._fetch_failure(request, exc, started, result), []
-        return self._fetched(request, result, started)
+        outcome, new_urls = self._fetched(request, result, started)
+        if outcome.page is not None and archive_path is not None:
+            outcome.page.archive_path = archive_path
+        return outcome, new_urls
+
+    async def _keep(
+        self, request: CrawlRequest, result: FetchResult, headers: dict[str, str]
+    ) -> str | None:
+        """Write the exchange to the WARC and the body to the raw archive, off the event loop.
+
+        Returns the archive path of the body (HTML 2xx only), if it was archived.
+        """
+        if self.warc is not None:
+            sent = {"User-Agent": self.user_agent, "Accept": "text/html", **headers}
+            await asyncio.to_thread(
+                self.warc.write_exchange, result.final_url, sent, result.status, None,
+                result.headers, result.body, self.clock(), truncated=result.truncated,
+            )  # fmt: skip
+            self.stats.inc("warc/records")
+        if self.archive is None or not result.is_html or not 200 <= result.status < 300:
+            return None
+        try:
+            path = await asyncio.to_thread(self.archive.put, result.body, result.content_type)
+        except StoreError as exc:  # the page is still recorded; its body is not kept
+            self.stats.inc("archive/errors")
+            log.warning("could not archive %s: %s", request.url, exc)
+            return None
+        self.stats.inc("archive/bodies")
+        return path
 
     async def _fetch_through_proxies(
         self, request: CrawlRequest, headers: dict[str, str]
@@ -663,6 +713,7 @@ class Engine:
         if request.kind != "page":
             return self._fetched_listing(request, result, record)
         new_urls: list[NewUrl] = []
+        products: list[Product] | None = None
         if result.is_html and result.body:
             page = parse_html(
                 result.body,
@@ -687,6 +738,12 @@ class Engine:
                 if verdict.status is not VerdictStatus.OK:
                     return self._rejected(request, result, record, verdict, page)
             duplicate_of = self._near_duplicate(request, page, record)
+            if self.extract_products and 200 <= result.status < 300:
+                scan = scan_products(result.body, result.final_url, charset=result.charset)
+                if scan.products:
+                    products = scan.products
+                    self.stats.inc("extract/products/pages")
+                    self.stats.inc("extract/products/found", len(products))
             if duplicate_of is None:
                 new_urls = self._discover(request, page)
             if self.pagination is not None:
@@ -702,6 +759,7 @@ class Engine:
             etag=result.headers.get("ETag"),
             last_modified=result.headers.get("Last-Modified"),
             page=record,
+            products=products,
         )
         return outcome, new_urls
 
@@ -1130,3 +1188,17 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def raw_blobs(settings: Settings) -> LocalBlobs | S3Blobs:
+    """Where raw bodies go: an S3-compatible bucket when one is set, else a local directory."""
+    if settings.archive_s3_bucket:
+        return S3Blobs(
+            settings.archive_s3_bucket,
+            endpoint_url=settings.archive_s3_endpoint_url,
+            region=settings.archive_s3_region,
+            access_key_id=settings.archive_s3_access_key_id,
+            secret_access_key=settings.archive_s3_secret_access_key,
+            prefix=settings.archive_s3_prefix,
+        )
+    return LocalBlobs(Path(settings.archive_dir))

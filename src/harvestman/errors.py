@@ -117,3 +117,19 @@ class StoreError(HarvestmanError):
 
 class SchemaOutdated(StoreError):
     pass
+
+
+# Each recorded failure belongs to one category of ``error_logs``.
+_CATEGORIES = {
+    "network": ("NetworkError", "FetchTimeout", "ContentDecodingError"),
+    "http": ("HttpStatusError", "TooManyRedirects", "RedirectLoop", "RedirectRefused",
+             "BodyTooLarge"),
+    "validation": ("ContentRejected", "RobotsUnavailable"),
+    "storage": ("StoreError", "SchemaOutdated", "StoreUnavailable", "ArchiveError"),
+}  # fmt: skip
+_CATEGORY_OF = {name: category for category, names in _CATEGORIES.items() for name in names}
+
+
+def error_category(error_class: str) -> str:
+    """network | http | parse | validation | storage (anything else a page yields: parse)."""
+    return _CATEGORY_OF.get(error_class, "parse")

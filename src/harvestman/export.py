@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from decimal import Decimal
 from typing import IO, Any
 
 import orjson
@@ -11,7 +12,7 @@ import orjson
 from harvestman.records import Outcome
 from harvestman.store import SqlStore
 
-FORMATS = ("jsonl", "csv")
+FORMATS = ("jsonl", "csv", "es")
 
 # The exported fields of a page, in order (CSV columns).
 FIELDS = (
@@ -27,20 +28,56 @@ def _exported(row: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def export_pages(store: SqlStore, crawl_id: int, fmt: str, out: IO[bytes]) -> int:
-    """Write every stored page of ``crawl_id`` to ``out``; return how many."""
+PRODUCT_FIELDS = (
+    "page_url", "product_url", "name", "description", "price", "currency", "availability",
+    "rating", "review_count", "brand", "category", "sku", "gtin", "source", "parser",
+    "updated_at",
+)  # fmt: skip
+
+
+def _exported_product(row: dict[str, Any]) -> dict[str, Any]:
+    record = {name: row.get(name) for name in PRODUCT_FIELDS}
+    for name in ("price", "rating"):  # Decimal -> exact string, never a float; no pad zeros
+        if record[name] is not None:
+            record[name] = format(Decimal(record[name]).normalize(), "f")
+    record["images"] = row.get("images", [])
+    return record
+
+
+def export_pages(
+    store: SqlStore, crawl_id: int, fmt: str, out: IO[bytes], *, what: str = "pages"
+) -> int:
+    """Write every stored page (or product) of ``crawl_id`` to ``out``; return how many.
+
+    ``es`` is Elasticsearch's bulk NDJSON: an ``index`` action line (with a stable ``_id``)
+    before each document.
+    """
+    if what == "products":
+        rows, convert, fields, key = (
+            store.iter_products(crawl_id), _exported_product, PRODUCT_FIELDS, "id",
+        )  # fmt: skip
+    else:
+        rows, convert, fields, key = store.iter_pages(crawl_id), _exported, FIELDS, "url_hash"
     count = 0
-    if fmt == "jsonl":
-        for row in store.iter_pages(crawl_id):
-            out.write(orjson.dumps(_exported(row)) + b"\n")
+    if fmt in ("jsonl", "es"):
+        index = f"harvestman-{what}"
+        for row in rows:
+            if fmt == "es":
+                doc_id = row[key] if what == "pages" else f"{row['url_hash']}-{row['position']}"
+                out.write(orjson.dumps({"index": {"_index": index, "_id": str(doc_id)}}) + b"\n")
+            out.write(orjson.dumps(convert(row)) + b"\n")
             count += 1
         return count
     if fmt == "csv":
         text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=True)
-        writer = csv.DictWriter(text, fieldnames=[*FIELDS, "status"])
+        columns = [*fields, "status"] if what == "pages" else [*fields, "images"]
+        writer = csv.DictWriter(text, fieldnames=columns)
         writer.writeheader()
-        for row in store.iter_pages(crawl_id):
-            writer.writerow(_exported(row))
+        for row in rows:
+            record = convert(row)
+            if what == "products":
+                record["images"] = " ".join(record["images"])
+            writer.writerow(record)
             count += 1
         text.detach()  # leave `out` open for the caller
         return count

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 
 class UrlStatus(StrEnum):
@@ -82,6 +83,7 @@ class PageRecord:
     simhash: int | None = None
     near_duplicate_of: str | None = None
     proxy: str | None = None
+    archive_path: str | None = None
 
 
 @dataclass(slots=True)
@@ -99,6 +101,8 @@ class Outcome:
     etag: str | None = None
     last_modified: str | None = None
     page: PageRecord | None = None
+    products: list[Any] | None = None  # extract.products.Product, for pages that have them
+    stack_trace: str | None = None  # for internal errors
 
 
 @dataclass(slots=True)

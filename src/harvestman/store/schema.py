@@ -15,6 +15,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Numeric,
     SmallInteger,
     String,
     Table,
@@ -105,6 +106,7 @@ crawled_pages = Table(
     Column("simhash", BigInteger),  # signed 64-bit SimHash of the text
     Column("near_duplicate_of", String(64)),  # url_hash of the earlier page it repeats
     Column("proxy", Text),  # the proxy the fetch went through (credentials redacted)
+    Column("archive_path", String(200)),  # the body in the raw archive (content-addressed)
     UniqueConstraint("crawl_id", "url_hash"),
     Index("ix_crawled_pages_host", "crawl_id", "host"),
     Index("ix_crawled_pages_fetched_at", "crawl_id", "fetched_at"),
@@ -168,4 +170,62 @@ workers = Table(
     Column("started_at", Float, nullable=False),
     Column("heartbeat_at", Float, nullable=False),
     Column("info", Text),  # JSON: crawl, current host, pages fetched, pages/s
+)
+
+
+products = Table(
+    "products",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("crawl_id", Id, ForeignKey("crawls.id", ondelete="CASCADE"), nullable=False),
+    Column("url_hash", String(64), nullable=False),  # the page it was found on
+    Column("position", Integer, nullable=False),  # its place among the page's products
+    Column("page_url", Text, nullable=False),
+    Column("product_url", Text),
+    Column("name", Text),
+    Column("description", Text),
+    Column("price", Numeric(18, 4)),
+    Column("currency", String(3)),
+    Column("availability", String(16)),
+    Column("rating", Numeric(6, 2)),
+    Column("review_count", Integer),
+    Column("brand", Text),
+    Column("category", Text),
+    Column("sku", Text),
+    Column("gtin", String(14)),
+    Column("source", String(16), nullable=False),  # json-ld | microdata | opengraph | a parser
+    Column("parser", String(100), nullable=False),  # name@version of what extracted it
+    Column("errors", Text),  # JSON list of skipped parts
+    Column("content_hash", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),  # moves only when content_hash changes
+    UniqueConstraint("crawl_id", "url_hash", "position"),
+)
+
+images = Table(
+    "images",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("product_id", Id, ForeignKey("products.id", ondelete="CASCADE"), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("url", Text, nullable=False),
+    Column("alt", Text),
+    Column("width", Integer),
+    Column("height", Integer),
+    UniqueConstraint("product_id", "position"),
+)
+
+error_logs = Table(
+    "error_logs",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("crawl_id", Id, ForeignKey("crawls.id", ondelete="CASCADE")),
+    Column("category", String(16), nullable=False),  # network | http | parse | validation | storage
+    Column("error_class", String(64), nullable=False),
+    Column("message", Text, nullable=False),
+    Column("task", Text),  # the URL or job the error belongs to
+    Column("stack_trace", Text),
+    Column("created_at", Float, nullable=False),
+    Index("ix_error_logs_crawl", "crawl_id", "created_at"),
+    Index("ix_error_logs_category", "category", "created_at"),
 )

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, and_, bindparam, func, or_, select, text, update
 from sqlalchemy.exc import SQLAlchemyError
 
-from harvestman.errors import StoreError
+from harvestman.errors import StoreError, error_category
 from harvestman.records import (
     CrawlCounts,
     CrawlRequest,
@@ -33,6 +33,9 @@ from harvestman.store.schema import (
     crawled_pages,
     crawls,
     domains,
+    error_logs,
+    images,
+    products,
     proxies,
     urls,
     workers,
@@ -55,7 +58,7 @@ _PAGE_COLUMNS = (
     "url", "final_url", "host", "status_code", "content_type", "content_length", "charset",
     "content_hash", "title", "description", "canonical", "lang", "links_count",
     "crawl_duration_ms", "fetched_at", "error_class", "error", "validation_status",
-    "rejection_reason", "simhash", "near_duplicate_of", "proxy",
+    "rejection_reason", "simhash", "near_duplicate_of", "proxy", "archive_path",
 )  # fmt: skip
 
 
@@ -360,6 +363,8 @@ class SqlStore:
                 for o in outcomes
             ],
         )
+        self._write_errors(conn, crawl_id, outcomes, now)
+        self._write_products(conn, crawl_id, [o for o in outcomes if o.products is not None], now)
         pages = [o for o in outcomes if o.page is not None]
         if not pages:
             return
@@ -386,6 +391,78 @@ class SqlStore:
             .values(page_count=domains.c.page_count + bindparam("n"), updated_at=now),
             [{"h": host, "n": n} for host, n in per_host.items()],
         )
+
+    def _write_errors(
+        self, conn: Connection, crawl_id: int, outcomes: Sequence[Outcome], now: float
+    ) -> None:
+        rows = [
+            {
+                "crawl_id": crawl_id,
+                "category": error_category(o.error_class),
+                "error_class": o.error_class,
+                "message": (o.error or o.error_class)[:4000],
+                "task": o.request.url,
+                "stack_trace": o.stack_trace,
+                "created_at": now,
+            }
+            for o in outcomes
+            if o.error_class is not None and o.error_class != "RobotsDenied"
+        ]
+        if rows:
+            conn.execute(error_logs.insert(), rows)
+
+    def _write_products(
+        self, conn: Connection, crawl_id: int, outcomes: Sequence[Outcome], now: float
+    ) -> None:
+        """Upsert each page's products by position; an unchanged one (same content hash) is
+        not rewritten, so its ``updated_at`` tells when it last changed."""
+        if not outcomes:
+            return
+        hashes = [o.request.url_hash for o in outcomes]
+        known = {
+            (row.url_hash, row.position): (row.id, row.content_hash)
+            for row in conn.execute(
+                select(products.c.id, products.c.url_hash, products.c.position,
+                       products.c.content_hash)
+                .where(products.c.crawl_id == crawl_id, products.c.url_hash.in_(hashes))
+            )
+        }  # fmt: skip
+        for outcome in outcomes:
+            url_hash = outcome.request.url_hash
+            found = outcome.products or []
+            for position, product in enumerate(found):
+                digest = product.content_hash()
+                existing = known.get((url_hash, position))
+                if existing is not None and existing[1] == digest:
+                    continue
+                values = _product_row(product, digest, now)
+                if existing is None:
+                    product_id = conn.execute(
+                        products.insert()
+                        .values(crawl_id=crawl_id, url_hash=url_hash, position=position,
+                                page_url=outcome.request.url, created_at=now, **values)
+                        .returning(products.c.id)
+                    ).scalar_one()  # fmt: skip
+                else:
+                    product_id = existing[0]
+                    conn.execute(
+                        update(products).where(products.c.id == product_id).values(**values)
+                    )
+                    conn.execute(images.delete().where(images.c.product_id == product_id))
+                if product.image_details:
+                    conn.execute(
+                        images.insert(),
+                        [
+                            {"product_id": product_id, "position": i, "url": image.url,
+                             "alt": image.alt, "width": image.width, "height": image.height}
+                            for i, image in enumerate(product.image_details)
+                        ],
+                    )  # fmt: skip
+            gone = [
+                pid for (h, pos), (pid, _) in known.items() if h == url_hash and pos >= len(found)
+            ]
+            if gone:
+                conn.execute(products.delete().where(products.c.id.in_(gone)))
 
     async def release(self, worker_id: str, now: float) -> int:
         """Return every row leased by ``worker_id`` to pending (a clean shutdown)."""
@@ -818,6 +895,63 @@ class SqlStore:
                 for r in rows
             ]
 
+    def iter_products(self, crawl_id: int, batch: int = 1000) -> Iterator[dict[str, Any]]:
+        """Every stored product of a crawl with its image URLs, in id order, constant memory."""
+        last_id = 0
+        query = (
+            select(products)
+            .where(products.c.crawl_id == crawl_id, products.c.id > bindparam("last"))
+            .order_by(products.c.id)
+            .limit(batch)
+        )
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(query, {"last": last_id}).mappings().all()
+                pictures: dict[int, list[str]] = {}
+                if rows:
+                    for product_id, url in conn.execute(
+                        select(images.c.product_id, images.c.url)
+                        .where(images.c.product_id.in_([r["id"] for r in rows]))
+                        .order_by(images.c.product_id, images.c.position)
+                    ):
+                        pictures.setdefault(product_id, []).append(url)
+            if not rows:
+                return
+            for row in rows:
+                yield {**row, "images": pictures.get(row["id"], [])}
+            last_id = rows[-1]["id"]
+
+    def error_rows(
+        self, crawl_id: int, category: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """The newest error log entries of a crawl (optionally of one category)."""
+        query = select(error_logs).where(error_logs.c.crawl_id == crawl_id)
+        if category:
+            query = query.where(error_logs.c.category == category)
+        query = query.order_by(error_logs.c.id.desc()).limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(row) for row in conn.execute(query).mappings()]
+
+    def requeue_failed(self, crawl_id: int, error_class: str | None, now: float) -> int:
+        """Put dead letters (failed URLs) back into the frontier, due now, retries reset."""
+        condition = [urls.c.crawl_id == crawl_id, urls.c.status == UrlStatus.FAILED.value]
+        if error_class:
+            condition.append(urls.c.error_class == error_class)
+        with self._begin() as conn:
+            return (
+                conn.execute(
+                    update(urls)
+                    .where(*condition)
+                    .values(
+                        status=UrlStatus.PENDING.value,
+                        attempts=0,
+                        next_crawl_at=now,
+                        updated_at=now,
+                    )
+                ).rowcount
+                or 0
+            )
+
     def iter_pages(self, crawl_id: int, batch: int = 1000) -> Iterator[dict[str, Any]]:
         """Every stored page of a crawl with its URL row's depth, in id order, in constant memory.
 
@@ -862,3 +996,29 @@ class SqlStore:
             for row in rows:
                 yield dict(row)
             last_id = rows[-1]["id"]
+
+
+def _product_row(product: Any, digest: str, now: float) -> dict[str, Any]:
+    return {
+        "product_url": product.url,
+        "name": product.name,
+        "description": product.description,
+        "price": product.price,
+        "currency": product.currency,
+        "availability": product.availability,
+        "rating": product.rating,
+        "review_count": product.review_count,
+        "brand": product.brand,
+        "category": product.category,
+        "sku": product.sku,
+        "gtin": product.gtin,
+        "source": product.source,
+        "parser": getattr(product, "parser", None) or f"harvestman.products@{PRODUCTS_PARSER}",
+        "errors": json.dumps(product.errors) if product.errors else None,
+        "content_hash": digest,
+        "updated_at": now,
+    }
+
+
+# The built-in product extractor's version: bump it when its output changes.
+PRODUCTS_PARSER = "1"
