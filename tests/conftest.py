@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from harvestman.config import Settings
 from testsite import TestSite
@@ -45,6 +47,23 @@ def make_settings(tmp_path: Path) -> SettingsFactory:
         return Settings(**values)
 
     return make
+
+
+@contextlib.asynccontextmanager
+async def serve(
+    handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> AsyncIterator[int]:
+    """Serve ``handler`` for every GET on 127.0.0.1 (an ephemeral port, yielded)."""
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    tcp = web.TCPSite(runner, "127.0.0.1", 0)
+    await tcp.start()
+    try:
+        yield tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    finally:
+        await runner.cleanup()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from conftest import SettingsFactory
+from conftest import SettingsFactory, serve
 from harvestman.engine import Engine
 from harvestman.store import SqlStore
 
@@ -60,15 +60,9 @@ class NewsSite:
 @pytest.fixture
 async def news() -> AsyncIterator[NewsSite]:
     site = NewsSite()
-    app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", site.handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    tcp = web.TCPSite(runner, "127.0.0.1", 0)
-    await tcp.start()
-    site.port = tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield site
-    await runner.cleanup()
+    async with serve(site.handle) as port:
+        site.port = port
+        yield site
 
 
 async def crawl(settings: object, seed: str) -> Engine:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from conftest import SettingsFactory
+from conftest import SettingsFactory, serve
 from harvestman.engine import Engine
 from harvestman.resilience import BreakerState
 from harvestman.store import SqlStore
@@ -60,15 +60,9 @@ class Site:
 @pytest.fixture
 async def site() -> AsyncIterator[Site]:
     state = Site()
-    app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", state.handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    tcp = web.TCPSite(runner, "127.0.0.1", 0)
-    await tcp.start()
-    state.port = tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield state
-    await runner.cleanup()
+    async with serve(state.handle) as port:
+        state.port = port
+        yield state
 
 
 async def crawl(settings: object, seeds: list[str]) -> Engine:

@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 from warcio.archiveiterator import ArchiveIterator
 
-from conftest import SettingsFactory
+from conftest import SettingsFactory, serve
 from harvestman.engine import Engine
 from harvestman.store import SqlStore
 from testsite import TestSite
@@ -54,15 +54,9 @@ class Shop:
 @pytest.fixture
 async def shop() -> AsyncIterator[Shop]:
     state = Shop()
-    app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", state.handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    tcp = web.TCPSite(runner, "127.0.0.1", 0)
-    await tcp.start()
-    state.port = tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield state
-    await runner.cleanup()
+    async with serve(state.handle) as port:
+        state.port = port
+        yield state
 
 
 async def crawl(settings: object, seeds: list[str]) -> Engine:

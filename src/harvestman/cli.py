@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 import signal
@@ -574,11 +575,8 @@ def dead_list(
     limit: Annotated[int, typer.Option("--limit")] = 50,
 ) -> None:
     """URLs that failed for good, with their error."""
-    settings = _settings(config, database_url=_database_url(db, database_url), crawl_name=name)
-    with _errors_exit():
-        store = SqlStore(settings.database_url)
-        crawl_id = _existing_crawl(store, settings)
-        rows = list(store.iter_urls(crawl_id, "failed"))[:limit]
+    with _stored_crawl(config, db, database_url, name) as (store, crawl_id):
+        rows = list(itertools.islice(store.iter_urls(crawl_id, "failed"), limit))
     for row in rows:
         typer.echo(f"{row['url']}\t{row['error_class']}\t{row['error']}")
     err.print(f"{len(rows)} failed URLs shown")
@@ -597,10 +595,7 @@ def dead_requeue(
     """Put failed URLs back into the frontier (retries reset); the next crawl fetches them."""
     import time
 
-    settings = _settings(config, database_url=_database_url(db, database_url), crawl_name=name)
-    with _errors_exit():
-        store = SqlStore(settings.database_url)
-        crawl_id = _existing_crawl(store, settings)
+    with _stored_crawl(config, db, database_url, name) as (store, crawl_id):
         n = store.requeue_failed(crawl_id, error_class, time.time())
     err.print(f"re-queued {n} URLs")
 
@@ -617,12 +612,24 @@ def errors(
     limit: Annotated[int, typer.Option("--limit")] = 50,
 ) -> None:
     """The newest errors a crawl recorded, by category."""
+    with _stored_crawl(config, db, database_url, name) as (store, crawl_id):
+        rows = store.error_rows(crawl_id, category, limit)
+    for row in rows:
+        typer.echo(f"{row['category']}\t{row['error_class']}\t{row['task']}\t{row['message']}")
+
+
+@contextlib.contextmanager
+def _stored_crawl(
+    config: Path | None, db: Path | None, database_url: str | None, name: str | None
+) -> Iterator[tuple[SqlStore, int]]:
+    """The store and the id of an existing crawl, errors turned into exit statuses."""
     settings = _settings(config, database_url=_database_url(db, database_url), crawl_name=name)
     with _errors_exit():
         store = SqlStore(settings.database_url)
-        rows = store.error_rows(_existing_crawl(store, settings), category, limit)
-    for row in rows:
-        typer.echo(f"{row['category']}\t{row['error_class']}\t{row['task']}\t{row['message']}")
+        try:
+            yield store, _existing_crawl(store, settings)
+        finally:
+            store.engine.dispose()
 
 
 def _existing_crawl(store: SqlStore, settings: Settings) -> int:

@@ -946,22 +946,16 @@ class Engine:
 
     def _blocked(self, request: CrawlRequest, error_class: str, error: str) -> Outcome:
         # Blocked rows become eligible again with the visited TTL, when robots.txt may differ.
-        return self._outcome(
-            request,
-            UrlStatus.BLOCKED,
-            self.clock() + self.visited_ttl,
-            error_class=error_class,
-            error=error,
-        )
+        return self._final(request, UrlStatus.BLOCKED, error_class, error)
 
     def _failed(self, request: CrawlRequest, error: str, error_class: str) -> Outcome:
-        return self._outcome(
-            request,
-            UrlStatus.FAILED,
-            self.clock() + self.visited_ttl,
-            error_class=error_class,
-            error=error,
-        )
+        return self._final(request, UrlStatus.FAILED, error_class, error)
+
+    def _final(
+        self, request: CrawlRequest, status: UrlStatus, error_class: str, error: str
+    ) -> Outcome:
+        next_at = self.clock() + self.visited_ttl
+        return self._outcome(request, status, next_at, error_class=error_class, error=error)
 
     @staticmethod
     def _outcome(

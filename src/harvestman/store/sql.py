@@ -466,33 +466,18 @@ class SqlStore:
 
     async def release(self, worker_id: str, now: float) -> int:
         """Return every row leased by ``worker_id`` to pending (a clean shutdown)."""
-
-        def _release() -> int:
-            with self._begin() as conn:
-                result = conn.execute(
-                    update(urls)
-                    .where(
-                        urls.c.status == UrlStatus.IN_PROGRESS.value, urls.c.leased_by == worker_id
-                    )
-                    .values(
-                        status=UrlStatus.PENDING.value,
-                        lease_until=None,
-                        leased_by=None,
-                        updated_at=now,
-                    )
-                )
-                return result.rowcount or 0
-
-        return await self._run(_release)
+        return await self._return_leases(urls.c.leased_by == worker_id, now)
 
     async def recover(self, now: float, dead_workers: Iterable[str] = ()) -> int:
         """Return expired leases, and every lease of ``dead_workers``, to pending."""
         dead = list(dead_workers)
+        condition = urls.c.lease_until < now
+        if dead:
+            condition = condition | urls.c.leased_by.in_(dead)
+        return await self._return_leases(condition, now)
 
-        def _recover() -> int:
-            condition = urls.c.lease_until < now
-            if dead:
-                condition = condition | urls.c.leased_by.in_(dead)
+    async def _return_leases(self, condition: Any, now: float) -> int:
+        def _return() -> int:
             with self._begin() as conn:
                 result = conn.execute(
                     update(urls)
@@ -506,7 +491,7 @@ class SqlStore:
                 )
                 return result.rowcount or 0
 
-        return await self._run(_recover)
+        return await self._run(_return)
 
     # -- workers ------------------------------------------------------------------------------
 
