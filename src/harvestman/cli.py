@@ -458,6 +458,17 @@ async def _status(settings: Settings) -> dict[str, Any]:
     }
 
 
+def _mount_service() -> None:
+    # The service commands live with the API; importing them here keeps `crawl` start-up light
+    # only as long as the API package imports lazily (it does: FastAPI loads on `serve`).
+    from harvestman.api.commands import serve, token_app
+
+    app.command(help="Run the crawl service: REST API, dashboard, scheduler.")(serve)
+    app.add_typer(token_app, name="token")
+
+
+_mount_service()
+
 admin_app = typer.Typer(help="Maintenance of shared state.", no_args_is_help=True)
 app.add_typer(admin_app, name="admin")
 

@@ -1,0 +1,105 @@
+"""``harvestman serve`` and ``harvestman token create`` (mounted by ``harvestman.cli``)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from harvestman.config import Settings, load_settings
+
+if TYPE_CHECKING:
+    from harvestman.api.settings import ApiSettings
+from harvestman.errors import ConfigError, HarvestmanError
+
+token_app = typer.Typer(help="API bearer tokens.", no_args_is_help=True)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port")] = 8060,
+    dev: Annotated[
+        bool, typer.Option("--dev", help="Development mode: a built-in JWT secret is allowed")
+    ] = False,
+    database_url: Annotated[
+        str | None, typer.Option("--database-url", help="SQLAlchemy URL of the store")
+    ] = None,
+    no_scheduler: Annotated[
+        bool, typer.Option("--no-scheduler", help="Serve the API only; run no jobs here")
+    ] = False,
+) -> None:
+    """Run the API, the scheduler and its maintenance sweeps in one process."""
+    from harvestman.api.auth import resolve_secret
+    from harvestman.api.settings import ApiSettings
+
+    try:
+        settings = load_settings(database_url=database_url)
+        api_settings = ApiSettings.from_env(dev=dev)
+        resolve_secret(api_settings.jwt_secret, dev=dev)  # refuse to start before binding
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    try:
+        asyncio.run(_serve(settings, api_settings, host, port, not no_scheduler))
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    except HarvestmanError as exc:
+        raise _fail(str(exc), 1) from None
+
+
+async def _serve(
+    settings: Settings, api_settings: ApiSettings, host: str, port: int, run_scheduler: bool
+) -> None:
+    import uvicorn
+
+    from harvestman.api.app import create_app
+    from harvestman.jobs import EngineRunner, JobStore, Scheduler
+    from harvestman.store import SqlStore
+
+    async with SqlStore(settings.database_url) as store:
+        if store.engine.dialect.name == "sqlite":
+            await store.upgrade()  # the embedded store sets itself up
+        else:
+            await store.check_schema()
+        async with JobStore(store.engine) as job_store:
+            scheduler = Scheduler(job_store, EngineRunner(settings, store))
+            app = create_app(
+                settings,
+                sql_store=store,
+                job_store=job_store,
+                scheduler=scheduler,
+                api_settings=api_settings,
+                run_scheduler=run_scheduler,
+            )
+            config = uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="on")
+            await uvicorn.Server(config).serve()
+
+
+@token_app.command("create")
+def token_create(
+    role: Annotated[str, typer.Option("--role", help="admin or user")] = "user",
+    subject: Annotated[
+        str | None, typer.Option("--subject", help="Who holds it [default: the role]")
+    ] = None,
+    days: Annotated[float, typer.Option("--days", help="Valid for this many days")] = 30.0,
+    dev: Annotated[bool, typer.Option("--dev", help="Sign with the dev secret")] = False,
+) -> None:
+    """Print a bearer token signed with HARVESTMAN_API_JWT_SECRET."""
+    from harvestman.api.auth import Role, create_token, resolve_secret
+
+    if role not in (Role.ADMIN.value, Role.USER.value):
+        raise _fail("--role must be admin or user")
+    if not 0 < days <= 3650:
+        raise _fail("--days must be between 0 and 3650")
+    try:
+        secret = resolve_secret(os.environ.get("HARVESTMAN_API_JWT_SECRET"), dev=dev)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    sys.stdout.write(create_token(secret, Role(role), subject=subject, days=days) + "\n")

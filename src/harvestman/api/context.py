@@ -1,0 +1,60 @@
+"""What every route reads: the stores, the scheduler, the limiter and the settings."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from fastapi import Request
+
+from harvestman.api.auth import Role
+from harvestman.api.ratelimit import Limiter
+from harvestman.api.safety import UrlGuard
+from harvestman.api.settings import ApiSettings
+
+if TYPE_CHECKING:
+    from harvestman.config import Settings
+    from harvestman.jobs import JobStore, Scheduler
+    from harvestman.store import SqlStore
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class ApiContext:
+    settings: ApiSettings
+    crawler_settings: Settings
+    sql_store: SqlStore
+    job_store: JobStore
+    scheduler: Scheduler | None
+    limiter: Limiter
+    jwt_secret: str
+    guard: UrlGuard
+    started_at: float = field(default_factory=time.time)
+    shutdown: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def limit_for(self, role: Role) -> int:
+        return {
+            Role.ANONYMOUS: self.settings.rate_anonymous,
+            Role.USER: self.settings.rate_user,
+            Role.ADMIN: self.settings.rate_admin,
+        }[role]
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a synchronous read of the crawl store off the event loop."""
+        from sqlalchemy.exc import SQLAlchemyError
+
+        from harvestman.errors import StoreError
+
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def context_of(request: Request) -> ApiContext:
+    ctx: ApiContext = request.app.state.ctx
+    return ctx

@@ -1,0 +1,134 @@
+"""One JSON shape for every error the API answers::
+
+    {"error": {"status": 409, "code": "invalid_state", "message": "...", "details": {...}}}
+
+``details`` is present when there is more to say: the fields of a validation error, the
+current state and allowed actions of a refused job action. Jobs errors map to 404 (NotFound),
+409 (NameTaken, JobStateError) and 422 (InvalidSpec, UnknownSource); a StoreError is a 503;
+anything unexpected is a 500 whose message reveals nothing of the server.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from harvestman.errors import StoreError
+from harvestman.jobs import InvalidSpec, JobStateError, NameTaken, NotFound
+
+log = logging.getLogger(__name__)
+
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    422: "invalid",
+    429: "rate_limited",
+    500: "internal_error",
+    503: "unavailable",
+}
+
+
+class ApiError(Exception):
+    """An error the API answers as is: ``status``, a stable ``code``, a message, details."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code or _CODES.get(status, "error")
+        self.message = message
+        self.details = details
+        self.headers = headers
+
+
+def error_body(
+    status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    error: dict[str, Any] = {"status": status, "code": code, "message": message}
+    if details is not None:
+        error["details"] = details
+    return {"error": error}
+
+
+def _respond(error: ApiError) -> JSONResponse:
+    body = error_body(error.status, error.code, error.message, error.details)
+    return JSONResponse(body, status_code=error.status, headers=error.headers)
+
+
+def translate(exc: Exception) -> ApiError:
+    """The ApiError for an exception raised below the API."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, NotFound):
+        return ApiError(404, str(exc), details={"kind": exc.kind, "id": exc.ident})
+    if isinstance(exc, InvalidSpec):
+        return ApiError(422, str(exc), details={"field": exc.field})
+    if isinstance(exc, NameTaken):
+        return ApiError(409, str(exc), code="name_taken")
+    if isinstance(exc, JobStateError):
+        return ApiError(
+            409,
+            str(exc),
+            code="invalid_state",
+            details={
+                "job_id": exc.job_id,
+                "state": exc.state,
+                "action": exc.action,
+                "allowed_actions": exc.allowed_actions,
+            },
+        )
+    if isinstance(exc, StoreError):
+        return ApiError(503, "the store is unavailable, try again later", code="store_unavailable")
+    return ApiError(500, "internal error")
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that give every error the shape above."""
+
+    async def on_api_error(request: Request, exc: Exception) -> JSONResponse:
+        return _respond(translate(exc))
+
+    async def on_http(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        message = exc.detail if isinstance(exc.detail, str) else "error"
+        error = ApiError(exc.status_code, message, headers=getattr(exc, "headers", None))
+        return _respond(error)
+
+    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        fields = [
+            {
+                "loc": [str(part) for part in e.get("loc", ())],
+                "message": str(e.get("msg", "")),
+                "type": str(e.get("type", "")),
+            }
+            for e in exc.errors()
+        ]
+        return _respond(ApiError(422, "the request is invalid", details={"errors": fields}))
+
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return _respond(ApiError(500, "internal error"))
+
+    app.add_exception_handler(ApiError, on_api_error)
+    for cls in (NotFound, InvalidSpec, NameTaken, JobStateError, StoreError):
+        app.add_exception_handler(cls, on_api_error)
+    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(Exception, on_unexpected)

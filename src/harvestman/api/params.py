@@ -1,0 +1,19 @@
+"""Path and query parameters shared by the routers, with their bounds."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Path, Query
+
+from harvestman.api.auth import Principal, Role, access
+from harvestman.api.schemas import MAX_ID
+
+Limit = Annotated[int, Query(ge=1, le=500, description="items per page")]
+Offset = Annotated[int, Query(ge=0, le=10**9, description="items to skip")]
+Id = Annotated[int, Path(ge=1, le=MAX_ID)]
+
+Anonymous = Annotated[Principal, Depends(access(Role.ANONYMOUS))]
+User = Annotated[Principal, Depends(access(Role.USER))]
+Admin = Annotated[Principal, Depends(access(Role.ADMIN))]
+AdminSeed = Annotated[Principal, Depends(access(Role.ADMIN, seed=True))]

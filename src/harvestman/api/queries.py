@@ -1,0 +1,250 @@
+"""Read (and admin) queries of the crawl store for the API: pages, frontier rows, domains.
+
+Synchronous SQLAlchemy Core on the store's engine, run off the event loop by
+``ApiContext.read``. Every list is one page (``limit``/``offset``) with its total. They sit
+here until the lead moves them into ``SqlStore`` beside ``iter_pages`` and ``host_states``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, Integer, and_, cast, delete, func, select, update
+
+from harvestman.records import UrlStatus
+from harvestman.store.schema import crawled_pages, crawls, domains, urls
+
+PAGE_FIELDS = (
+    "id", "url", "final_url", "host", "status_code", "content_type", "content_length",
+    "content_hash", "title", "description", "canonical", "lang", "links_count",
+    "crawl_duration_ms", "fetched_at", "error_class", "error", "validation_status",
+    "rejection_reason", "near_duplicate_of",
+)  # fmt: skip
+URL_FIELDS = (
+    "id", "url", "url_hash", "host", "status", "kind", "priority", "depth", "next_crawl_at",
+    "lease_until", "leased_by", "attempts", "discovered_at", "last_fetched_at", "status_code",
+    "error_class", "error",
+)  # fmt: skip
+DOMAIN_FIELDS = (
+    "host", "robots_status", "robots_fetched_at", "crawl_delay", "allowed", "page_count",
+    "updated_at", "next_allowed_at",
+)  # fmt: skip
+
+
+def crawl_id(engine: Engine, name: str) -> int | None:
+    with engine.connect() as conn:
+        found = conn.execute(select(crawls.c.id).where(crawls.c.name == name)).scalar()
+    return None if found is None else int(found)
+
+
+def _page(engine: Engine, table: Any, columns: Any, conditions: list[Any], order: Any,
+          limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
+    with engine.connect() as conn:
+        total = conn.execute(
+            select(func.count()).select_from(table).where(*conditions)
+        ).scalar_one()
+        rows = conn.execute(
+            select(*columns).where(*conditions).order_by(order).limit(limit).offset(offset)
+        ).mappings()
+        return [dict(r) for r in rows], int(total)
+
+
+def list_pages(
+    engine: Engine,
+    crawl: int,
+    *,
+    host: str | None = None,
+    status_code: int | None = None,
+    validation_status: str | None = None,
+    since: float | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> tuple[list[dict[str, Any]], int]:
+    """Stored pages of a crawl, newest first."""
+    conditions = [crawled_pages.c.crawl_id == crawl]
+    if host:
+        conditions.append(crawled_pages.c.host == host.lower())
+    if status_code is not None:
+        conditions.append(crawled_pages.c.status_code == status_code)
+    if validation_status:
+        conditions.append(crawled_pages.c.validation_status == validation_status)
+    if since is not None:
+        conditions.append(crawled_pages.c.fetched_at >= since)
+    columns = [crawled_pages.c[name] for name in PAGE_FIELDS]
+    return _page(
+        engine, crawled_pages, columns, conditions, crawled_pages.c.id.desc(), limit, offset
+    )
+
+
+def list_urls(
+    engine: Engine,
+    crawl: int,
+    *,
+    status: str | None = None,
+    host: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> tuple[list[dict[str, Any]], int]:
+    """Frontier rows of a crawl in id order."""
+    conditions = [urls.c.crawl_id == crawl]
+    if status:
+        conditions.append(urls.c.status == status)
+    if host:
+        conditions.append(urls.c.host == host.lower())
+    columns = [urls.c[name] for name in URL_FIELDS]
+    return _page(engine, urls, columns, conditions, urls.c.id, limit, offset)
+
+
+def frontier_stats(engine: Engine, crawl: int, now: float) -> dict[str, Any]:
+    """Rows per status, pending rows due now, hosts with pending rows."""
+    pending = and_(urls.c.crawl_id == crawl, urls.c.status == UrlStatus.PENDING.value)
+    with engine.connect() as conn:
+        by_status = {
+            str(status): int(n)
+            for status, n in conn.execute(
+                select(urls.c.status, func.count())
+                .where(urls.c.crawl_id == crawl)
+                .group_by(urls.c.status)
+            )
+        }
+        due = conn.execute(
+            select(func.count()).where(pending, urls.c.next_crawl_at <= now)
+        ).scalar_one()
+        hosts = conn.execute(select(func.count(func.distinct(urls.c.host))).where(pending))
+        host_count = hosts.scalar_one()
+    return {
+        "by_status": by_status,
+        "total": sum(by_status.values()),
+        "pending": by_status.get(UrlStatus.PENDING.value, 0),
+        "in_progress": by_status.get(UrlStatus.IN_PROGRESS.value, 0),
+        "due_now": int(due),
+        "pending_hosts": int(host_count),
+    }
+
+
+def clear_frontier(engine: Engine, crawl: int) -> int:
+    """Delete a crawl's pending rows; returns how many."""
+    with engine.begin() as conn:
+        result = conn.execute(
+            delete(urls).where(urls.c.crawl_id == crawl, urls.c.status == UrlStatus.PENDING.value)
+        )
+        return result.rowcount or 0
+
+
+def list_domains(
+    engine: Engine, *, host_contains: str | None = None, limit: int = 50, offset: int = 0
+) -> tuple[list[dict[str, Any]], int]:
+    """Known domains by host name."""
+    conditions = []
+    if host_contains:
+        conditions.append(domains.c.host.icontains(host_contains, autoescape=True))
+    columns = [domains.c[name] for name in DOMAIN_FIELDS]
+    return _page(engine, domains, columns, conditions, domains.c.host, limit, offset)
+
+
+def reset_domain(engine: Engine, host: str, now: float) -> dict[str, int] | None:
+    """Re-enable a host: allowed again, its politeness gate and robots.txt cache cleared (so
+    robots.txt is fetched again), its failed and blocked URLs pending again. None when the
+    host is unknown."""
+    host = host.lower()
+    with engine.begin() as conn:
+        changed = conn.execute(
+            update(domains)
+            .where(domains.c.host == host)
+            .values(
+                allowed=True,
+                busy_until=None,
+                next_allowed_at=None,
+                robots_fetched_at=None,
+                updated_at=now,
+            )
+        ).rowcount
+        requeued = conn.execute(
+            update(urls)
+            .where(
+                urls.c.host == host,
+                urls.c.status.in_([UrlStatus.FAILED.value, UrlStatus.BLOCKED.value]),
+            )
+            .values(status=UrlStatus.PENDING.value, attempts=0, next_crawl_at=now, updated_at=now)
+        ).rowcount
+    if not changed and not requeued:
+        return None
+    return {"domains": int(changed or 0), "urls_requeued": int(requeued or 0)}
+
+
+def delete_pages(
+    engine: Engine, crawl: int, *, host: str | None = None, before: float | None = None
+) -> int:
+    """Delete a crawl's stored pages (of one host, fetched before a time); how many."""
+    conditions = [crawled_pages.c.crawl_id == crawl]
+    if host:
+        conditions.append(crawled_pages.c.host == host.lower())
+    if before is not None:
+        conditions.append(crawled_pages.c.fetched_at < before)
+    with engine.begin() as conn:
+        return conn.execute(delete(crawled_pages).where(*conditions)).rowcount or 0
+
+
+def crawl_stats(engine: Engine, crawl: int | None, now: float) -> dict[str, Any]:
+    """URLs per status, pages, status codes, pages in the last minute and hour."""
+    url_where = [] if crawl is None else [urls.c.crawl_id == crawl]
+    page_where = [] if crawl is None else [crawled_pages.c.crawl_id == crawl]
+    with engine.connect() as conn:
+        by_status = {
+            str(s): int(n)
+            for s, n in conn.execute(
+                select(urls.c.status, func.count()).where(*url_where).group_by(urls.c.status)
+            )
+        }
+        codes = {
+            "none" if code is None else str(code): int(n)
+            for code, n in conn.execute(
+                select(crawled_pages.c.status_code, func.count())
+                .where(*page_where)
+                .group_by(crawled_pages.c.status_code)
+            )
+        }
+
+        def pages_since(t: float | None) -> int:
+            where = list(page_where)
+            if t is not None:
+                where.append(crawled_pages.c.fetched_at >= t)
+            return int(
+                conn.execute(
+                    select(func.count()).select_from(crawled_pages).where(*where)
+                ).scalar_one()
+            )
+
+        total, last_minute, last_hour = (
+            pages_since(None),
+            pages_since(now - 60),
+            pages_since(now - 3600),
+        )
+        host_count = conn.execute(select(func.count()).select_from(domains)).scalar_one()
+    ok = sum(n for code, n in codes.items() if code.startswith("2") or code == "304")
+    return {
+        "urls": by_status,
+        "frontier_size": by_status.get(UrlStatus.PENDING.value, 0),
+        "pages": total,
+        "pages_last_minute": last_minute,
+        "pages_last_hour": last_hour,
+        "pages_per_second": round(last_minute / 60, 3),
+        "success_rate": round(ok / total, 4) if total else None,
+        "status_codes": codes,
+        "domains": int(host_count),
+    }
+
+
+def timeseries(
+    engine: Engine, crawl: int | None, since: float, bucket: float
+) -> list[dict[str, Any]]:
+    """Pages fetched per ``bucket`` seconds since ``since`` (the buckets with any)."""
+    ratio = crawled_pages.c.fetched_at / bucket
+    # SQLite may lack floor(); its CAST truncates, which is floor for times (PostgreSQL rounds).
+    slot = cast(ratio, Integer) if engine.dialect.name == "sqlite" else func.floor(ratio)
+    where = [crawled_pages.c.fetched_at >= since]
+    if crawl is not None:
+        where.append(crawled_pages.c.crawl_id == crawl)
+    query = select(slot, func.count()).where(*where).group_by(slot).order_by(slot)
+    with engine.connect() as conn:
+        return [{"t": float(s) * bucket, "pages": int(n)} for s, n in conn.execute(query)]

@@ -1,0 +1,241 @@
+"""The crawl store over HTTP: stats, the frontier, pages and domains."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+
+from harvestman.api import queries
+from harvestman.api.context import ApiContext, context_of
+from harvestman.api.errors import ApiError
+from harvestman.api.params import Admin, AdminSeed, Anonymous, Limit, Offset, User
+from harvestman.api.schemas import UrlsIn
+from harvestman.errors import UrlError
+from harvestman.records import NewUrl
+from harvestman.urls import UrlNormalizer, host_key, url_hash
+
+router = APIRouter(tags=["crawl"])
+
+CrawlName = Query(None, min_length=1, max_length=200, description="namespace (default: serve's)")
+Host = Query(None, min_length=1, max_length=300)
+UrlState = Literal["pending", "in_progress", "completed", "failed", "blocked"]
+PRIORITIES = {"high": 3, "normal": 2, "low": 1}
+
+
+async def _crawl(ctx: ApiContext, name: str | None) -> int:
+    name = name or ctx.settings.crawl_name
+    found = await ctx.read(queries.crawl_id, ctx.sql_store.engine, name)
+    if found is None:
+        raise ApiError(404, f"no crawl named {name!r}", details={"crawl": name})
+    return found
+
+
+def _page(items: list[dict[str, Any]], total: int, limit: int, offset: int) -> dict[str, Any]:
+    return {"items": items, "total": total, "limit": limit, "offset": offset}
+
+
+# -- stats ------------------------------------------------------------------------------------
+
+
+@router.get("/api/stats")
+async def stats(request: Request, _: Anonymous, crawl: str | None = CrawlName) -> dict[str, Any]:
+    """Crawl statistics (all crawls unless ``crawl`` names one) and the jobs per state."""
+    ctx = context_of(request)
+    crawl_id = None if crawl is None else await _crawl(ctx, crawl)
+    values = await ctx.read(queries.crawl_stats, ctx.sql_store.engine, crawl_id, time.time())
+    values["jobs"] = await ctx.job_store.jobs.status_counts()
+    return values
+
+
+@router.get("/api/stats/timeseries")
+async def stats_timeseries(
+    request: Request,
+    _: User,
+    crawl: str | None = CrawlName,
+    minutes: int = Query(60, ge=1, le=7 * 24 * 60, description="how far back"),
+    bucket_seconds: int = Query(60, ge=10, le=86400),
+) -> dict[str, Any]:
+    """Pages fetched per bucket over the last ``minutes``."""
+    ctx = context_of(request)
+    crawl_id = None if crawl is None else await _crawl(ctx, crawl)
+    since = time.time() - minutes * 60
+    points = await ctx.read(
+        queries.timeseries, ctx.sql_store.engine, crawl_id, since, float(bucket_seconds)
+    )
+    return {"since": since, "bucket_seconds": bucket_seconds, "points": points}
+
+
+# -- frontier ---------------------------------------------------------------------------------
+
+
+@router.get("/api/frontier/stats")
+async def frontier_stats(
+    request: Request, _: User, crawl: str | None = CrawlName
+) -> dict[str, Any]:
+    ctx = context_of(request)
+    crawl_id = await _crawl(ctx, crawl)
+    return await ctx.read(queries.frontier_stats, ctx.sql_store.engine, crawl_id, time.time())
+
+
+@router.get("/api/frontier/urls")
+async def frontier_urls(
+    request: Request,
+    _: User,
+    crawl: str | None = CrawlName,
+    status: UrlState | None = None,
+    host: str | None = Host,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> dict[str, Any]:
+    """Frontier rows in id order, optionally of one status or host."""
+    ctx = context_of(request)
+    crawl_id = await _crawl(ctx, crawl)
+    items, total = await ctx.read(
+        lambda: queries.list_urls(
+            ctx.sql_store.engine, crawl_id, status=status, host=host, limit=limit, offset=offset
+        )
+    )
+    return _page(items, total, limit, offset)
+
+
+async def _add(ctx: ApiContext, body: UrlsIn, default_priority: str, seeds: bool) -> dict[str, Any]:
+    settings = ctx.crawler_settings
+    normalizer = UrlNormalizer(settings.url_tracking_params, settings.url_max_length)
+    good: list[str] = []
+    rejected: list[dict[str, str]] = []
+    for url in body.urls:
+        try:
+            good.append(normalizer.normalize(url))
+        except UrlError as exc:
+            rejected.append({"url": url[:300], "reason": exc.reason})
+    await ctx.guard.check_all(good)
+    name = body.crawl or ctx.settings.crawl_name
+    crawl_id = await ctx.sql_store.ensure_crawl(name, good if seeds else ())
+    priority = PRIORITIES[body.priority or default_priority]
+    rows = [NewUrl(u, url_hash(u), host_key(u), 0, priority) for u in dict.fromkeys(good)]
+    await ctx.sql_store.add_urls(crawl_id, rows, time.time())
+    return {"crawl": name, "added": len(rows), "rejected": rejected}
+
+
+@router.post("/api/frontier/add")
+async def frontier_add(request: Request, body: UrlsIn, _: Admin) -> dict[str, Any]:
+    """Add URLs (normal priority unless given); known URLs stay as they are."""
+    return await _add(context_of(request), body, "normal", seeds=False)
+
+
+@router.post("/api/frontier/seed")
+async def frontier_seed(request: Request, body: UrlsIn, _: AdminSeed) -> dict[str, Any]:
+    """Add seed URLs at high priority; their hosts join the crawl's scope (10/min)."""
+    return await _add(context_of(request), body, "high", seeds=True)
+
+
+@router.post("/api/frontier/recover")
+async def frontier_recover(request: Request, _: Admin) -> dict[str, int]:
+    """Return expired leases to pending."""
+    recovered = await context_of(request).sql_store.recover(time.time())
+    return {"recovered": recovered}
+
+
+@router.delete("/api/frontier")
+async def frontier_clear(
+    request: Request, _: Admin, crawl: str | None = CrawlName
+) -> dict[str, int]:
+    """Delete the crawl's pending URLs."""
+    ctx = context_of(request)
+    crawl_id = await _crawl(ctx, crawl)
+    return {"deleted": await ctx.read(queries.clear_frontier, ctx.sql_store.engine, crawl_id)}
+
+
+# -- pages and domains ------------------------------------------------------------------------
+
+
+@router.get("/api/pages")
+async def list_pages(
+    request: Request,
+    _: User,
+    crawl: str | None = CrawlName,
+    host: str | None = Host,
+    status_code: int | None = Query(None, ge=0, le=999),
+    validation_status: Literal["ok", "soft", "hard"] | None = None,
+    since: float | None = Query(None, ge=0, le=1e11, allow_inf_nan=False),
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> dict[str, Any]:
+    """Stored pages, newest first."""
+    ctx = context_of(request)
+    crawl_id = await _crawl(ctx, crawl)
+    items, total = await ctx.read(
+        lambda: queries.list_pages(
+            ctx.sql_store.engine,
+            crawl_id,
+            host=host,
+            status_code=status_code,
+            validation_status=validation_status,
+            since=since,
+            limit=limit,
+            offset=offset,
+        )
+    )
+    return _page(items, total, limit, offset)
+
+
+@router.delete("/api/admin/pages")
+async def delete_pages(
+    request: Request,
+    _: Admin,
+    crawl: str | None = CrawlName,
+    host: str | None = Host,
+    before: float | None = Query(None, ge=0, le=1e11, allow_inf_nan=False),
+) -> dict[str, int]:
+    """Delete stored pages of a crawl (of one host, fetched before a time)."""
+    ctx = context_of(request)
+    crawl_id = await _crawl(ctx, crawl)
+    deleted = await ctx.read(
+        lambda: queries.delete_pages(ctx.sql_store.engine, crawl_id, host=host, before=before)
+    )
+    return {"deleted": deleted}
+
+
+@router.get("/api/domains")
+async def list_domains(
+    request: Request,
+    _: User,
+    host: str | None = Query(None, max_length=300, description="part of the host name"),
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> dict[str, Any]:
+    ctx = context_of(request)
+    items, total = await ctx.read(
+        lambda: queries.list_domains(
+            ctx.sql_store.engine, host_contains=host, limit=limit, offset=offset
+        )
+    )
+    return _page(items, total, limit, offset)
+
+
+@router.get("/api/domains/{domain}/robots")
+async def domain_robots(request: Request, domain: str, _: User) -> dict[str, Any]:
+    """The cached robots.txt of a host."""
+    record = await context_of(request).sql_store.get_domain(domain.lower()[:300])
+    if record is None:
+        raise ApiError(404, f"no domain {domain!r}", details={"domain": domain[:300]})
+    return {
+        "host": record.host,
+        "robots_txt": record.robots_txt,
+        "robots_status": record.robots_status,
+        "robots_fetched_at": record.robots_fetched_at,
+        "crawl_delay": record.crawl_delay,
+        "allowed": record.allowed,
+    }
+
+
+@router.post("/api/admin/domains/{domain}/reset")
+async def reset_domain(request: Request, domain: str, _: Admin) -> dict[str, int]:
+    """Re-enable a host: allowed, gate and robots.txt cache cleared, failed URLs pending."""
+    ctx = context_of(request)
+    done = await ctx.read(queries.reset_domain, ctx.sql_store.engine, domain[:300], time.time())
+    if done is None:
+        raise ApiError(404, f"no domain {domain!r}", details={"domain": domain[:300]})
+    return done

@@ -1,0 +1,143 @@
+"""Jobs: CRUD, the state-machine actions, status counts, per-job stats, reconciliation."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+
+from harvestman.api.context import context_of
+from harvestman.api.params import Admin, Id, Limit, Offset, User
+from harvestman.api.schemas import JobIn, JobOut, JobUpdate, Page
+from harvestman.jobs import Action, IntervalType, JobSpec, sync_enabled_sources
+
+router = APIRouter(tags=["jobs"])
+
+JobState = Literal["pending", "scheduled", "running", "completed", "failed", "paused", "cancelled"]
+
+
+@router.get("/api/v1/jobs", response_model=Page[JobOut])
+async def list_jobs(
+    request: Request,
+    _: User,
+    status: JobState | None = None,
+    source_id: int | None = Query(None, ge=1, le=2**53),
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> Page[JobOut]:
+    page = await context_of(request).job_store.jobs.list(
+        status=status, source_id=source_id, limit=limit, offset=offset
+    )
+    return Page(
+        items=[JobOut.of(j) for j in page.items], total=page.total, limit=limit, offset=offset
+    )
+
+
+@router.post("/api/v1/jobs", status_code=201, response_model=JobOut)
+async def create_job(request: Request, body: JobIn, _: Admin) -> JobOut:
+    """Create a job; a ``source_id`` that names no source is a 422."""
+    ctx = context_of(request)
+    await ctx.guard.check(body.url)
+    values = body.model_dump()
+    values["interval_type"] = IntervalType(values["interval_type"])
+    job = await ctx.job_store.jobs.create(JobSpec(**values))
+    return JobOut.of(job)
+
+
+@router.get("/api/v1/jobs/status-counts")
+async def status_counts(request: Request, _: User) -> dict[str, int]:
+    """Jobs per state; every state is present, with ``total``."""
+    counts = await context_of(request).job_store.jobs.status_counts()
+    return {**counts, "total": sum(counts.values())}
+
+
+@router.get("/api/v1/jobs/{job_id}", response_model=JobOut)
+async def get_job(request: Request, job_id: Id, _: User) -> JobOut:
+    return JobOut.of(await context_of(request).job_store.jobs.get(job_id))
+
+
+@router.put("/api/v1/jobs/{job_id}", response_model=JobOut)
+async def update_job(request: Request, job_id: Id, body: JobUpdate, _: Admin) -> JobOut:
+    ctx = context_of(request)
+    changes: dict[str, Any] = body.model_dump(exclude_unset=True)
+    # null means "leave it", except where null has a meaning of its own
+    changes = {
+        k: v
+        for k, v in changes.items()
+        if v is not None or k in ("interval_minutes", "next_run_at")
+    }
+    if "url" in changes:
+        await ctx.guard.check(changes["url"])
+    if "interval_type" in changes:
+        changes["interval_type"] = IntervalType(changes["interval_type"])
+    return JobOut.of(await ctx.job_store.jobs.update(job_id, changes))
+
+
+@router.delete("/api/v1/jobs/{job_id}", status_code=204)
+async def delete_job(request: Request, job_id: Id, _: Admin) -> Response:
+    """Delete a job and its history; a running job is a 409 (cancel it first)."""
+    await context_of(request).job_store.jobs.delete(job_id)
+    return Response(status_code=204)
+
+
+async def _act(request: Request, job_id: int, action: Action) -> JobOut:
+    return JobOut.of(await context_of(request).job_store.jobs.act(job_id, action))
+
+
+@router.post("/api/v1/jobs/{job_id}/pause", response_model=JobOut)
+async def pause_job(request: Request, job_id: Id, _: Admin) -> JobOut:
+    """scheduled → paused; from any other state a 409 with the state and allowed actions."""
+    return await _act(request, job_id, Action.PAUSE)
+
+
+@router.post("/api/v1/jobs/{job_id}/resume", response_model=JobOut)
+async def resume_job(request: Request, job_id: Id, _: Admin) -> JobOut:
+    """paused → scheduled, in the least-loaded slot."""
+    return await _act(request, job_id, Action.RESUME)
+
+
+@router.post("/api/v1/jobs/{job_id}/cancel", response_model=JobOut)
+async def cancel_job(request: Request, job_id: Id, _: Admin) -> JobOut:
+    """pending, scheduled, running or paused → cancelled (a run in progress is stopped)."""
+    return await _act(request, job_id, Action.CANCEL)
+
+
+@router.post("/api/v1/jobs/{job_id}/retry", response_model=JobOut)
+async def retry_job(request: Request, job_id: Id, _: Admin) -> JobOut:
+    """failed → pending, due now, with the retry count reset."""
+    return await _act(request, job_id, Action.RETRY)
+
+
+@router.post("/api/v2/jobs/{job_id}/force-run", response_model=JobOut)
+async def force_run_job(request: Request, job_id: Id, _: Admin) -> JobOut:
+    """A scheduled job becomes due now."""
+    return await _act(request, job_id, Action.FORCE_RUN)
+
+
+@router.get("/api/v1/jobs/{job_id}/stats")
+async def job_stats(request: Request, job_id: Id, _: User) -> dict[str, Any]:
+    """The job's run statistics over its kept history."""
+    ctx = context_of(request)
+    job = await ctx.job_store.jobs.get(job_id)
+    stats = await ctx.job_store.executions.job_stats(job_id)
+    return {"job_id": job.id, "status": job.status.value, **stats}
+
+
+@router.post("/api/v1/admin/sync-enabled-sources")
+async def sync_sources(
+    request: Request,
+    _: Admin,
+    dry_run: bool = Query(True, description="preview only (the default)"),
+) -> dict[str, Any]:
+    """Every enabled source gets its recurring job; no disabled source keeps one."""
+    ctx = context_of(request)
+    interval = ctx.scheduler.source_job_interval_minutes if ctx.scheduler else 360
+    plan = await sync_enabled_sources(ctx.job_store, interval_minutes=interval, dry_run=dry_run)
+    return {
+        "dry_run": plan.dry_run,
+        "create_for_sources": plan.create_for_sources,
+        "cancel_jobs": plan.cancel_jobs,
+        "created_jobs": plan.created_jobs,
+        "create_errors": {str(k): v for k, v in plan.create_errors.items()},
+        "cancel_errors": {str(k): v for k, v in plan.cancel_errors.items()},
+    }

@@ -1,0 +1,181 @@
+"""The API's request and response bodies (pydantic), kept apart from the domain records.
+
+Every number has bounds and every string a length limit, so nonsense is a 422 at the door
+rather than an overflow in the database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harvestman.jobs import Execution, Job, Source, allowed_actions
+
+T = TypeVar("T")
+
+MAX_ID = 2**53
+Url = Field(min_length=1, max_length=2048)
+Time = Field(default=None, ge=0, le=1e11, allow_inf_nan=False)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Page(BaseModel, Generic[T]):
+    """One page of a list: ``items`` cut from ``total`` at ``offset``."""
+
+    items: list[T]
+    total: int
+    limit: int
+    offset: int
+
+
+class ScopeIn(Strict):
+    allow_domains: list[str] = Field(default_factory=list, max_length=1000)
+    include: list[str] = Field(default_factory=list, max_length=100)
+    exclude: list[str] = Field(default_factory=list, max_length=100)
+
+
+class SourceIn(Strict):
+    name: str = Field(min_length=1, max_length=200)
+    start_urls: list[str] = Field(min_length=1, max_length=100)
+    max_depth: int = Field(0, ge=0, le=1000, description="0: the default (3); above 5 warns")
+    scope: ScopeIn = Field(default_factory=ScopeIn)
+    crawl_delay: float | None = Field(None, ge=0, le=3600, allow_inf_nan=False)
+    max_pages: int = Field(0, ge=0, le=10**9, description="per run; 0: no limit")
+    enabled: bool = True
+
+
+class SourceUpdate(Strict):
+    """A partial update: only the fields sent change."""
+
+    name: str | None = Field(None, min_length=1, max_length=200)
+    start_urls: list[str] | None = Field(None, min_length=1, max_length=100)
+    max_depth: int | None = Field(None, ge=0, le=1000)
+    scope: ScopeIn | None = None
+    crawl_delay: float | None = Field(None, ge=0, le=3600, allow_inf_nan=False)
+    max_pages: int | None = Field(None, ge=0, le=10**9)
+    enabled: bool | None = None
+
+
+class SourceOut(BaseModel):
+    id: int
+    name: str
+    start_urls: list[str]
+    max_depth: int
+    scope: ScopeIn
+    crawl_delay: float | None
+    max_pages: int
+    enabled: bool
+    created_at: float
+    updated_at: float
+
+    @classmethod
+    def of(cls, source: Source) -> SourceOut:
+        return cls(**asdict(source))
+
+
+IntervalType = Literal["minutes", "hours", "days"]
+
+
+class JobIn(Strict):
+    source_id: int = Field(ge=1, le=MAX_ID)
+    url: str = Url
+    interval_minutes: int | None = Field(
+        None, ge=1, le=10_000_000, description="units of interval_type; null: a one-time job"
+    )
+    interval_type: IntervalType = "minutes"
+    schedule_enabled: bool = True
+    adaptive_scheduling: bool = True
+    max_retries: int = Field(3, ge=0, le=100)
+    retry_backoff_seconds: int = Field(60, ge=0, le=86400)
+    next_run_at: float | None = Time
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class JobUpdate(Strict):
+    """A partial update: only the fields sent change."""
+
+    source_id: int | None = Field(None, ge=1, le=MAX_ID)
+    url: str | None = Field(None, min_length=1, max_length=2048)
+    interval_minutes: int | None = Field(None, ge=1, le=10_000_000)
+    interval_type: IntervalType | None = None
+    schedule_enabled: bool | None = None
+    adaptive_scheduling: bool | None = None
+    max_retries: int | None = Field(None, ge=0, le=100)
+    retry_backoff_seconds: int | None = Field(None, ge=0, le=86400)
+    next_run_at: float | None = Time
+    metadata: dict[str, Any] | None = None
+
+
+class JobOut(BaseModel):
+    id: int
+    source_id: int
+    url: str
+    status: str
+    allowed_actions: list[str]
+    interval_minutes: int | None
+    interval_type: str
+    schedule_enabled: bool
+    adaptive_scheduling: bool
+    max_retries: int
+    retry_backoff_seconds: int
+    current_retry_count: int
+    next_run_at: float | None
+    last_run_at: float | None
+    is_paused: bool
+    paused_at: float | None
+    cancelled_at: float | None
+    lock_token: str | None
+    lock_acquired_at: float | None
+    locked_by: str | None
+    last_error: str | None
+    metadata: dict[str, Any]
+    created_at: float
+    updated_at: float
+
+    @classmethod
+    def of(cls, job: Job) -> JobOut:
+        values = asdict(job)
+        values.pop("last_moved_at", None)
+        return cls(**values, allowed_actions=allowed_actions(job.status))
+
+
+class ExecutionOut(BaseModel):
+    id: int
+    job_id: int
+    execution_number: int
+    status: str
+    started_at: float
+    completed_at: float | None
+    duration_ms: int | None
+    items_crawled: int
+    items_indexed: int
+    error_message: str | None
+    stack_trace: str | None
+    cpu_time_ms: int | None
+    memory_peak_mb: float | None
+    retry_attempt: int
+    metadata: dict[str, Any]
+
+    @classmethod
+    def of(cls, execution: Execution) -> ExecutionOut:
+        return cls(**asdict(execution))
+
+
+class LogLineOut(BaseModel):
+    execution_id: int
+    seq: int
+    created_at: float
+    level: str
+    logger: str
+    message: str
+
+
+class UrlsIn(Strict):
+    urls: list[str] = Field(min_length=1, max_length=1000)
+    crawl: str | None = Field(None, min_length=1, max_length=200, description="namespace")
+    priority: Literal["high", "normal", "low"] | None = None
