@@ -1,0 +1,114 @@
+"""Site parsers for the plugin tests, loaded by dotted path (``"siteparsers:CourierParser"``).
+
+``CourierParser`` is what a real plugin looks like: it reads the article pages of the Riverside
+Courier (``tests/fixtures/maintext/news_article.html``) with selectolax, declines the pages that
+are not articles, and finds nothing once the site's layout changes.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from decimal import Decimal
+
+from selectolax.lexbor import LexborHTMLParser
+
+from harvestman.extract.plugins import Record
+from harvestman.parse import Page
+
+_ARTICLE_PATH = re.compile(r"/\d{4}/[a-z]{3}/\d{2}/")
+
+
+class CourierParser:
+    name = "courier-article"
+    version = "1.2.0"
+    hosts = ("riversidecourier.example", "*.riversidecourier.example")
+
+    def parse(self, page_html: str, url: str, page: Page) -> list[Record] | None:
+        if not _ARTICLE_PATH.search(url):
+            return None  # section fronts and the home page are not this parser's business
+        tree = LexborHTMLParser(page_html)
+        story = tree.css_first("article.story")
+        if story is None:
+            return []
+        headline = story.css_first("h1")
+        author = story.css_first("a[rel=author]")
+        paragraphs = [node.text(strip=True) for node in story.css(".story-body > p")]
+        return [
+            Record(
+                "article",
+                {
+                    "headline": headline.text(strip=True) if headline else None,
+                    "author": author.text(strip=True) if author else None,
+                    "paragraphs": len(paragraphs),
+                    "first": paragraphs[0] if paragraphs else None,
+                    "title": page.title,
+                },
+                parser="spoofed-name",  # the registry stamps the real name and version
+            )
+        ]
+
+
+class ShopPriceParser:
+    """Every product page of the shop: one record with a Decimal price and a date."""
+
+    name = "shop-price"
+    version = "3"
+    hosts = (re.compile(r"(www\.)?shop\.example"),)
+
+    def parse(self, page_html: str, url: str, page: Page) -> list[Record]:
+        match = re.search(r'data-price="([\d.]+)"', page_html)
+        if match is None:
+            return []
+        return [Record("price", {"price": Decimal(match.group(1)), "seen": date(2024, 5, 1)})]
+
+
+class RaisingParser:
+    name = "raising"
+    version = "0.1"
+    hosts = ("*",)
+
+    def parse(self, page_html: str, url: str, page: Page) -> list[Record]:
+        return [Record("x", {"value": {"a": 1}["missing"]})]
+
+
+class SetDataParser:
+    """Returns data the store cannot keep (a set is not JSON)."""
+
+    name = "set-data"
+    version = "1"
+    hosts = ("*",)
+
+    def parse(self, page_html: str, url: str, page: Page) -> list[Record]:
+        return [Record("tags", {"tags": {"a", "b"}})]
+
+
+class NoVersionParser:
+    name = "no-version"
+    hosts = ("*",)
+
+    def parse(self, page_html: str, url: str, page: Page) -> list[Record]:
+        return []
+
+
+class OtherCourierParser:
+    """A different class that claims the name of :class:`CourierParser`."""
+
+    name = "courier-article"
+    version = "9"
+    hosts = ("*",)
+
+    def parse(self, page_html: str, url: str, page: Page) -> list[Record]:
+        return []
+
+
+class NeedsArgumentsParser:
+    name = "needs-arguments"
+    version = "1"
+    hosts = ("*",)
+
+    def __init__(self, api_key: str) -> None:
+        self.api_key = api_key
+
+    def parse(self, page_html: str, url: str, page: Page) -> list[Record]:
+        return []
