@@ -643,6 +643,117 @@ def _stored_crawl(
             store.engine.dispose()
 
 
+@app.command()
+def maintenance(
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Apply the retention rules (export, then delete old rows) and compact the store."""
+    import time
+
+    from harvestman.lifecycle import RetentionRules, apply_retention
+
+    settings = _settings(config, database_url=_database_url(db, database_url))
+    day = 86400.0
+
+    def days(value: float | None) -> float | None:
+        return None if value is None else value * day
+
+    rules = RetentionRules(
+        completed_after=days(settings.retention_completed_days),
+        failed_after=days(settings.retention_failed_days),
+        pages_after=days(settings.retention_pages_days),
+        export_dir=Path(settings.retention_export_dir),
+        batch_size=settings.retention_batch_size,
+        vacuum_min_free_fraction=settings.retention_vacuum_free_fraction,
+    )
+    with _errors_exit():
+        store = SqlStore(settings.database_url)
+        try:
+            migrations.check_current(store.engine)
+            report = apply_retention(store.engine, rules, time.time())
+        finally:
+            store.engine.dispose()
+    err.print(report)
+
+
+def _sqlite_path(settings: Settings) -> Path:
+    from sqlalchemy.engine import make_url
+
+    url = make_url(settings.database_url)
+    if url.get_backend_name() != "sqlite" or not url.database:
+        raise ConfigError("backup and restore are for the SQLite store; PostgreSQL: see "
+                          "docs/OPERATIONS.md (pg_dump / pg_restore)")  # fmt: skip
+    return Path(url.database)
+
+
+@app.command()
+def backup(
+    out: Annotated[Path, typer.Argument(help="The backup file to write")],
+    overwrite: Annotated[bool, typer.Option("--overwrite")] = False,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """A consistent online copy of the SQLite store (safe while a crawl writes)."""
+    from harvestman.lifecycle import backup_sqlite
+
+    settings = _settings(config, database_url=_database_url(db, database_url))
+    with _errors_exit():
+        report = backup_sqlite(_sqlite_path(settings), out, overwrite=overwrite)
+    err.print(report)
+
+
+@app.command()
+def restore(
+    source: Annotated[Path, typer.Argument(help="A backup made by `harvestman backup`")],
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing store")] = False,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Restore the SQLite store from a backup (refused while any process has it open)."""
+    from harvestman.lifecycle import restore_sqlite
+
+    settings = _settings(config, database_url=_database_url(db, database_url))
+    with _errors_exit():
+        report = restore_sqlite(source, _sqlite_path(settings), force=force)
+        store = SqlStore(settings.database_url)
+        try:
+            migrations.check_current(store.engine)
+        finally:
+            store.engine.dispose()
+    err.print(report)
+
+
+@app.command()
+def replay(
+    domain: Annotated[str, typer.Option("--domain", help="Host whose pages to re-process")],
+    since: Annotated[str, typer.Option("--since", help="36h, 7d, an ISO date, or epoch")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count, change nothing")] = False,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+) -> None:
+    """Re-queue stored pages of a domain fetched since T (after a parser change)."""
+    import time
+
+    from harvestman.lifecycle import parse_since
+    from harvestman.lifecycle import replay as replay_pages
+
+    now = time.time()
+    try:
+        since_at = parse_since(since, now=now)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] --since: {exc}")
+        raise typer.Exit(2) from None
+    with _stored_crawl(config, db, database_url, name) as (store, crawl_id):
+        plan = replay_pages(store.engine, crawl_id, domain, since_at, dry_run=dry_run, now=now)
+    err.print(plan)
+
+
 def _existing_crawl(store: SqlStore, settings: Settings) -> int:
     migrations.check_current(store.engine)
     crawl_id = asyncio.run(_find(store, settings.crawl_name))

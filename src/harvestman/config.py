@@ -31,7 +31,7 @@ CONFIG_ENV = "HARVESTMAN_CONFIG"
 GROUPS = (
     "fetch", "frontier", "robots", "store", "crawl", "url", "redis", "worker", "discovery",
     "sitemap", "feed", "pagination", "archives", "validate", "breaker", "watchdog", "proxy",
-    "extract", "warc", "archive",
+    "extract", "warc", "archive", "retention",
 )  # fmt: skip
 
 
@@ -136,6 +136,14 @@ class Settings(BaseSettings):
     archive_s3_access_key_id: str | None = None
     archive_s3_secret_access_key: str | None = None
     archive_s3_prefix: str = ""
+
+    # data lifecycle (harvestman maintenance)
+    retention_completed_days: float | None = Field(7.0, gt=0, description="None keeps them")
+    retention_failed_days: float | None = Field(30.0, gt=0, description="exported, then deleted")
+    retention_pages_days: float | None = Field(90.0, gt=0, description="archived to gzip JSONL")
+    retention_export_dir: str = Field("retention", description="where exports and archives go")
+    retention_batch_size: int = Field(1000, ge=1, le=20_000)
+    retention_vacuum_free_fraction: float | None = Field(0.25, gt=0, le=1)
 
     # robots
     robots_ttl: float = Field(3600.0, ge=0, description="robots.txt cache lifetime (s)")

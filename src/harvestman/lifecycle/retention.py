@@ -1,0 +1,261 @@
+"""Retention: how long the store keeps frontier rows and page metadata.
+
+Rules are plain values (the caller resolves the settings). ``apply_retention`` applies them in
+bounded batches: each table is walked in ranges of ``batch_size`` primary-key ids, one short
+transaction per range, so no store of any size is locked for more than one range's work and a
+running crawl keeps writing in between. What it does, in order:
+
+1. **completed** frontier rows whose last change (``updated_at``) is older than
+   ``completed_after`` are deleted. Their visited TTL ran out long ago: a URL found again is
+   queued as new (it loses its stored ETag / Last-Modified, nothing else).
+2. **failed** rows older than ``failed_after`` are written to ``failed-urls-<stamp>.csv.gz`` in
+   ``export_dir``, then deleted.
+3. **page metadata** (``crawled_pages``) fetched longer than ``pages_after`` ago is written to
+   ``pages-<stamp>.jsonl.gz`` in ``export_dir`` (every column, one JSON object a line), then
+   deleted. A file rather than an archive table: the point is a smaller store, a table in the same
+   database would not shrink it, and a gzip JSONL file is what the exports already speak.
+4. the store is compacted (``compaction.compact``): statistics and free space, as it needs.
+
+A row is deleted only after the file holding it is fsynced (``spool.GzipSpool``), and only if it
+still matches its rule then (a URL re-queued or a page re-fetched meanwhile is kept). Exported
+times are the store's epoch seconds.
+
+Stats roll-up to daily after 7 days is not here: there is no stats table yet.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from sqlalchemy import ColumnElement, Engine, Row, Select, Table, select
+
+from harvestman.lifecycle.batches import table_id_ranges, write_transaction
+from harvestman.lifecycle.compaction import CompactionReport, compact
+from harvestman.lifecycle.spool import GzipSpool
+from harvestman.records import UrlStatus
+from harvestman.store.schema import crawled_pages, crawls, urls
+
+DAY = 86400.0
+MAX_BATCH = 20_000
+
+# The columns of a failed frontier row in the CSV export, in order (``crawl`` is its name).
+FAILED_FIELDS = (
+    "crawl", "url", "host", "kind", "depth", "status_code", "error_class", "error", "attempts",
+    "discovered_at", "last_fetched_at", "updated_at",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionRules:
+    """What to keep. Ages are seconds; ``None`` keeps those rows forever.
+
+    ``export_dir`` receives the failed-URL CSVs and the page archives; the failed and page rules
+    need it (they never delete what they have not written). ``batch_size`` is the number of ids
+    per transaction; ``batch_pause`` seconds are slept after each write so other writers get the
+    lock. ``vacuum_min_free_fraction``: a full SQLite VACUUM runs only when at least this share
+    of the file is free pages and no worker is alive (``None``: never). See ``compaction``.
+    """
+
+    completed_after: float | None = 7 * DAY
+    failed_after: float | None = 30 * DAY
+    pages_after: float | None = 90 * DAY
+    export_dir: Path | None = None
+    batch_size: int = 1000
+    batch_pause: float = 0.0
+    compact: bool = True
+    vacuum_min_free_fraction: float | None = 0.25
+    live_worker_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        for name in ("completed_after", "failed_after", "pages_after"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must not be negative, got {value}")
+        if self.export_dir is None and (
+            self.failed_after is not None or self.pages_after is not None
+        ):
+            raise ValueError(
+                "failed_after and pages_after need export_dir (rows are exported first)"
+            )
+        # Capped: a batch's ids go into one IN list, and SQLite takes at most 32,766 parameters.
+        if not 1 <= self.batch_size <= MAX_BATCH:
+            raise ValueError(f"batch_size must be 1 to {MAX_BATCH}, got {self.batch_size}")
+
+
+@dataclass(slots=True)
+class RetentionReport:
+    """What ``apply_retention`` did. ``*_exported`` rows are on disk; ``*_deleted`` left the store
+    (fewer than exported when a row changed between the two). ``longest_write`` is the longest
+    single write transaction in seconds: how long a crawl's writer could have waited."""
+
+    completed_deleted: int = 0
+    failed_exported: int = 0
+    failed_deleted: int = 0
+    failed_file: Path | None = None
+    pages_exported: int = 0
+    pages_deleted: int = 0
+    pages_file: Path | None = None
+    batches: int = 0
+    longest_write: float = 0.0
+    seconds: float = 0.0
+    compaction: CompactionReport | None = None
+    skipped: list[str] = field(default_factory=list)
+
+
+def apply_retention(engine: Engine, rules: RetentionRules, now: float) -> RetentionReport:
+    """Apply ``rules`` to the store behind ``engine`` as of ``now`` (epoch seconds).
+
+    Synchronous and long-running on a big store: call it from a thread (``asyncio.to_thread``)
+    when an event loop is running. Safe beside running crawls on both stores. Raises
+    ``FileExistsError`` before deleting anything when an export file of the same stamp exists.
+    """
+    started = time.monotonic()
+    report = RetentionReport()
+    run = _Run(engine, rules, report)
+    stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%SZ")
+    failed_path = pages_path = None
+    if rules.export_dir is not None:
+        failed_path = rules.export_dir / f"failed-urls-{stamp}.csv.gz"
+        pages_path = rules.export_dir / f"pages-{stamp}.jsonl.gz"
+        for path in (failed_path, pages_path):
+            if path.exists():
+                raise FileExistsError(f"{path} exists: retention never overwrites an export")
+    if rules.completed_after is None:
+        report.skipped.append("completed: kept (no rule)")
+    else:
+        run.delete_completed(now - rules.completed_after)
+    if rules.failed_after is None:
+        report.skipped.append("failed: kept (no rule)")
+    else:
+        assert failed_path is not None
+        run.export_failed(failed_path, now - rules.failed_after)
+    if rules.pages_after is None:
+        report.skipped.append("pages: kept (no rule)")
+    else:
+        assert pages_path is not None
+        run.archive_pages(pages_path, now - rules.pages_after)
+    if rules.compact:
+        changed = []
+        if report.completed_deleted or report.failed_deleted:
+            changed.append("urls")
+        if report.pages_deleted:
+            changed.append("crawled_pages")
+        report.compaction = compact(
+            engine,
+            now=now,
+            changed_tables=changed,
+            vacuum_min_free_fraction=rules.vacuum_min_free_fraction,
+            live_worker_seconds=rules.live_worker_seconds,
+        )
+    report.seconds = time.monotonic() - started
+    return report
+
+
+class _Run:
+    """One application of the rules: the batch loop and its bookkeeping."""
+
+    def __init__(self, engine: Engine, rules: RetentionRules, report: RetentionReport) -> None:
+        self.engine = engine
+        self.rules = rules
+        self.report = report
+        with engine.connect() as conn:
+            self.crawl_names = {
+                int(i): n for i, n in conn.execute(select(crawls.c.id, crawls.c.name))
+            }
+
+    def _write(self, statement: Any) -> int:
+        """Run one DELETE in its own write transaction; return the rows it removed."""
+        began = time.monotonic()
+        with write_transaction(self.engine) as conn:
+            removed = conn.execute(statement).rowcount
+        self.report.longest_write = max(self.report.longest_write, time.monotonic() - began)
+        self.report.batches += 1
+        if self.rules.batch_pause:
+            time.sleep(self.rules.batch_pause)
+        return int(removed)
+
+    def delete_completed(self, cutoff: float) -> None:
+        done = UrlStatus.COMPLETED.value
+        for first, last in table_id_ranges(self.engine, urls, self.rules.batch_size):
+            self.report.completed_deleted += self._write(
+                urls.delete().where(
+                    urls.c.id.between(first, last),
+                    urls.c.status == done,
+                    urls.c.updated_at < cutoff,
+                )
+            )
+
+    def export_failed(self, path: Path, cutoff: float) -> None:
+        failed = UrlStatus.FAILED.value
+        columns = [urls.c[name] for name in FAILED_FIELDS if name != "crawl"]
+
+        def encode(rows: Sequence[Row[Any]]) -> bytes:
+            text = io.StringIO()
+            writer = csv.writer(text, lineterminator="\n")
+            for row in rows:
+                # row: id, crawl_id, then the columns; csv writes None as an empty field.
+                writer.writerow([self.crawl_names.get(row.crawl_id, row.crawl_id), *row[2:]])
+            return text.getvalue().encode()
+
+        header = (",".join(FAILED_FIELDS) + "\n").encode()
+        report = self.report
+        report.failed_exported, report.failed_deleted, report.failed_file = (
+            self._export_then_delete(
+                urls,
+                select(urls.c.id, urls.c.crawl_id, *columns),
+                (urls.c.status == failed, urls.c.updated_at < cutoff),
+                GzipSpool(path, header=header),
+                encode,
+            )
+        )
+
+    def archive_pages(self, path: Path, cutoff: float) -> None:
+        def encode(rows: Sequence[Row[Any]]) -> bytes:
+            lines = []
+            for row in rows:
+                record = {"crawl": self.crawl_names.get(row.crawl_id, row.crawl_id)}
+                # Column names are str subclasses (quoted_name), which orjson refuses as keys.
+                record.update((str(key), value) for key, value in row._mapping.items())
+                lines.append(orjson.dumps(record))
+            return b"\n".join(lines) + b"\n"
+
+        report = self.report
+        report.pages_exported, report.pages_deleted, report.pages_file = self._export_then_delete(
+            crawled_pages,
+            select(crawled_pages),
+            (crawled_pages.c.fetched_at < cutoff,),
+            GzipSpool(path),
+            encode,
+        )
+
+    def _export_then_delete(
+        self,
+        table: Table,
+        query: Select[Any],
+        rule: tuple[ColumnElement[bool], ...],
+        spool: GzipSpool,
+        encode: Callable[[Sequence[Row[Any]]], bytes],
+    ) -> tuple[int, int, Path | None]:
+        exported = deleted = 0
+        with spool:
+            for first, last in table_id_ranges(self.engine, table, self.rules.batch_size):
+                with self.engine.connect() as conn:
+                    rows = conn.execute(
+                        query.where(table.c.id.between(first, last), *rule).order_by(table.c.id)
+                    ).all()
+                if not rows:
+                    continue
+                spool.write(encode(rows))
+                exported += len(rows)
+                # Only what was written, and only if it still matches the rule now.
+                ids = [row.id for row in rows]
+                deleted += self._write(table.delete().where(table.c.id.in_(ids), *rule))
+        return exported, deleted, spool.path
