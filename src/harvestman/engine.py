@@ -58,7 +58,7 @@ from harvestman.resilience import (
     network_check,
 )
 from harvestman.robots_cache import RobotsCache, robots_root
-from harvestman.simhash import NearDuplicateIndex, simhash64, to_signed64
+from harvestman.simhash import NearDuplicateIndex, sample_text, simhash64, to_signed64
 from harvestman.stats import Stats
 from harvestman.store import Store
 from harvestman.urls import Scope, UrlNormalizer, host_key, url_hash
@@ -852,7 +852,7 @@ class Engine:
         """The url_hash of an earlier page of the host this one (nearly) repeats, if any."""
         if self.near_duplicates is None or not page.text:
             return None
-        fingerprint = simhash64(page.text)
+        fingerprint = simhash64(sample_text(page.text))
         record.simhash = to_signed64(fingerprint)
         index = self.near_duplicates.get(request.host)
         if index is None:

@@ -140,6 +140,33 @@ def _majority(features: np.ndarray) -> int:
     return int.from_bytes(packed.tobytes(), "little")
 
 
+def sample_text(text: str, max_chars: int = 8192) -> str:
+    """At most ``max_chars`` of ``text`` to fingerprint: all of a short text; of a longer one,
+    three windows (its start, middle and end) cut at word boundaries.
+
+    SimHash costs time in proportion to the text; near-duplicates still share nearly every
+    shingle of these windows, while a page that differs only past its opening is not taken for
+    a copy of another (as a prefix alone would).
+
+    >>> sample_text("a b c", 100)
+    'a b c'
+    >>> len(sample_text("word " * 10_000, 300)) <= 300
+    True
+    """
+    if len(text) <= max_chars:
+        return text
+    size = max_chars // 3
+    windows = []
+    for start in (0, (len(text) - size) // 2, len(text) - size):
+        window = text[start : start + size]
+        if start:  # begin on a word boundary
+            window = window[window.find(" ") + 1 :]
+        if start + size < len(text):  # end on one
+            window = window[: window.rfind(" ")]
+        windows.append(window)
+    return " ".join(windows)
+
+
 def hamming(a: int, b: int) -> int:
     """The number of bits in which two fingerprints differ.
 
