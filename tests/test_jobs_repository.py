@@ -25,6 +25,7 @@ from harvestman.jobs import (
 )
 from harvestman.jobs.lifecycle import after_success
 from harvestman.jobs.records import ExecutionResult, ExecutionStatus
+from harvestman.search import include_name
 from harvestman.store import dialect, migrate
 from harvestman.store.schema import metadata
 
@@ -68,7 +69,12 @@ def _assert_migrated_schema_matches_models(url: str) -> None:
         migrate.upgrade(engine)
         assert set(inspect(engine).get_table_names()) >= JOB_TABLES
         with engine.connect() as conn:
-            assert compare_metadata(MigrationContext.configure(conn), metadata) == []
+            assert (
+                compare_metadata(
+                    MigrationContext.configure(conn, opts={"include_name": include_name}), metadata
+                )
+                == []
+            )
         migrate.downgrade(engine, "0003")
         assert not JOB_TABLES & set(inspect(engine).get_table_names())
     finally:

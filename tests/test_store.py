@@ -183,10 +183,13 @@ def _schema_differences(engine: object) -> list:
     from alembic.migration import MigrationContext
 
     import harvestman.jobs.models  # noqa: F401  (its tables join the metadata)
+    from harvestman.search import include_name
     from harvestman.store.schema import metadata
 
     with engine.connect() as conn:  # type: ignore[attr-defined]
-        return compare_metadata(MigrationContext.configure(conn), metadata)
+        return compare_metadata(
+            MigrationContext.configure(conn, opts={"include_name": include_name}), metadata
+        )
 
 
 def test_the_migrated_sqlite_schema_is_the_models_schema(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ CONFIG_ENV = "HARVESTMAN_CONFIG"
 GROUPS = (
     "fetch", "frontier", "robots", "store", "crawl", "url", "redis", "worker", "discovery",
     "sitemap", "feed", "pagination", "archives", "validate", "breaker", "watchdog", "proxy",
-    "extract", "warc", "archive", "retention",
+    "extract", "warc", "archive", "retention", "store",
 )  # fmt: skip
 
 
@@ -127,6 +127,10 @@ class Settings(BaseSettings):
 
     # what a crawl yields
     extract_products: bool = Field(True, description="schema.org products from pages")
+    store_text: bool = Field(
+        False, description="keep pages' visible text (full-text search indexes it; costly)"
+    )
+    store_text_max_chars: int = Field(100_000, ge=0)
     warc_path: str | None = Field(None, description="write every exchange to this WARC file")
     archive_enabled: bool = Field(False, description="keep raw HTML bodies, content-addressed")
     archive_dir: str = Field("harvestman-archive", description="local raw archive directory")

@@ -151,6 +151,7 @@ class Engine:
         )
         self.hard_cooldown = settings.validate_hard_cooldown
         self.extract_products = settings.extract_products
+        self.store_text = settings.store_text
         self.warc: WarcWriter | None = None
         self.archive: RawArchive | None = None
         self.near_duplicate_distance = settings.near_duplicate_distance
@@ -737,6 +738,8 @@ class Engine:
                 record.validation_status = verdict.status.value
                 if verdict.status is not VerdictStatus.OK:
                     return self._rejected(request, result, record, verdict, page)
+            if self.store_text:
+                record.text = page.text[: self.settings.store_text_max_chars]
             duplicate_of = self._near_duplicate(request, page, record)
             if self.extract_products and 200 <= result.status < 300:
                 scan = scan_products(result.body, result.final_url, charset=result.charset)

@@ -84,6 +84,7 @@ class PageRecord:
     near_duplicate_of: str | None = None
     proxy: str | None = None
     archive_path: str | None = None
+    text: str | None = None
 
 
 @dataclass(slots=True)

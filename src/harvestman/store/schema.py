@@ -107,6 +107,7 @@ crawled_pages = Table(
     Column("near_duplicate_of", String(64)),  # url_hash of the earlier page it repeats
     Column("proxy", Text),  # the proxy the fetch went through (credentials redacted)
     Column("archive_path", String(200)),  # the body in the raw archive (content-addressed)
+    Column("text", Text),  # the visible text, when stored (store_text): full-text search reads it
     UniqueConstraint("crawl_id", "url_hash"),
     Index("ix_crawled_pages_host", "crawl_id", "host"),
     Index("ix_crawled_pages_fetched_at", "crawl_id", "fetched_at"),

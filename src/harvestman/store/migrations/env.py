@@ -6,6 +6,7 @@ from alembic import context
 from sqlalchemy import engine_from_config, pool
 
 import harvestman.jobs.models  # noqa: F401  (its tables join the metadata)
+from harvestman.search import include_name
 from harvestman.store.schema import metadata
 
 config = context.config
@@ -15,6 +16,7 @@ def run_migrations_offline() -> None:
     context.configure(
         url=config.get_main_option("sqlalchemy.url"),
         target_metadata=metadata,
+        include_name=include_name,  # the search index lives outside metadata (migration 0006)
         literal_binds=True,
         render_as_batch=True,
     )
@@ -38,7 +40,12 @@ def run_migrations_online() -> None:
 
 def _run(connection) -> None:  # type: ignore[no-untyped-def]
     # render_as_batch: SQLite cannot ALTER most things; batch mode rebuilds the table instead.
-    context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        include_name=include_name,  # the search index lives outside metadata (migration 0006)
+        render_as_batch=True,
+    )
     with context.begin_transaction():
         context.run_migrations()
 

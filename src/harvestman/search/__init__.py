@@ -1,0 +1,57 @@
+"""Full-text search over crawled pages and products, on SQLite (FTS5) and PostgreSQL (tsvector).
+
+The database keeps the index (migration 0006): triggers feed FTS5 tables on SQLite, generated
+``search_vector`` columns with GIN indexes on PostgreSQL. So writing a page or a product row is
+all it takes to index it, and re-crawls, deletes and retention re-index or unindex by themselves.
+
+    result = search_pages(store.engine, crawl_id, 'solar "heat pump" -diesel', domain="a.com")
+    for hit in result.hits:
+        print(hit.rank, hit.url, hit.snippet)
+"""
+
+from __future__ import annotations
+
+from harvestman.search.query import MARK_END, MARK_START, Query, parse_query, snippet
+from harvestman.search.targets import (
+    RANK_WINDOW,
+    PageHit,
+    ProductHit,
+    SearchResult,
+    search_pages,
+    search_products,
+)
+
+__all__ = [
+    "MARK_END",
+    "MARK_START",
+    "RANK_WINDOW",
+    "PageHit",
+    "ProductHit",
+    "Query",
+    "SearchResult",
+    "include_name",
+    "parse_query",
+    "search_pages",
+    "search_products",
+    "snippet",
+]
+
+_INDEX_TABLES = ("crawled_pages_fts", "products_fts")
+
+
+def include_name(name: str | None, type_: str, parent_names: dict[str, str | None]) -> bool:
+    """Alembic's ``include_name`` hook: hide the search index from autogenerate comparisons.
+
+    The FTS5 tables (and their shadow tables), the SQLite indexes for filters and the
+    ``search_vector`` columns and GIN indexes exist in one dialect each, so ``schema.metadata``
+    cannot declare them.
+    """
+    if name is None:
+        return True
+    if type_ == "table":
+        return not any(name == t or name.startswith(f"{t}_") for t in _INDEX_TABLES)
+    if type_ == "column":
+        return name != "search_vector"
+    if type_ == "index":
+        return not name.endswith(("_search_vector", "_search_filter"))
+    return True

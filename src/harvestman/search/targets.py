@@ -1,0 +1,253 @@
+"""What can be searched: crawled pages and products, with their filters and their hits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Generic, TypeVar
+from urllib.parse import urlsplit
+
+from sqlalchemy import Engine, bindparam, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from harvestman.errors import StoreError
+from harvestman.search.plan import Filter, Target
+from harvestman.search.query import Query, parse_query, snippet
+from harvestman.search.ranking import Ranked, rank
+
+RANK_WINDOW = 1000
+"""How many of the newest matches are ranked (see :mod:`harvestman.search.ranking`); also the
+furthest ``offset + limit`` reaches, as web search engines stop at about a thousand results.
+Ranking costs PostgreSQL ~10 µs a row (each vector comes out of TOAST)."""
+MAX_LIMIT = 100
+
+PAGES = Target("crawled_pages", ("title", "description", "text"), (10.0, 4.0, 1.0))
+PRODUCTS = Target("products", ("name", "brand", "category", "description"), (10.0, 5.0, 3.0, 1.0))
+
+H = TypeVar("H")
+
+
+@dataclass(frozen=True, slots=True)
+class PageHit:
+    """A matching page. ``url`` is where the content was found (the final URL)."""
+
+    url: str
+    requested_url: str
+    title: str | None
+    snippet: str
+    rank: float
+    fetched_at: float
+    host: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProductHit:
+    """A matching product. ``url`` is the product's own URL, else the page's."""
+
+    name: str | None
+    brand: str | None
+    price: Decimal | None
+    currency: str | None
+    availability: str | None
+    url: str
+    page_url: str
+    snippet: str
+    rank: float
+    updated_at: float
+    host: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult(Generic[H]):
+    """One page of hits, best first.
+
+    ``total`` counts the matches exactly when ``total_is_exact``; otherwise more than
+    ``RANK_WINDOW`` rows matched, ``total`` is that window, and the hits are the best of the
+    newest matches. ``ignored`` are the query's stop words (in more than half of the pages),
+    left out of it (see :mod:`harvestman.search.ranking`).
+    """
+
+    total: int
+    total_is_exact: bool
+    hits: list[H]
+    ignored: tuple[str, ...] = ()
+
+
+def search_pages(
+    engine: Engine,
+    crawl_id: int | None,
+    q: str,
+    *,
+    domain: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    limit: int = 20,
+    offset: int = 0,
+    window: int = RANK_WINDOW,
+) -> SearchResult[PageHit]:
+    """Pages of ``crawl_id`` (every crawl when None) matching ``q`` (see :mod:`.query`).
+
+    ``domain`` keeps pages of that host, ``example.com`` also ``www.example.com``; ``since`` <=
+    ``fetched_at`` < ``until`` (epoch seconds). Titles weigh most, then descriptions, then the
+    visible text. Raises ValueError for a limit outside 1..100 or a negative offset.
+    """
+    _check_page(limit, offset)
+    filters = _crawl_filter(crawl_id)
+    if domain:
+        filters.append(_host_filter(domain, "p.host"))
+    if since is not None:
+        filters.append(Filter("p.fetched_at >= :since", {"since": since}))
+    if until is not None:
+        # Pages fetched before a date are among the oldest rows, not the newest.
+        filters.append(Filter("p.fetched_at < :until", {"until": until}, narrow=True))
+    query = parse_query(q)
+    columns = "id, final_url, url, title, description, text, fetched_at, host"
+    ranked, rows = _run(engine, PAGES, query, filters, limit, offset, window, columns)
+    hits = [
+        PageHit(
+            url=row.final_url,
+            requested_url=row.url,
+            title=row.title,
+            snippet=snippet(row.text or row.description or row.title, ranked.query.words),
+            rank=score,
+            fetched_at=row.fetched_at,
+            host=row.host,
+        )
+        for row, score in rows
+    ]
+    return SearchResult(ranked.total, ranked.is_exact, hits, ranked.ignored)
+
+
+def search_products(
+    engine: Engine,
+    crawl_id: int | None,
+    q: str,
+    *,
+    domain: str | None = None,
+    min_price: Decimal | None = None,
+    max_price: Decimal | None = None,
+    currency: str | None = None,
+    availability: str | Iterable[str] | None = None,
+    limit: int = 20,
+    offset: int = 0,
+    window: int = RANK_WINDOW,
+) -> SearchResult[ProductHit]:
+    """Products of ``crawl_id`` (every crawl when None) matching ``q`` in name, brand, category
+    or description (weighed in that order).
+
+    ``min_price`` <= price <= ``max_price`` (a product without a price fails a price filter;
+    prices in different currencies compare as numbers, so give ``currency`` with a range);
+    ``availability`` one or several normalized values (``in_stock``, ...); ``domain`` as in
+    :func:`search_pages`, on the host of the page the product was found on.
+    """
+    _check_page(limit, offset)
+    filters = _crawl_filter(crawl_id)
+    sqlite = engine.dialect.name == "sqlite"
+    if domain:
+        host = "split_part(split_part(p.page_url, '://', 2), '/', 1)"
+        filters.append(_host_filter(domain, host))
+    # pysqlite binds no Decimal; SQLite compares its NUMERIC column as a REAL anyway.
+    convert = float if sqlite else Decimal
+    if min_price is not None:
+        filters.append(Filter("p.price >= :min_price", {"min_price": convert(min_price)}))
+    if max_price is not None:
+        filters.append(Filter("p.price <= :max_price", {"max_price": convert(max_price)}))
+    if currency:
+        code = currency.strip().upper()
+        filters.append(
+            Filter("p.currency = :currency", {"currency": code}, _token("k", code), narrow=True)
+        )
+    if availability is not None:
+        values = [availability] if isinstance(availability, str) else sorted(set(availability))
+        tokens = "(" + " OR ".join(_token("a", v) for v in values) + ")" if values else None
+        filters.append(
+            Filter("p.availability IN :availability", {"availability": values}, tokens,
+                   ("availability",), narrow=True)
+        )  # fmt: skip
+    query = parse_query(q)
+    columns = (
+        "id, name, brand, price, currency, availability, product_url, page_url, description, "
+        "updated_at"
+    )
+    ranked, rows = _run(engine, PRODUCTS, query, filters, limit, offset, window, columns)
+    hits = [
+        ProductHit(
+            name=row.name,
+            brand=row.brand,
+            price=None if row.price is None else Decimal(str(row.price)),
+            currency=row.currency,
+            availability=row.availability,
+            url=row.product_url or row.page_url,
+            page_url=row.page_url,
+            snippet=snippet(row.description or row.name, ranked.query.words),
+            rank=score,
+            updated_at=row.updated_at,
+            host=urlsplit(row.page_url).netloc.rpartition("@")[2],
+        )
+        for row, score in rows
+    ]
+    return SearchResult(ranked.total, ranked.is_exact, hits, ranked.ignored)
+
+
+def _check_page(limit: int, offset: int) -> None:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValueError(f"limit must be within 1..{MAX_LIMIT}, not {limit}")
+    if offset < 0:
+        raise ValueError(f"offset must not be negative, not {offset}")
+
+
+def _crawl_filter(crawl_id: int | None) -> list[Filter]:
+    if crawl_id is None:
+        return []
+    # A crawl that holds most of the store is checked on each candidate; a small one is
+    # intersected in the index, so its matches are not looked for among everyone else's.
+    crawl = int(crawl_id)
+    return [
+        Filter("p.crawl_id = :crawl_id", {"crawl_id": crawl}, f"c{crawl}", tokens_if_rare=True,
+               equals=("crawl_id", crawl))
+    ]  # fmt: skip
+
+
+def _host_filter(domain: str, host_sql: str) -> Filter:
+    host = domain.strip().lower().rstrip(".")
+    # The SQLite index holds each page's host and its host without "www." (migration 0006).
+    return Filter(
+        f"{host_sql} IN (:host, :www_host)",
+        {"host": host, "www_host": f"www.{host}"},
+        _token("h", host),
+        narrow=True,
+    )
+
+
+def _token(prefix: str, value: str) -> str:
+    """A scope token as migration 0006 writes it: prefix + the value's UTF-8 bytes in hex."""
+    return prefix + value.encode("utf-8").hex()
+
+
+def _run(
+    engine: Engine,
+    target: Target,
+    query: Query,
+    filters: list[Filter],
+    limit: int,
+    offset: int,
+    window: int,
+    columns: str,
+) -> tuple[Ranked, list[tuple[Any, float]]]:
+    """Rank, then read the page of hits' rows, in one read transaction."""
+    try:
+        with engine.connect() as conn:
+            ranked = rank(conn, target, query, filters, limit=limit, offset=offset, window=window)
+            if not ranked.rows:
+                return ranked, []
+            select = text(f"SELECT {columns} FROM {target.table} WHERE id IN :ids").bindparams(
+                bindparam("ids", expanding=True)
+            )
+            found = {
+                row.id: row for row in conn.execute(select, {"ids": [i for i, _ in ranked.rows]})
+            }
+    except SQLAlchemyError as exc:
+        raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+    # A row deleted between the two reads is left out rather than shown empty.
+    return ranked, [(found[i], score) for i, score in ranked.rows if i in found]
