@@ -54,11 +54,14 @@ _NEXT_DUE_SQL = (
     " WHERE crawl_id = :crawl_id AND status = 'pending' AND host = :host"
 )
 
+# Hashes per re-crawl UPDATE: well under SQLite's limit of 32,766 bound parameters.
+_RECRAWL_CHUNK = 5000
+
 _PAGE_COLUMNS = (
     "url", "final_url", "host", "status_code", "content_type", "content_length", "charset",
     "content_hash", "title", "description", "canonical", "lang", "links_count",
     "crawl_duration_ms", "fetched_at", "error_class", "error", "validation_status",
-    "rejection_reason", "simhash", "near_duplicate_of", "proxy", "archive_path",
+    "rejection_reason", "simhash", "near_duplicate_of", "proxy", "archive_path", "text",
 )  # fmt: skip
 
 
