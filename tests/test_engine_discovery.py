@@ -105,3 +105,41 @@ async def test_date_archives_learnt_from_seen_urls_find_unlinked_pages(
     assert news.hits[f"{MONTH}hidden.html"] == 1
     assert news.hits["/archive"] == 1  # a standard guess (a 404 here)
     assert engine.stats["discovery/archives"] >= 3
+
+
+async def test_a_near_duplicate_is_recorded_and_its_links_are_not_followed(
+    make_settings: SettingsFactory,
+) -> None:
+    article = " ".join(
+        f"sentence {i} of an article about crawling politely and well." for i in range(80)
+    )
+    hits: Counter[str] = Counter()
+
+    async def handle(request: web.Request) -> web.Response:
+        hits[request.path] += 1
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        links = {"/": ["/a", "/b"], "/a": ["/from-a"], "/b": ["/from-b"]}.get(request.path, [])
+        stamp = "printed 2026-11-25" if request.path == "/b" else ""  # /b = /a and a date
+        text = article if request.path != "/" else "An index of two articles, nothing else here."
+        anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
+        html = (
+            f"<html><head><title>{request.path}</title></head>"
+            f"<body><p>{text} {stamp}</p>{anchors}</body></html>"
+        )
+        return web.Response(text=html, content_type="text/html")
+
+    async with serve(handle) as port:
+        settings = make_settings(near_duplicates=True, discovery_sitemaps=False)
+        await crawl(settings, f"http://127.0.0.1:{port}/")
+        path = settings.database_url.removeprefix("sqlite:///")
+        with sqlite3.connect(path) as conn:
+            rows = dict(conn.execute("SELECT url, near_duplicate_of FROM crawled_pages").fetchall())
+            [(a_hash,)] = conn.execute(
+                "SELECT url_hash FROM urls WHERE url = ?", (f"http://127.0.0.1:{port}/a",)
+            ).fetchall()
+
+    assert rows[f"http://127.0.0.1:{port}/b"] == a_hash
+    assert rows[f"http://127.0.0.1:{port}/a"] is None
+    assert hits["/from-a"] == 1
+    assert hits["/from-b"] == 0  # a near-duplicate's links are not followed again

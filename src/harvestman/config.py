@@ -100,7 +100,9 @@ class Settings(BaseSettings):
     validate_pages: bool = Field(True, description="reject garbage pages before storing them")
     validate_min_bytes: int = Field(500, ge=0)
     validate_hard_cooldown: float = Field(600.0, ge=0, description="host pause after a hard one")
-    near_duplicates: bool = Field(True, description="SimHash near-duplicate detection")
+    near_duplicates: bool = Field(
+        False, description="SimHash near-duplicate detection (~15% more CPU a page: opt-in)"
+    )
     near_duplicate_distance: int = Field(3, ge=0, le=32)
 
     # resilience
