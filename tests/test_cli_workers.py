@@ -72,6 +72,8 @@ async def test_seed_worker_status_and_rebuild_cache(pg_schema_url: str, redis_ur
     assert status["urls"].get("pending", 0) == 0
     assert status["urls"]["completed"] >= 20
     assert status["hosts"][0]["host"] == host
+    # The crawl counters the worker kept in Redis agree with the store.
+    assert status["counters"]["completed"] == status["urls"]["completed"]
 
     redis = aioredis.from_url(redis_url)
     try:

@@ -433,10 +433,12 @@ async def _status(settings: Settings) -> dict[str, Any]:
         now = time.time()
         live: list[dict[str, Any]] = []
         source = "store"
+        counters: dict[str, int] = {}
         if settings.redis_url:
             coordinator = _coordinator(settings, store, "status")
             try:
                 live = [asdict(w) for w in await coordinator.workers()]
+                counters = await coordinator.counters(str(crawl_id))
                 source = "redis" if coordinator.available else "store"
             finally:
                 await coordinator.close()
@@ -453,6 +455,7 @@ async def _status(settings: Settings) -> dict[str, Any]:
         "pages": counts.pages,
         "workers": live,
         "workers_source": source,
+        "counters": counters,  # shared crawl counters (Redis): outcomes by status, new URLs
         "pages_per_second": round(sum(w.get("rate", 0.0) for w in live), 2),
         "hosts": hosts,
     }

@@ -1062,8 +1062,10 @@ class Engine:
                     wait = min(30.0, 0.5 * 2**attempt)
                     log.warning("store write failed (%s); retrying in %.1f s", exc, wait)
                     await asyncio.sleep(wait)
-            if new_urls and self.coordinator.shared:  # only once the store has them
-                await self.coordinator.mark_seen(namespace, [u.url_hash for u in new_urls])
+            if self.coordinator.shared:  # only once the store has them
+                if new_urls:
+                    await self.coordinator.mark_seen(namespace, [u.url_hash for u in new_urls])
+                await self.coordinator.add_counters(namespace, _counts_of(outcomes, new_urls))
             self._after_flush(outcomes, new_urls, now)
         self._flushed.set()
 
@@ -1175,6 +1177,13 @@ class Engine:
                     await self._save_sessions()
             except StoreError as exc:  # the store is away; the flusher waits for it too
                 log.warning("heartbeat failed: %s", exc)
+
+
+def _counts_of(outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl]) -> dict[str, int]:
+    """A written batch as crawl counters: outcomes by status, and new URLs."""
+    counts = Counter(outcome.status.value for outcome in outcomes)
+    counts["new_urls"] = len(new_urls)
+    return {name: n for name, n in counts.items() if n}
 
 
 def _pid_alive(pid: int) -> bool:

@@ -73,6 +73,12 @@ class Coordinator(Protocol):
         """Publish circuit-breaker records by host (None: the breaker closed)."""
         ...
 
+    async def add_counters(self, namespace: str, counters: dict[str, int]) -> None:
+        """Add to the crawl's shared counters (pages, failures, new URLs, ...)."""
+        ...
+
+    async def counters(self, namespace: str) -> dict[str, int]: ...
+
     async def get_breakers(self) -> dict[str, dict[str, Any]]:
         """Every breaker record another worker published and has not closed."""
         ...
@@ -115,6 +121,12 @@ class LocalCoordinator:
         return None
 
     async def get_breakers(self) -> dict[str, dict[str, Any]]:
+        return {}
+
+    async def add_counters(self, namespace: str, counters: dict[str, int]) -> None:
+        return None
+
+    async def counters(self, namespace: str) -> dict[str, int]:
         return {}
 
     async def close(self) -> None:

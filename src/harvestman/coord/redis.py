@@ -245,6 +245,28 @@ class RedisCoordinator:
             return {}
         return {host: json.loads(value) for host, value in raw.items()}
 
+    # -- crawl counters -----------------------------------------------------------------------
+
+    async def add_counters(self, namespace: str, counters: dict[str, int]) -> None:
+        if not counters or not self.available:
+            return
+        key = self._key("counters", namespace)
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for name, n in counters.items():
+                    pipe.hincrby(key, name, n)
+                await pipe.execute()
+        except RedisError as exc:
+            self._failed(exc)
+
+    async def counters(self, namespace: str) -> dict[str, int]:
+        try:
+            raw = await self.redis.hgetall(self._key("counters", namespace))
+        except RedisError as exc:
+            self._failed(exc)
+            return {}
+        return {name: int(value) for name, value in raw.items()}
+
     # -- maintenance --------------------------------------------------------------------------
 
     async def rebuild(

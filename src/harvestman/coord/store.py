@@ -56,5 +56,11 @@ class StoreCoordinator:
     async def get_breakers(self) -> dict[str, dict[str, Any]]:
         return {}
 
+    async def add_counters(self, namespace: str, counters: dict[str, int]) -> None:
+        return None  # the store's own rows are the counts
+
+    async def counters(self, namespace: str) -> dict[str, int]:
+        return {}
+
     async def close(self) -> None:
         return None
