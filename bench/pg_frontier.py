@@ -70,14 +70,14 @@ DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 MIN_STATE_CHANGES = 5000
 MAX_P99_RATIO = 2.0
 
-# The indexes docs/SCALING.md proposes (the lead turns them into a migration): the lease index
-# in the lease query's own order over pending rows only, and partial indexes over the few rows
-# in progress for the heartbeat, release and the stale-lease sweep.
+# The indexes docs/SCALING.md proposes (the lead turns them into a migration): the lease index in
+# the lease query's own order over pending rows only, replacing ix_urls_lease, and a partial
+# index over the few rows in progress for the heartbeat, release and the stale-lease sweep.
 CANDIDATE_INDEXES = (
     "CREATE INDEX ix_urls_ready ON urls"
     " (crawl_id, host, priority DESC, next_crawl_at, id) WHERE status = 'pending'",
     "CREATE INDEX ix_urls_leased_by ON urls (leased_by) WHERE status = 'in_progress'",
-    "CREATE INDEX ix_urls_lease_until ON urls (lease_until) WHERE status = 'in_progress'",
+    "DROP INDEX ix_urls_lease",
 )
 
 
