@@ -184,7 +184,23 @@ def crawl(
     raise typer.Exit(code)
 
 
+def _tune_malloc() -> None:
+    """Keep freed memory in the heap instead of returning it to the OS after every page: Lexbor
+    allocates and frees a page's tree each time, and with glibc's defaults that is a few page
+    faults a page (measured: 20-60 us of a ~300 us parse). Linux/glibc only; a no-op elsewhere."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    libc.mallopt(m_mmap_threshold, 4 * 1024 * 1024)
+    libc.mallopt(m_trim_threshold, 64 * 1024 * 1024)
+
+
 def _run(coro: Any) -> Any:
+    _tune_malloc()
     try:
         import uvloop
     except ImportError:
