@@ -44,8 +44,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
+import signal
 import statistics
 import sys
 import time
@@ -238,29 +240,51 @@ class LeaseFigures:
     rows: float  # rows leased per call (mean)
 
 
-async def lease_latency(
-    store: SqlStore, url: str, crawl_id: int, shape: Shape, args: argparse.Namespace
-) -> LeaseFigures:
-    rng = random.Random(7)
-    hosts = [host_name(h) for h in range(shape.hosts)]
-    per_call = min(args.lease_hosts, len(hosts))
-    times: list[float] = []
-    rows: list[int] = []
-    warmup = 10
-    for i in range(warmup + args.lease_calls):
-        wanted = {host: args.lease_wanted for host in rng.sample(hosts, per_call)}
+class LeaseSampler:
+    """Times single ``lease()`` calls on one frontier, putting the rows back after each."""
+
+    def __init__(self, frontier: Frontier, args: argparse.Namespace) -> None:
+        self.frontier = frontier
+        self.hosts = [host_name(h) for h in range(frontier.shape.hosts)]
+        self.per_call = min(args.lease_hosts, len(self.hosts))
+        self.wanted = args.lease_wanted
+        self.rng = random.Random(7)
+        self.times: list[float] = []
+        self.rows: list[int] = []
+
+    async def sample(self, keep: bool) -> None:
+        store = self.frontier.store
+        wanted = dict.fromkeys(self.rng.sample(self.hosts, self.per_call), self.wanted)
         now = time.time()
         started = time.perf_counter()
-        leased, _ = await store.lease(crawl_id, wanted, now, now + LEASE_SECONDS, "bench-latency")
+        leased, _ = await store.lease(
+            self.frontier.crawl_id, wanted, now, now + LEASE_SECONDS, "bench-latency"
+        )
         elapsed = time.perf_counter() - started
-        if i >= warmup:
-            times.append(elapsed)
-            rows.append(len(leased))
+        if keep:
+            self.times.append(elapsed)
+            self.rows.append(len(leased))
         restore(store, [request.id for request in leased])
+
+    def figures(self) -> LeaseFigures:
+        return LeaseFigures(
+            percentile(self.times, 0.5), percentile(self.times, 0.99), statistics.mean(self.rows)
+        )
+
+
+async def lease_latency(frontiers: list[Frontier], args: argparse.Namespace) -> None:
+    """Sample every frontier in turn, so that whatever else the machine does hits all alike."""
+    samplers = [LeaseSampler(frontier, args) for frontier in frontiers]
+    warmup = 10
+    for i in range(warmup + args.lease_calls):
+        for sampler in samplers:
+            await sampler.sample(keep=i >= warmup)
         if i % 25 == 24:
-            vacuum(url)
-    vacuum(url)
-    return LeaseFigures(percentile(times, 0.5), percentile(times, 0.99), statistics.mean(rows))
+            for frontier in frontiers:
+                vacuum(frontier.url)
+    for frontier, sampler in zip(frontiers, samplers, strict=True):
+        vacuum(frontier.url)
+        frontier.lease = sampler.figures()
 
 
 async def periodic_queries(store: SqlStore, crawl_id: int, shape: Shape) -> dict[str, float]:
@@ -290,27 +314,47 @@ async def periodic_queries(store: SqlStore, crawl_id: int, shape: Shape) -> dict
 
 
 @dataclass
-class FrontierFigures:
+class Frontier:
+    """One filled frontier in its own schema, and what was measured on it."""
+
     shape: Shape
+    url: str
+    store: SqlStore
+    crawl_id: int
     fill_seconds: float
-    lease: LeaseFigures
-    periodic: dict[str, float]
-    explain: list[str]
     sizes: dict[str, int]
+    explain: list[str]
+    lease: LeaseFigures | None = None
+    periodic: dict[str, float] = field(default_factory=dict)
     runs: list[tuple[int, Run]] = field(default_factory=list)
     seen_set: tuple[float, int] | None = None  # rebuild seconds, Redis bytes
 
 
-async def fill_seen_set(
-    store: SqlStore, crawl_id: int, args: argparse.Namespace
-) -> tuple[float, int]:
+async def open_frontier(
+    shape: Shape, args: argparse.Namespace, stack: contextlib.AsyncExitStack
+) -> Frontier:
+    url = stack.enter_context(bench_schema(args.database_url))
+    store = await stack.enter_async_context(SqlStore(url))
+    await store.upgrade()
+    crawl_id = await store.ensure_crawl("bench")
+    print(f"[{shape.label}] filling {shape.urls:,} URLs over {shape.hosts:,} hosts ...")
+    seconds = fill(url, crawl_id, shape, time.time())
+    if args.candidate_indexes:
+        create_candidate_indexes(url)
+    on_disk = sizes(url)  # before the lease measurements leave dead rows behind
+    explain = explain_lease(store, crawl_id, host_name(0), args.lease_wanted)
+    return Frontier(shape, url, store, crawl_id, seconds, on_disk, explain)
+
+
+async def fill_seen_set(frontier: Frontier, args: argparse.Namespace) -> tuple[float, int]:
     """Fill Redis' seen set from the store as ``harvestman admin rebuild-cache`` does."""
-    redis = RedisCoordinator(args.redis_url, store, prefix=args.redis_prefix)
+    redis = RedisCoordinator(args.redis_url, frontier.store, prefix=args.redis_prefix)
     started = time.perf_counter()
-    hashes = store.url_hashes(crawl_id)
-    await redis.rebuild({str(crawl_id): hashes}, [], 3600.0)
+    hashes = frontier.store.url_hashes(frontier.crawl_id)
+    await redis.rebuild({str(frontier.crawl_id): hashes}, [], 3600.0)
     seconds = time.perf_counter() - started
-    used = await redis.redis.memory_usage(f"{args.redis_prefix}:seen:{crawl_id}", samples=0)
+    key = f"{args.redis_prefix}:seen:{frontier.crawl_id}"
+    used = await redis.redis.memory_usage(key, samples=0)
     await redis.close()
     return seconds, int(used or 0)
 
@@ -323,52 +367,48 @@ async def drop_redis_keys(args: argparse.Namespace) -> None:
     await redis.close()
 
 
-async def measure_frontier(shape: Shape, args: argparse.Namespace) -> FrontierFigures:
+async def throughput_runs(frontier: Frontier, args: argparse.Namespace) -> None:
+    shape = frontier.shape
+    try:
+        if "redis" in args.ingest:
+            frontier.seen_set = await fill_seen_set(frontier, args)
+        for ingest in args.ingest:
+            for processes in (1, 2):
+                print(f"[{shape.label}] throughput: {processes} process(es), ingest {ingest},"
+                      f" {args.seconds:g} s")  # fmt: skip
+                run = throughput(
+                    frontier.url, frontier.crawl_id, shape.hosts, shape.per_host, processes,
+                    args, ingest,
+                )  # fmt: skip
+                frontier.runs.append((processes, run))
+                vacuum(frontier.url)
+    finally:
+        await drop_redis_keys(args)
+
+
+async def measure(args: argparse.Namespace) -> list[Frontier]:
+    """Fill every frontier, then measure them side by side; drop everything at the end."""
     restarts = server_started_at(args.database_url)
-    with bench_schema(args.database_url) as url:
-        async with SqlStore(url) as store:
-            await store.upgrade()
-            crawl_id = await store.ensure_crawl("bench")
-            print(f"[{shape.label}] filling {shape.urls:,} URLs over {shape.hosts:,} hosts ...")
-            seconds = fill(url, crawl_id, shape, time.time())
-            if args.candidate_indexes:
-                create_candidate_indexes(url)
-            on_disk = sizes(url)  # before the lease measurements leave dead rows behind
-            explain = explain_lease(store, crawl_id, host_name(0), args.lease_wanted)
-            lease = await lease_latency(store, url, crawl_id, shape, args)
-            periodic = await periodic_queries(store, crawl_id, shape)
-            result = FrontierFigures(shape, seconds, lease, periodic, explain, on_disk)
-            print(
-                f"[{shape.label}] filled in {seconds:.1f} s; lease p50 {lease.p50 * 1000:.1f} ms"
-                f" p99 {lease.p99 * 1000:.1f} ms"
+    async with contextlib.AsyncExitStack() as stack:
+        frontiers = [await open_frontier(SHAPES[label], args, stack) for label in args.only]
+        print(f"lease latency: {args.lease_calls} calls on each frontier, in turn ...")
+        await lease_latency(frontiers, args)
+        for frontier in frontiers:
+            frontier.periodic = await periodic_queries(
+                frontier.store, frontier.crawl_id, frontier.shape
             )
-            if shape.label == "1M" and args.ingest:
-                try:
-                    if "redis" in args.ingest:
-                        result.seen_set = await fill_seen_set(store, crawl_id, args)
-                    for ingest in args.ingest:
-                        for processes in (1, 2):
-                            print(
-                                f"[{shape.label}] throughput: {processes} process(es),"
-                                f" ingest {ingest}, {args.seconds:g} s"
-                            )
-                            run = throughput(
-                                url, crawl_id, shape.hosts, shape.per_host, processes, args, ingest
-                            )
-                            result.runs.append((processes, run))
-                            vacuum(url)
-                finally:
-                    await drop_redis_keys(args)
+            if frontier.shape.label == "1M" and args.ingest:
+                await throughput_runs(frontier, args)
     if server_started_at(args.database_url) != restarts:
-        print(f"[{shape.label}] WARNING: PostgreSQL restarted during the run: figures are void")
-    return result
+        print("WARNING: PostgreSQL restarted during the run: the figures are void")
+    return frontiers
 
 
-def print_report(results: list[FrontierFigures], args: argparse.Namespace) -> bool:
+def print_report(results: list[Frontier], args: argparse.Namespace) -> bool:
     print("=" * 96)
     print(
         f"lease latency: one lease() of {args.lease_hosts} hosts x {args.lease_wanted} URLs,"
-        f" {args.lease_calls} calls"
+        f" {args.lease_calls} calls on each frontier, taken in turn"
     )
     print(
         f"{'frontier':<10}{'URLs':>11}{'hosts':>8}{'URLs/host':>11}{'fill s':>8}"
@@ -376,6 +416,7 @@ def print_report(results: list[FrontierFigures], args: argparse.Namespace) -> bo
     )
     for r in results:
         s, lease = r.shape, r.lease
+        assert lease is not None
         print(
             f"{s.label:<10}{s.urls:>11,}{s.hosts:>8,}{s.per_host:>11,}{r.fill_seconds:>8.1f}"
             f"{lease.rows:>11.0f}{lease.p50 * 1e3:>9.1f}{lease.p99 * 1e3:>9.1f}"
@@ -402,8 +443,9 @@ def print_report(results: list[FrontierFigures], args: argparse.Namespace) -> bo
             name = f"{run.ingest} x{processes} >= {MIN_STATE_CHANGES:,}/s"
             checks[name] = run.state_changes / run.wall >= MIN_STATE_CHANGES
     by_label = {r.shape.label: r for r in results}
-    if "10k" in by_label and "1M" in by_label:
-        ratio = by_label["1M"].lease.p99 / by_label["10k"].lease.p99
+    big, small = by_label.get("1M"), by_label.get("10k")
+    if big and small and big.lease and small.lease:
+        ratio = big.lease.p99 / small.lease.p99
         print(f"\nlease p99 1M / 10k = {ratio:.2f}")
         checks[f"p99 1M <= {MAX_P99_RATIO:g}x 10k"] = ratio <= MAX_P99_RATIO
     if args.explain:
@@ -471,6 +513,7 @@ def parse_args() -> argparse.Namespace:
     )
     args = parser.parse_args()
     args.ingest = [m for m in args.ingest.split(",") if m.strip() and m.strip() != "none"]
+    args.only = [label.strip() for label in args.only.split(",") if label.strip()]
     args.redis_prefix = f"bench-{uuid.uuid4().hex[:8]}"
     return args
 
@@ -481,10 +524,10 @@ def main() -> int:
     print(f"machine          {os.cpu_count()} cores, load average {load:.2f} at start")
     if load > 0.5:
         print("                 (something else is running: the figures will be lower)")
-    labels = [label.strip() for label in args.only.split(",") if label.strip()]
-    results = [asyncio.run(measure_frontier(SHAPES[label], args)) for label in labels]
-    return 0 if print_report(results, args) else 1
+    return 0 if print_report(asyncio.run(measure(args)), args) else 1
 
 
 if __name__ == "__main__":
+    # A plain SIGTERM would skip the finally blocks that drop the schema and the Redis keys.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sys.exit(main())

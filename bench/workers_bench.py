@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -307,4 +308,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    # A plain SIGTERM would skip the finally blocks that drop the schema and the Redis keys.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sys.exit(main())
