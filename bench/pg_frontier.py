@@ -488,8 +488,9 @@ def print_run(shape: Shape, processes: int, run: Run) -> None:
     )
     for i, w in enumerate(workers):
         print(
-            f"  process {i}: in lease() {w.lease_seconds:.1f} s, in filter + record() +"
-            f" mark_seen {w.record_seconds:.1f} s; retried flushes {len(w.retries)}"
+            f"  process {i}: CPU {w.cpu / w.elapsed:.0%} of a core; in lease()"
+            f" {w.lease_seconds:.1f} s, in filter + record() + mark_seen {w.record_seconds:.1f} s;"
+            f" retried flushes {len(w.retries)}"
         )
         for reason in sorted(set(w.retries))[:2]:
             print(f"    {reason}")

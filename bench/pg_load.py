@@ -126,6 +126,7 @@ class WorkerFigures:
     lease_seconds: float = 0.0
     record_seconds: float = 0.0  # filtering, record() and mark_seen()
     elapsed: float = 0.0
+    cpu: float = 0.0  # the process's own CPU seconds (all its threads) over ``elapsed``
     retries: list[str] = field(default_factory=list)
 
 
@@ -225,11 +226,12 @@ class Worker:
         self.hosts = deque(host_name(h) for h in order)
 
     async def run(self) -> WorkerFigures:
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         async with asyncio.TaskGroup() as group:
             group.create_task(self.lease_until(began + self.job.seconds))
             group.create_task(self.flush())
         self.figures.elapsed = time.perf_counter() - began
+        self.figures.cpu = time.process_time() - cpu
         self.figures.links_found = self.found.found
         return self.figures
 

@@ -57,6 +57,7 @@ class WorkerRun:
     returncode: int
     cpu: float
     max_rss_mb: float
+    exited: float  # seconds after the first worker started
 
 
 @dataclass
@@ -71,6 +72,7 @@ class RunFigures:
     completed: list[str]
     others: list[str]
     fetches: Counter[str]
+    timeline: list[int]  # completed pages every 5 s
 
 
 def redis_cpu_seconds() -> float:
@@ -95,10 +97,39 @@ def cli(env: dict[str, str], *args: str, log: Path) -> None:
         raise RuntimeError(f"harvestman {' '.join(args)} failed: see {log}")
 
 
-def wait_measured(process: subprocess.Popen[bytes], into: list[WorkerRun | None], i: int) -> None:
+def wait_measured(
+    process: subprocess.Popen[bytes], into: list[WorkerRun | None], i: int, started: float
+) -> None:
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
-    into[i] = WorkerRun(process.returncode, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+    into[i] = WorkerRun(
+        process.returncode, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+        time.perf_counter() - started,
+    )  # fmt: skip
+
+
+class Progress(threading.Thread):
+    """Completed pages every ``every`` seconds, to show where a run's time went."""
+
+    def __init__(self, url: str, every: float = 5.0) -> None:
+        super().__init__(daemon=True)
+        self.url = url
+        self.every = every
+        self.counts: list[int] = []
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            while not self._done.wait(self.every):
+                row = conn.execute(
+                    "SELECT count(*) FROM urls WHERE status = 'completed' AND kind = 'page'"
+                ).fetchone()
+                self.counts.append(int(row[0]) if row else 0)
+
+    def stop(self) -> list[int]:
+        self._done.set()
+        self.join()
+        return self.counts
 
 
 def read_store(url: str) -> tuple[dict[str, int], int, list[str], list[str]]:
@@ -171,6 +202,8 @@ def run_workers(
         server_before = server.cpu_seconds()
         backends = BackendCpu(url, application)
         backends.start()
+        progress = Progress(url)
+        progress.start()
         redis_before = redis_cpu_seconds()
         started = time.perf_counter()
         results: list[WorkerRun | None] = [None] * count
@@ -180,7 +213,7 @@ def run_workers(
                 process = subprocess.Popen(
                     command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=REPO
                 )
-            waiter = threading.Thread(target=wait_measured, args=(process, results, i))
+            waiter = threading.Thread(target=wait_measured, args=(process, results, i, started))
             waiter.start()
             waiters.append((process, waiter))
         deadline = time.monotonic() + args.timeout
@@ -193,6 +226,7 @@ def run_workers(
         wall = time.perf_counter() - started
         server_cpu = server.cpu_seconds() - server_before
         postgres_cpu = backends.stop()
+        timeline = progress.stop()
         redis_cpu = redis_cpu_seconds() - redis_before
         if server_started_at(args.database_url) != restarts:
             print("WARNING: PostgreSQL restarted during the run (someone else's test?)")
@@ -206,7 +240,7 @@ def run_workers(
         client.close()
     return RunFigures(
         [r for r in results if r is not None], wall, server_cpu, postgres_cpu, redis_cpu,
-        statuses, pages, completed, others, fetches,
+        statuses, pages, completed, others, fetches, timeline,
     )  # fmt: skip
 
 
@@ -223,6 +257,8 @@ def report(count: int, figures: RunFigures, manifest: dict[str, object]) -> tupl
     print(f"pages            {done}  (crawled_pages rows: {figures.pages})")
     print(f"wall             {figures.wall:.1f} s")
     print(f"pages/s          {rate:.0f}")
+    exits = ", ".join(f"{w.exited:.1f} s" for w in figures.workers)
+    print(f"workers exited   {exits}; completed pages every 5 s: {figures.timeline}")
     print(
         "worker CPU       "
         + ", ".join(f"{w.cpu:.1f} s ({w.cpu / figures.wall:.0%})" for w in figures.workers)
