@@ -18,8 +18,16 @@ setup: $(BIN)/harvestman
 run: setup
 	URL='$(URL)' BIN='$(BIN)' bash scripts/run.sh
 
-# The whole test suite: lint, then pytest (PostgreSQL tests need 127.0.0.1:5432).
+# The whole test suite: lint, then pytest (PostgreSQL tests need 127.0.0.1:5432). The
+# dashboard's browser tests drive Debian's chromium: installed here when missing (as root).
+CHROMIUM ?= /usr/bin/chromium
+
 test: setup
+	@if [ ! -x "$(CHROMIUM)" ] && command -v apt-get >/dev/null; then \
+		echo "installing chromium for the dashboard's browser tests"; \
+		apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null && apt-get install -y --no-install-recommends chromium; }; \
+	fi
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/pytest

@@ -1,4 +1,9 @@
-"""Server-sent event streams: crawl stats, health and scheduler metrics, every few seconds."""
+"""Server-sent event streams: crawl stats, health and scheduler metrics, every few seconds.
+
+The ``stats`` event carries what the dashboard's overview draws: the crawl statistics, bytes
+downloaded, robots.txt denials and the live workers with their current hosts. ``interval``
+lets a client ask for events more often than the default (the dashboard asks for 2 s).
+"""
 
 from __future__ import annotations
 
@@ -10,26 +15,61 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
+from sqlalchemy import Engine, func, select
 from sse_starlette import EventSourceResponse
 
 from harvestman.api import queries
 from harvestman.api.context import ApiContext, context_of
 from harvestman.api.params import User
-from harvestman.api.routes.health import health_report
+from harvestman.api.routes.health import WORKER_TIMEOUT, health_report
 from harvestman.api.routes.scheduler import scheduler_metrics
 from harvestman.errors import HarvestmanError
+from harvestman.records import UrlStatus
+from harvestman.store.schema import crawled_pages
 
 router = APIRouter(prefix="/sse", tags=["events"])
 
 Snapshot = Callable[[ApiContext], Awaitable[dict[str, Any]]]
 
 
+def _bytes_downloaded(engine: Engine) -> int:
+    with engine.connect() as conn:
+        total = conn.execute(select(func.sum(crawled_pages.c.content_length))).scalar()
+    return int(total or 0)
+
+
 async def _crawler(ctx: ApiContext) -> dict[str, Any]:
-    return await ctx.read(queries.crawl_stats, ctx.sql_store.engine, None, time.time())
+    now = time.time()
+    stats = await ctx.read(queries.crawl_stats, ctx.sql_store.engine, None, now)
+    stats["bytes"] = await ctx.read(_bytes_downloaded, ctx.sql_store.engine)
+    stats["robots_denials"] = stats["urls"].get(UrlStatus.BLOCKED.value, 0)
+    workers = []
+    for row in await ctx.sql_store.worker_rows():
+        if row["heartbeat_at"] < now - WORKER_TIMEOUT:
+            continue
+        info = row["info"] or {}
+        workers.append(
+            {
+                "id": row["id"],
+                "hostname": row["hostname"],
+                "pid": row["pid"],
+                "heartbeat_at": row["heartbeat_at"],
+                "crawl": info.get("crawl"),
+                "current_host": info.get("current_host"),
+                "pages": info.get("pages"),
+                "rate": info.get("rate"),
+            }
+        )
+    stats["workers"] = workers
+    stats["time"] = now
+    return stats
 
 
-def _stream(request: Request, event: str, snapshot: Snapshot, count: int | None) -> Any:
+def _stream(
+    request: Request, event: str, snapshot: Snapshot, count: int | None, every: float | None
+) -> Any:
     ctx = context_of(request)
+    interval = every or ctx.settings.sse_interval
 
     async def events() -> AsyncIterator[dict[str, str]]:
         sent = 0
@@ -43,7 +83,7 @@ def _stream(request: Request, event: str, snapshot: Snapshot, count: int | None)
             if count is not None and sent >= count:
                 return
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(ctx.shutdown.wait(), ctx.settings.sse_interval)
+                await asyncio.wait_for(ctx.shutdown.wait(), interval)
             if ctx.shutdown.is_set():
                 return
 
@@ -51,21 +91,31 @@ def _stream(request: Request, event: str, snapshot: Snapshot, count: int | None)
 
 
 Count = Query(None, ge=1, le=10_000, description="end the stream after this many events")
+Interval = Query(
+    None, ge=1, le=60, allow_inf_nan=False, description="seconds between events (default: serve's)"
+)
 
 
 @router.get("/crawler/events")
-async def crawler_events(request: Request, _: User, count: int | None = Count) -> Any:
-    """``stats`` events: URLs per status, pages, rates, status codes."""
-    return _stream(request, "stats", _crawler, count)
+async def crawler_events(
+    request: Request, _: User, count: int | None = Count, interval: float | None = Interval
+) -> Any:
+    """``stats`` events: URLs per status, pages, rates, status codes, bytes, robots.txt
+    denials and the live workers (id, host name, current host, pages, rate)."""
+    return _stream(request, "stats", _crawler, count, interval)
 
 
 @router.get("/health/events")
-async def health_events(request: Request, _: User, count: int | None = Count) -> Any:
+async def health_events(
+    request: Request, _: User, count: int | None = Count, interval: float | None = Interval
+) -> Any:
     """``health`` events: the /health report."""
-    return _stream(request, "health", health_report, count)
+    return _stream(request, "health", health_report, count, interval)
 
 
 @router.get("/metrics/events")
-async def metrics_events(request: Request, _: User, count: int | None = Count) -> Any:
+async def metrics_events(
+    request: Request, _: User, count: int | None = Count, interval: float | None = Interval
+) -> Any:
     """``metrics`` events: the scheduler metrics."""
-    return _stream(request, "metrics", scheduler_metrics, count)
+    return _stream(request, "metrics", scheduler_metrics, count, interval)

@@ -1,0 +1,58 @@
+// How numbers, sizes and times read on the dashboard.
+
+const numbers = new Intl.NumberFormat();
+
+export function num(value) {
+  return value === null || value === undefined ? "—" : numbers.format(value);
+}
+
+export function pct(ratio) {
+  return ratio === null || ratio === undefined ? "—" : `${(ratio * 100).toFixed(1)}%`;
+}
+
+export function bytes(n) {
+  if (n === null || n === undefined) return "—";
+  const units = ["B", "KB", "MB", "GB", "TB"];
+  let value = n;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(unit === 0 ? 0 : 1)} ${units[unit]}`;
+}
+
+/** An epoch-seconds time as local date and time; "—" for none. */
+export function time(epoch) {
+  if (epoch === null || epoch === undefined) return "—";
+  return new Date(epoch * 1000).toLocaleString(undefined, {
+    month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23",
+  });
+}
+
+export function clock(epoch) {
+  return new Date(epoch * 1000).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+}
+
+/** "in 3 min" / "5 s ago" relative to now. */
+export function relative(epoch, now = Date.now() / 1000) {
+  if (epoch === null || epoch === undefined) return "—";
+  const delta = epoch - now;
+  const text = span(Math.abs(delta));
+  return delta >= 0 ? `in ${text}` : `${text} ago`;
+}
+
+/** A duration in seconds as "2 h 5 min", "40 s". */
+export function span(seconds) {
+  if (seconds === null || seconds === undefined) return "—";
+  const s = Math.round(seconds);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 ? ` ${s % 60} s` : ""}`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h${s % 3600 >= 60 ? ` ${Math.floor((s % 3600) / 60)} min` : ""}`;
+  return `${(s / 86400).toFixed(1)} d`;
+}
+
+export function ms(value) {
+  if (value === null || value === undefined) return "—";
+  return value < 1000 ? `${Math.round(value)} ms` : span(value / 1000);
+}

@@ -1,0 +1,140 @@
+// The dashboard's shell: sign-in state, the hash router (#/jobs/3), the navigation and the
+// banner for API trouble (down, 401, 429). Each view is a module with render(main, params)
+// returning an optional cleanup function.
+
+import { ApiError } from "./api.js";
+import { currentRole, forget, remember, token } from "./session.js";
+import * as signin from "./views/signin.js";
+import * as overview from "./views/overview.js";
+import * as domains from "./views/domains.js";
+import * as jobs from "./views/jobs.js";
+import * as job from "./views/job.js";
+import * as frontier from "./views/frontier.js";
+import * as pages from "./views/pages.js";
+import * as scheduler from "./views/scheduler.js";
+
+const ROUTES = [
+  [/^\/overview$/, overview, "Overview"],
+  [/^\/domains$/, domains, "Domains"],
+  [/^\/jobs$/, jobs, "Jobs"],
+  [/^\/jobs\/(\d+)$/, job, "Job"],
+  [/^\/frontier$/, frontier, "Frontier"],
+  [/^\/pages$/, pages, "Pages"],
+  [/^\/scheduler$/, scheduler, "Scheduler"],
+];
+
+const main = document.getElementById("main");
+const banner = document.getElementById("banner");
+let cleanup = null;
+let signedIn = false;
+
+function showBanner(text, tone) {
+  banner.textContent = text;
+  banner.className = `banner ${tone}`;
+  banner.hidden = !text;
+  banner.dataset.kind = tone;
+}
+
+window.addEventListener("api-status", (event) => {
+  const { kind, retryAfter, message } = event.detail;
+  if (kind === "ok") {
+    if (banner.dataset.kind !== "info") showBanner("", "");
+  } else if (kind === "down") {
+    showBanner(message ? `The API answered with an error: ${message}` : "The API cannot be reached: retrying…", "bad");
+  } else if (kind === "rate") {
+    showBanner(`Too many requests: the API asks to wait ${retryAfter || "a few"} s. Live figures resume by themselves; retry anything else after that.`, "warn");
+  } else if (kind === "unauthorized" && signedIn) {
+    signOut(`Signed out: ${message || "the token was refused"}. Sign in again.`);
+  }
+});
+
+function setShell() {
+  document.getElementById("nav").hidden = !signedIn;
+  document.getElementById("who").hidden = !signedIn;
+  document.getElementById("who-role").textContent = signedIn ? currentRole() : "";
+  document.body.dataset.role = signedIn ? currentRole() : "anonymous";
+}
+
+function signOut(reason = "") {
+  forget();
+  signedIn = false;
+  setShell();
+  if (reason) showBanner(reason, "warn");
+  if (location.hash !== "#/signin") location.hash = "#/signin";
+  else route();
+}
+
+document.getElementById("sign-out").addEventListener("click", () => signOut());
+
+/** Check a token with the API and keep it; throws ApiError when refused. */
+async function signIn(value) {
+  const who = await fetch("/api/v1/auth/whoami", { headers: { Authorization: `Bearer ${value}` } })
+    .catch(() => { throw new ApiError(0, "unreachable", "The API cannot be reached."); });
+  const body = await who.json().catch(() => ({}));
+  if (!who.ok) throw new ApiError(who.status, body?.error?.code || "error", body?.error?.message || who.statusText);
+  if (body.role === "anonymous") throw new ApiError(401, "unauthorized", "the token carries no role");
+  remember(value, body);
+  signedIn = true;
+  setShell();
+  showBanner("", "");
+  location.hash = "#/overview";
+}
+
+function route() {
+  if (cleanup) {
+    cleanup();
+    cleanup = null;
+  }
+  const path = location.hash.replace(/^#/, "") || "/overview";
+  for (const link of document.querySelectorAll("nav a")) {
+    const target = link.getAttribute("href").slice(1);
+    link.toggleAttribute("aria-current", path === target || path.startsWith(`${target}/`));
+    if (link.hasAttribute("aria-current")) link.setAttribute("aria-current", "page");
+  }
+  if (!signedIn) {
+    document.title = "Sign in · Harvestman";
+    cleanup = signin.render(main, { signIn });
+    return;
+  }
+  if (path === "/signin") {
+    location.hash = "#/overview";
+    return;
+  }
+  const found = ROUTES.find(([pattern]) => pattern.test(path));
+  if (!found) {
+    location.hash = "#/overview";
+    return;
+  }
+  const [pattern, view, name] = found;
+  document.title = `${name} · Harvestman`;
+  main.replaceChildren();
+  cleanup = view.render(main, { match: path.match(pattern) }) || null;
+  main.focus({ preventScroll: true });
+}
+
+window.addEventListener("hashchange", route);
+
+async function start() {
+  const saved = token();
+  if (saved) {
+    try {
+      const who = await fetch("/api/v1/auth/whoami", { headers: { Authorization: `Bearer ${saved}` } });
+      if (who.ok) {
+        const body = await who.json();
+        if (body.role !== "anonymous") {
+          remember(saved, body);
+          signedIn = true;
+        }
+      } else if (who.status === 401) {
+        forget();
+        showBanner("The saved token was refused: sign in again.", "warn");
+      }
+    } catch {
+      showBanner("The API cannot be reached: retrying…", "bad");
+    }
+  }
+  setShell();
+  route();
+}
+
+start();

@@ -1,0 +1,149 @@
+// The job form, for creating and editing: the API validates, and its messages are shown
+// under the fields they name.
+
+import { api, describe } from "../api.js";
+import { field, fill, h, showFieldErrors } from "../dom.js";
+
+/** An epoch time as a datetime-local value (local time, to the minute); "" for none. */
+function localInput(epoch) {
+  if (epoch === null || epoch === undefined) return "";
+  const d = new Date(epoch * 1000);
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+function option(value, label, selected) {
+  return h("option", { value: String(value), selected: Boolean(selected) }, label);
+}
+
+/** A form; onSaved(job) after the API accepted it. `job` null: a new job. */
+export function jobForm(job, { onSaved, onCancel }) {
+  const sourceSelect = h("select", { name: "source_id" }, option("", "Loading sources…"));
+  const url = h("input", { name: "url", type: "text", inputmode: "url", value: job?.url || "" });
+  const interval = h("input", {
+    name: "interval_minutes", type: "number", min: "1", step: "1",
+    value: job ? (job.interval_minutes ?? "") : "60",
+  });
+  const intervalType = h("select", { name: "interval_type" },
+    ["minutes", "hours", "days"].map((t) => option(t, t, (job?.interval_type || "minutes") === t)));
+  const scheduleEnabled = h("input", { name: "schedule_enabled", type: "checkbox", checked: job ? job.schedule_enabled : true });
+  const adaptive = h("input", { name: "adaptive_scheduling", type: "checkbox", checked: job ? job.adaptive_scheduling : true });
+  const maxRetries = h("input", { name: "max_retries", type: "number", value: String(job ? job.max_retries : 3) });
+  const backoff = h("input", { name: "retry_backoff_seconds", type: "number", value: String(job ? job.retry_backoff_seconds : 60) });
+  const firstRun = h("input", { name: "next_run_at", type: "datetime-local", value: localInput(job?.next_run_at) });
+  const message = h("p", { class: "form-error", role: "alert", "data-testid": "form-error" });
+  const submit = h("button", { type: "submit", class: "primary" }, job ? "Save changes" : "Create job");
+
+  api("/api/v1/sources", { query: { limit: 500 } }).then((page) => {
+    fill(sourceSelect,
+      option("", page.items.length ? "Choose a source" : "No source yet: create one first", !job),
+      page.items.map((src) => option(src.id, `${src.name} (#${src.id})`, job?.source_id === src.id)));
+  }).catch((exc) => {
+    fill(sourceSelect, option("", `Sources unavailable: ${describe(exc)}`));
+  });
+
+  function values() {
+    const raw = {
+      source_id: sourceSelect.value === "" ? null : Number(sourceSelect.value),
+      url: url.value.trim(),
+      interval_minutes: interval.value === "" ? null : Number(interval.value),
+      interval_type: intervalType.value,
+      schedule_enabled: scheduleEnabled.checked,
+      adaptive_scheduling: adaptive.checked,
+      max_retries: maxRetries.value === "" ? null : Number(maxRetries.value),
+      retry_backoff_seconds: backoff.value === "" ? null : Number(backoff.value),
+      next_run_at: firstRun.value === "" ? null : new Date(firstRun.value).getTime() / 1000,
+    };
+    if (!job) return raw;
+    // The field shows minutes: an untouched one must not move the run by the seconds cut off.
+    if (firstRun.value === localInput(job.next_run_at) || firstRun.value === "") delete raw.next_run_at;
+    // An edit sends what changed (null interval: the job becomes a one-time job).
+    return Object.fromEntries(Object.entries(raw).filter(([key, value]) => value !== job[key]));
+  }
+
+  const form = h("form", {
+    class: "panel", novalidate: true, "data-testid": job ? "job-edit-form" : "job-create-form",
+    "aria-label": job ? `Edit job ${job.id}` : "New job",
+    onsubmit: async (event) => {
+      event.preventDefault();
+      message.textContent = "";
+      showFieldErrors(form, {});
+      submit.disabled = true;
+      try {
+        const body = values();
+        const saved = job
+          ? await api(`/api/v1/jobs/${job.id}`, { method: "PUT", body })
+          : await api("/api/v1/jobs", { method: "POST", body });
+        onSaved(saved);
+      } catch (exc) {
+        const fields = exc.fieldErrors ? exc.fieldErrors() : {};
+        showFieldErrors(form, fields);
+        message.textContent = describe(exc);
+        form.querySelector("[aria-invalid='true']")?.focus();
+      } finally {
+        submit.disabled = false;
+      }
+    },
+  },
+  h("h2", {}, job ? `Edit job ${job.id}` : "New job"),
+  h("div", { class: "row" },
+    field("Source", sourceSelect),
+    field("URL", url)),
+  h("div", { class: "row" },
+    field("Every (empty: run once)", interval),
+    field("Unit", intervalType),
+    field("Max retries", maxRetries),
+    field("Retry backoff (s)", backoff)),
+  h("div", { class: "row" },
+    field(job ? "Next run" : "First run (empty: the least-loaded slot)", firstRun)),
+  h("div", { class: "row" },
+    h("label", { class: "check" }, scheduleEnabled, "Schedule enabled"),
+    h("label", { class: "check" }, adaptive, "Adaptive interval")),
+  message,
+  h("div", { class: "actions" },
+    submit,
+    h("button", { type: "button", onclick: onCancel }, "Cancel")));
+  return form;
+}
+
+/** A small form for a new source (what a job crawls). */
+export function sourceForm({ onSaved }) {
+  const name = h("input", { name: "name", type: "text" });
+  const starts = h("textarea", { name: "start_urls", rows: 2, placeholder: "https://example.com/" });
+  const depth = h("input", { name: "max_depth", type: "number", value: "0" });
+  const delay = h("input", { name: "crawl_delay", type: "number", step: "0.1", placeholder: "robots.txt or 1 s" });
+  const maxPages = h("input", { name: "max_pages", type: "number", value: "0" });
+  const message = h("p", { class: "form-error", role: "alert" });
+  const form = h("form", {
+    novalidate: true, "aria-label": "New source",
+    onsubmit: async (event) => {
+      event.preventDefault();
+      message.textContent = "";
+      showFieldErrors(form, {});
+      try {
+        const saved = await api("/api/v1/sources", {
+          method: "POST",
+          body: {
+            name: name.value.trim(),
+            start_urls: starts.value.split(/\s+/).filter(Boolean),
+            max_depth: Number(depth.value || 0),
+            crawl_delay: delay.value === "" ? null : Number(delay.value),
+            max_pages: Number(maxPages.value || 0),
+          },
+        });
+        form.reset();
+        message.textContent = "";
+        onSaved(saved);
+      } catch (exc) {
+        showFieldErrors(form, exc.fieldErrors ? exc.fieldErrors() : {});
+        message.textContent = describe(exc);
+      }
+    },
+  },
+  h("div", { class: "row" }, field("Name", name), field("Start URLs (one per line)", starts)),
+  h("div", { class: "row" },
+    field("Max depth (0: 3)", depth), field("Crawl delay (s)", delay), field("Max pages per run (0: no limit)", maxPages)),
+  message,
+  h("button", { type: "submit" }, "Create source"));
+  return form;
+}

@@ -1,0 +1,120 @@
+// Jobs: the list (state, next run, interval and adapted interval, last result), the
+// actions each state allows, and the create form.
+
+import { api, describe } from "../api.js";
+import { field, fill, h } from "../dom.js";
+import { relative, span } from "../format.js";
+import { Pager } from "../pager.js";
+import { isAdmin } from "../session.js";
+import { dataTable } from "../table.js";
+import { jobActions } from "./jobactions.js";
+import { jobForm, sourceForm } from "./jobform.js";
+
+export const STATES = ["pending", "scheduled", "running", "completed", "failed", "paused", "cancelled"];
+const TONES = { scheduled: "ok", running: "ok", completed: "ok", failed: "bad", cancelled: "bad", paused: "warn" };
+const UNIT = { minutes: 60, hours: 3600, days: 86400 };
+
+export function stateBadge(status, testid = "job-state") {
+  return h("span", { class: `badge ${TONES[status] || ""}`, "data-testid": testid }, status);
+}
+
+export function intervalText(job) {
+  if (job.interval_minutes === null) return "once";
+  return span(job.interval_minutes * (UNIT[job.interval_type] || 60));
+}
+
+/** The interval adaptive scheduling chose: the gap between the last run and the next. */
+export function adaptedText(job) {
+  if (!job.adaptive_scheduling || job.interval_minutes === null) return "—";
+  if (job.last_run_at === null || job.next_run_at === null || job.next_run_at <= job.last_run_at) return "—";
+  return span(job.next_run_at - job.last_run_at);
+}
+
+export function lastResult(job) {
+  if (job.status === "running") return "running now";
+  if (job.last_error) return h("span", { class: "error-text", title: job.last_error }, `error: ${job.last_error.slice(0, 80)}`);
+  if (job.last_run_at) return `ok, ${relative(job.last_run_at)}`;
+  return "not run yet";
+}
+
+export function render(main) {
+  const pager = new Pager(50);
+  const stateFilter = h("select", { name: "status" },
+    h("option", { value: "" }, "any state"), STATES.map((s) => h("option", { value: s }, s)));
+  const notice = h("p", { role: "status", "data-testid": "jobs-status" });
+  const formBox = h("div");
+  const box = h("div", {}, h("p", { class: "muted" }, "Loading…"));
+  const newButton = isAdmin()
+    ? h("button", { type: "button", class: "primary", onclick: () => openForm() }, "New job")
+    : null;
+  fill(main,
+    h("div", { class: "spread" }, h("h1", {}, "Jobs"), newButton),
+    formBox,
+    h("section", { class: "panel" },
+      h("form", { class: "row", role: "search", onsubmit: (e) => e.preventDefault() }, field("State", stateFilter)),
+      notice, box),
+    isAdmin() ? h("details", { class: "panel" }, h("summary", {}, "New source"),
+      sourceForm({ onSaved: (src) => { notice.textContent = `Source ${src.name} (#${src.id}) created.`; } })) : null,
+  );
+  stateFilter.addEventListener("change", () => { pager.reset(); load(); });
+
+  function openForm() {
+    fill(formBox, jobForm(null, {
+      onSaved: (job) => {
+        fill(formBox);
+        notice.textContent = `Job ${job.id} created: ${job.status}.`;
+        notice.className = "notice";
+        pager.reset();
+        load();
+      },
+      onCancel: () => fill(formBox),
+    }));
+    formBox.querySelector("select, input")?.focus();
+  }
+
+  function showError(text) {
+    notice.textContent = text;
+    notice.className = text ? "error-text" : "";
+  }
+
+  let rows = [];
+  function draw() {
+    fill(box,
+      dataTable({
+        testid: "jobs-table",
+        rowKey: (j) => j.id,
+        rows,
+        emptyText: stateFilter.value ? `No ${stateFilter.value} job.` : "No job yet.",
+        columns: [
+          { key: "id", label: "Job", render: (j) => h("a", { href: `#/jobs/${j.id}` }, `#${j.id}`) },
+          { key: "url", label: "URL", url: true },
+          { key: "status", label: "State", render: (j) => stateBadge(j.status) },
+          { key: "next_run_at", label: "Next run", render: (j) => relative(j.next_run_at) },
+          { key: "interval", label: "Interval", render: intervalText },
+          { key: "adapted", label: "Adapted", render: adaptedText },
+          { key: "last", label: "Last result", render: lastResult },
+          isAdmin() ? {
+            key: "actions", label: "Actions",
+            render: (j) => jobActions(j, {
+              onChange: (changed) => { rows = rows.map((r) => (r.id === changed.id ? { ...r, ...changed } : r)); draw(); },
+              onError: showError,
+            }),
+          } : null,
+        ].filter(Boolean),
+      }),
+      pager.controls(load));
+  }
+
+  async function load() {
+    try {
+      const answer = await api("/api/v1/jobs", { query: { status: stateFilter.value, ...pager.params() } });
+      pager.update(answer);
+      rows = answer.items;
+      draw();
+    } catch (exc) {
+      fill(box, h("p", { class: "error-text" }, describe(exc)));
+    }
+  }
+
+  load();
+}

@@ -1,0 +1,1 @@
+"""Helpers of the dashboard's end-to-end tests: a real ``harvestman serve`` and Chromium."""
