@@ -1,0 +1,150 @@
+"""Rendering pages that need JavaScript: headless Chromium driven by Playwright (optional).
+
+Validation marks a page ``needs_js`` when its content is drawn by scripts (an app shell, an
+"enable JavaScript" notice, a browser check that passes by itself). With ``render_enabled``
+and Playwright installed (``pip install 'harvestman[render]'``; the browser is the system's
+Chromium, ``render_browser``), the engine hands such a page to :class:`Renderer` within the
+same turn of its host, so the render is as polite as the fetch, and parses the DOM the scripts
+built instead. Without either, the page stays recorded as ``needs_js``.
+
+Images, media and fonts are not loaded: they cost bandwidth and time and change no text. One
+browser serves the whole crawl; every page gets a fresh context (no cookies or storage leak
+from one site to the next) and at most ``render_concurrency`` pages render at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harvestman.errors import HarvestmanError
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, Playwright, Route
+
+log = logging.getLogger(__name__)
+
+SKIPPED_RESOURCES = frozenset({"image", "media", "font"})
+
+
+class RenderError(HarvestmanError):
+    """A page could not be rendered (browser missing or crashed, timeout, navigation error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """The DOM after the page's scripts ran, serialized as UTF-8 HTML."""
+
+    url: str
+    status: int | None  # the main document's HTTP status as the browser saw it
+    html: bytes
+
+
+def renderer_unavailable(browser: str) -> str | None:
+    """Why rendering cannot run here (None: it can): Playwright or the browser is missing."""
+    if importlib.util.find_spec("playwright") is None:
+        return "Playwright is not installed (pip install 'harvestman[render]')"
+    if not Path(browser).is_file():
+        return f"no browser at {browser} (install Chromium or set render_browser)"
+    return None
+
+
+class Renderer:
+    """One headless Chromium for the crawl, started on first use."""
+
+    def __init__(
+        self,
+        *,
+        browser: str = "/usr/bin/chromium",
+        user_agent: str,
+        concurrency: int = 2,
+        timeout: float = 30.0,
+        settle: float = 2.0,
+        max_bytes: int = 10 * 1024 * 1024,
+    ) -> None:
+        self.browser_path = browser
+        self.user_agent = user_agent
+        self.timeout_ms = timeout * 1000
+        self.settle_ms = settle * 1000
+        self.max_bytes = max_bytes
+        self._slots = asyncio.Semaphore(concurrency)
+        self._start_lock = asyncio.Lock()
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+
+    async def render(self, url: str) -> Rendered:
+        """Load ``url`` in the browser and return the DOM its scripts built."""
+        async with self._slots:
+            browser = await self._started()
+            try:
+                # Playwright's own timeouts bound each step; this bounds the whole render.
+                overall = (2 * self.timeout_ms + self.settle_ms) / 1000
+                return await asyncio.wait_for(self._render(browser, url), overall)
+            except TimeoutError as exc:
+                raise RenderError(f"rendering {url} timed out") from exc
+            except RenderError:
+                raise
+            except Exception as exc:  # Playwright raises its own Error for every failure
+                raise RenderError(f"rendering {url} failed: {exc}".splitlines()[0]) from exc
+
+    async def _render(self, browser: Browser, url: str) -> Rendered:
+        context = await browser.new_context(user_agent=self.user_agent, java_script_enabled=True)
+        try:
+            await context.route("**/*", _skip_heavy_resources)
+            page = await context.new_page()
+            response = await page.goto(url, wait_until="load", timeout=self.timeout_ms)
+            if self.settle_ms:
+                # Scripts often fetch their data after "load"; idle network means it arrived.
+                with contextlib.suppress(Exception):
+                    await page.wait_for_load_state("networkidle", timeout=self.settle_ms)
+            html = (await page.content()).encode("utf-8", "surrogatepass")
+        finally:
+            await context.close()
+        if len(html) > self.max_bytes:
+            raise RenderError(f"rendered page is {len(html):,} bytes (max {self.max_bytes:,})")
+        return Rendered(url, response.status if response is not None else None, html)
+
+    async def _started(self) -> Browser:
+        async with self._start_lock:
+            if self._browser is not None and self._browser.is_connected():
+                return self._browser
+            why = renderer_unavailable(self.browser_path)
+            if why is not None:
+                raise RenderError(why)
+            from playwright.async_api import async_playwright
+
+            try:
+                if self._playwright is None:
+                    self._playwright = await async_playwright().start()
+                self._browser = await self._playwright.chromium.launch(
+                    executable_path=self.browser_path,
+                    headless=True,
+                    args=["--no-sandbox", "--disable-dev-shm-usage"],
+                )
+            except Exception as exc:
+                raise RenderError(f"could not start {self.browser_path}: {exc}") from exc
+            log.info("renderer: started %s", self.browser_path)
+            return self._browser
+
+    async def close(self) -> None:
+        async with self._start_lock:
+            browser, self._browser = self._browser, None
+            playwright, self._playwright = self._playwright, None
+            with contextlib.suppress(Exception):
+                if browser is not None:
+                    await browser.close()
+            with contextlib.suppress(Exception):
+                if playwright is not None:
+                    await playwright.stop()
+
+
+async def _skip_heavy_resources(route: Route, *_: Any) -> None:
+    if route.request.resource_type in SKIPPED_RESOURCES:
+        await route.abort()
+    else:
+        await route.continue_()
