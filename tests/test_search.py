@@ -23,6 +23,7 @@ from harvestman.search import (
     search_pages,
     search_products,
     snippet,
+    tsvector,
 )
 from harvestman.store import dialect, migrate
 from harvestman.store.schema import metadata
@@ -545,3 +546,79 @@ def test_downgrade_removes_the_index_and_upgrade_indexes_existing_pages(engine: 
 
     assert names(engine, "zephyr") == ["old"]
     check_index(engine)
+
+
+def _vector_storage(engine: Engine) -> list[tuple[str, str, list[str] | None]]:
+    """PostgreSQL: each search_vector's compression and its GIN index's options."""
+    with engine.connect() as conn:
+        return [
+            tuple(row)
+            for row in conn.execute(
+                text(
+                    "SELECT c.relname, a.attcompression::text, i.reloptions FROM pg_attribute AS a "
+                    "JOIN pg_class AS c ON c.oid = a.attrelid "
+                    "JOIN pg_class AS i ON i.relname = 'ix_' || c.relname || '_search_vector' "
+                    "AND i.relnamespace = c.relnamespace "
+                    "WHERE a.attname = 'search_vector' AND c.relnamespace = "
+                    "(SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
+                    "ORDER BY c.relname"
+                )
+            )
+        ]
+
+
+def test_migration_0008_compresses_vectors_with_lz4_and_bounds_the_pending_list(
+    engine: Engine,
+) -> None:
+    if engine.dialect.name == "sqlite":
+        migrate.downgrade(engine, "0007")
+        migrate.upgrade(engine)
+        assert names(engine, "zephyr") == []  # nothing to change there; the index still answers
+        check_index(engine)
+        return
+    assert _vector_storage(engine) == [
+        ("crawled_pages", "l", ["gin_pending_list_limit=1024"]),
+        ("products", "l", ["gin_pending_list_limit=1024"]),
+    ]
+    write(engine, page("lz4", text="zephyr " * 500))
+
+    migrate.downgrade(engine, "0007")
+    assert _vector_storage(engine) == [("crawled_pages", "", None), ("products", "", None)]
+    assert "rank_vector" not in {c["name"] for c in inspect(engine).get_columns("crawled_pages")}
+    with engine.connect() as conn:  # a vector compressed either way still reads
+        found = "SELECT url_hash FROM crawled_pages WHERE search_vector @@ 'zephyr'::tsquery"
+        assert conn.execute(text(found)).scalars().all() == ["lz4"]
+
+    migrate.upgrade(engine)
+    assert [row[1] for row in _vector_storage(engine)] == ["l", "l"]
+    with engine.connect() as conn:
+        # The existing page got its short vector to rank by: title, description, text's start.
+        ranked = conn.execute(
+            text("SELECT rank_vector::text FROM crawled_pages WHERE url_hash = 'lz4'")
+        )
+        assert ranked.scalar_one().startswith("'zephyr':1,2,3,")
+    assert names(engine, "zephyr") == ["lz4"]
+
+
+def test_a_phrase_with_too_many_rows_to_check_is_searched_among_the_newest(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every page holds both words; only the ten oldest and the ten newest hold the phrase.
+    write(
+        engine,
+        *(page(f"p{i}", text="alpha beta" if i < 10 or i >= 1190 else "alpha gamma beta")
+          for i in range(1200)),
+    )  # fmt: skip
+    analyze(engine)
+
+    everything = search_pages(engine, 1, '"alpha beta"')
+    assert (everything.total, everything.total_is_exact) == (20, True)
+
+    if engine.dialect.name == "postgresql":
+        # PostgreSQL checks each row holding the words; a budget of 100 rows reaches the newest.
+        monkeypatch.setattr(tsvector, "MAX_PHRASE_CHECKS", 100)
+        newest = search_pages(engine, 1, '"alpha beta"', limit=100)
+        assert (newest.total, newest.total_is_exact) == (10, False)
+        assert sorted(h.requested_url.rsplit("/", 1)[1] for h in newest.hits) == sorted(
+            f"p{i}" for i in range(1190, 1200)
+        )

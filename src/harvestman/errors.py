@@ -17,6 +17,7 @@ where they occur, so a recorded failure always carries one of these stable class
     │   ├── ContentDecodingError     a corrupt gzip/deflate/brotli stream
     │   └── HttpStatusError          a final response with a 4xx/5xx status
     ├── RobotsDenied                 robots.txt disallows the URL
+    ├── QueryError                   a search query finds nothing by its form; ``reason`` says why
     └── StoreError                   the store failed or is unusable
         └── SchemaOutdated           the database schema is behind the code
 """
@@ -109,6 +110,15 @@ class HttpStatusError(FetchError):
 
 class RobotsDenied(HarvestmanError):
     pass
+
+
+class QueryError(HarvestmanError, ValueError):
+    """A search query that cannot find anything as written (no word to look for, too long);
+    ``reason`` is the sentence to show the user."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
 
 
 class StoreError(HarvestmanError):

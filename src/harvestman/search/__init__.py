@@ -11,7 +11,14 @@ all it takes to index it, and re-crawls, deletes and retention re-index or unind
 
 from __future__ import annotations
 
-from harvestman.search.query import MARK_END, MARK_START, Query, parse_query, snippet
+from harvestman.search.query import (
+    MARK_END,
+    MARK_START,
+    Query,
+    parse_query,
+    require_query,
+    snippet,
+)
 from harvestman.search.targets import (
     RANK_WINDOW,
     PageHit,
@@ -31,6 +38,7 @@ __all__ = [
     "SearchResult",
     "include_name",
     "parse_query",
+    "require_query",
     "search_pages",
     "search_products",
     "snippet",
@@ -51,7 +59,7 @@ def include_name(name: str | None, type_: str, parent_names: dict[str, str | Non
     if type_ == "table":
         return not any(name == t or name.startswith(f"{t}_") for t in _INDEX_TABLES)
     if type_ == "column":
-        return name != "search_vector"
+        return name not in ("search_vector", "rank_vector")
     if type_ == "index":
         return not name.endswith(("_search_vector", "_search_filter"))
     return True

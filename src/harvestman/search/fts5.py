@@ -63,8 +63,9 @@ def _sample(conn: Connection, target: Target, sample_rows: int) -> tuple[int, in
 
 def ranked(
     conn: Connection, target: Target, plan: Plan, *, limit: int, offset: int, window: int
-) -> tuple[int, list[tuple[int, float]]]:
-    """How many rows matched (counting stops at ``window + 1``) and the page of ranked rows."""
+) -> tuple[int, list[tuple[int, float]], bool]:
+    """How many rows matched (counting stops at ``window + 1``), the page of ranked rows, and
+    True: FTS5 searches every row (its index knows positions, so phrases cost no row reads)."""
     fts = f"{target.table}_fts"
     match = f"{{{' '.join(target.columns)}}} : ({expression(plan.query)})"
     scope = [f.tokens for f in plan.filters if f.tokens is not None]
@@ -105,9 +106,9 @@ def ranked(
         ).bindparams(*expand)
         rows = conn.execute(page, {**params, "limit": limit, "offset": offset}).all()
     if rows:
-        return rows[0].n, [(r.id, float(r.score)) for r in rows]
+        return rows[0].n, [(r.id, float(r.score)) for r in rows], True
     counted = text(f"SELECT count(*) FROM ({inner}) AS c").bindparams(*expand)
-    return conn.execute(counted, params).scalar_one(), []
+    return conn.execute(counted, params).scalar_one(), [], True
 
 
 def expression(query: Query) -> str:

@@ -20,6 +20,7 @@ class Target:
     table: str
     columns: tuple[str, ...]
     weights: tuple[float, ...]
+    rank_vector: str = "search_vector"  # PostgreSQL: the vector ts_rank_cd reads
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,11 @@ import re
 from dataclasses import dataclass
 from itertools import islice
 
+from harvestman.errors import QueryError
+
 MAX_TERMS = 16  # bounds the work of one query: more terms are ignored
 MAX_TERM_CHARS = 200
+MAX_QUERY_CHARS = 1000
 MARK_START, MARK_END = "\x02", "\x03"
 """What a snippet wraps a matched word in. Control characters, so they never collide with page
 text: the API turns them into ``<mark>`` after escaping, the terminal into a style."""
@@ -29,6 +32,7 @@ _TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 _WORD = re.compile(r"\w+")
 _CHUNK = re.compile(r"\S+")
 _CONTROLS = dict.fromkeys(range(32), " ")
+_NO_MARKS = dict.fromkeys((ord(MARK_START), ord(MARK_END)), " ")
 SNIPPET_SCAN_CHARS = 100_000  # the indexes read no further into a text (migration 0006)
 
 
@@ -94,6 +98,24 @@ def parse_query(q: str) -> Query:
     return Query(tuple(tuple(g) for g in groups), tuple(excluded))
 
 
+def require_query(q: str) -> Query:
+    """``q`` parsed, or :class:`~harvestman.errors.QueryError` saying why it cannot find
+    anything: what the API and the CLI call before searching, so a user learns why.
+
+    >>> require_query("-diesel")
+    Traceback (most recent call last):
+    harvestman.errors.QueryError: the query only excludes words: add a word to look for
+    """
+    if len(q) > MAX_QUERY_CHARS:
+        raise QueryError(f"the query is longer than {MAX_QUERY_CHARS} characters")
+    query = parse_query(q)
+    if query.is_empty:
+        if query.excluded:
+            raise QueryError("the query only excludes words: add a word to look for")
+        raise QueryError("the query has no word to look for (punctuation alone is ignored)")
+    return query
+
+
 def _clean(term: str) -> str:
     """The term's words joined by spaces ('' when it has none).
 
@@ -115,7 +137,7 @@ def snippet(text: str | None, words: tuple[str, ...], *, max_words: int = 24) ->
     cut. Without a match the text's beginning is returned. The same on both stores.
 
     >>> snippet("one two three four five six", ("four",), max_words=3)
-    '… two three \x02four\x03 …'
+    '… two three \\x02four\\x03 …'
     """
     if not text:
         return ""
@@ -136,7 +158,8 @@ def snippet(text: str | None, words: tuple[str, ...], *, max_words: int = 24) ->
         return ""
     at = next((i for i, (_, end) in enumerate(spans) if end > anchor), len(spans) - 1)
     chosen = spans[max(0, at - 2) :][:max_words]
-    out = " ".join(text[start:end] for start, end in chosen)
+    # A page's own control characters must not pass for marks.
+    out = " ".join(text[start:end] for start, end in chosen).translate(_NO_MARKS)
     if pattern is not None:
         out = pattern.sub(lambda m: f"{MARK_START}{m.group(0)}{MARK_END}", out)
     if _CHUNK.search(text, 0, chosen[0][0]):

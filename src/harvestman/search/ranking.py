@@ -65,23 +65,27 @@ def rank(
     """
     if query.is_empty:
         return Ranked(0, True, [], query)
-    backend = fts5 if conn.dialect.name == "sqlite" else tsvector
-    # Only words can be stop words: a quoted phrase is asked for on purpose.
-    words = tuple(dict.fromkeys(p for group in query.groups for p in group if " " not in p))
+    sqlite = conn.dialect.name == "sqlite"
+    backend = fts5 if sqlite else tsvector
+    # Only words can be stop words: a quoted phrase is asked for on purpose. PostgreSQL also
+    # estimates the phrases (free, from its statistics) to choose its scan.
+    phrases = tuple(dict.fromkeys(p for group in query.groups for p in group))
+    words = tuple(p for p in phrases if " " not in p)
 
-    estimate = backend.estimate(conn, target, words, SAMPLE_ROWS, MIN_SAMPLE)
+    estimate = backend.estimate(conn, target, words if sqlite else phrases, SAMPLE_ROWS,
+                                MIN_SAMPLE)  # fmt: skip
     kept, ignored, scored = _without_stop_words(query, estimate)
     fraction = None
     if estimate is not None:
-        if conn.dialect.name == "sqlite":
+        if sqlite:
             filters = [fts5.cheaper_filter(conn, target, f, SAMPLE_ROWS) for f in filters]
         fraction = 1.0
         for group in kept.groups:
             fraction *= min(1.0, sum(estimate.shares.get(p, 0.0) for p in group))
     plan = Plan(kept, scored, filters, estimate, fraction)
-    found, rows = backend.ranked(conn, target, plan, limit=min(limit, window - offset),
-                                 offset=offset, window=window)  # fmt: skip
-    return Ranked(min(found, window), found <= window, rows, kept, ignored)
+    found, rows, complete = backend.ranked(conn, target, plan, limit=min(limit, window - offset),
+                                           offset=offset, window=window)  # fmt: skip
+    return Ranked(min(found, window), found <= window and complete, rows, kept, ignored)
 
 
 def _without_stop_words(
@@ -90,7 +94,7 @@ def _without_stop_words(
     """``query`` without its stop words, the phrases left out, and whether to rank."""
     if estimate is None:
         return query, (), True
-    stop = {p for p, share in estimate.shares.items() if share > STOP_FRACTION}
+    stop = {p for p, share in estimate.shares.items() if share > STOP_FRACTION and " " not in p}
     kept = tuple(k for k in (tuple(p for p in g if p not in stop) for g in query.groups) if k)
     if not kept:
         return query, (), False

@@ -19,10 +19,12 @@ from harvestman.search.ranking import Ranked, rank
 RANK_WINDOW = 1000
 """How many of the newest matches are ranked (see :mod:`harvestman.search.ranking`); also the
 furthest ``offset + limit`` reaches, as web search engines stop at about a thousand results.
-Ranking costs PostgreSQL ~10 µs a row (each vector comes out of TOAST)."""
+Ranking costs PostgreSQL a few µs a row (pages: a short vector kept in the row)."""
 MAX_LIMIT = 100
 
-PAGES = Target("crawled_pages", ("title", "description", "text"), (10.0, 4.0, 1.0))
+# On PostgreSQL pages are ranked on a short vector (title, description, the text's first 1,000
+# characters; migration 0008): reading each match's whole vector cost 55 ms a query.
+PAGES = Target("crawled_pages", ("title", "description", "text"), (10.0, 4.0, 1.0), "rank_vector")
 PRODUCTS = Target("products", ("name", "brand", "category", "description"), (10.0, 5.0, 3.0, 1.0))
 
 H = TypeVar("H")
@@ -62,10 +64,11 @@ class ProductHit:
 class SearchResult(Generic[H]):
     """One page of hits, best first.
 
-    ``total`` counts the matches exactly when ``total_is_exact``; otherwise more than
-    ``RANK_WINDOW`` rows matched, ``total`` is that window, and the hits are the best of the
-    newest matches. ``ignored`` are the query's stop words (in more than half of the pages),
-    left out of it (see :mod:`harvestman.search.ranking`).
+    ``total`` counts the matches exactly when ``total_is_exact``; otherwise it is a lower
+    bound: more than ``RANK_WINDOW`` rows matched and ``total`` is that window, or (PostgreSQL)
+    a phrase had too many rows to check and ``total`` counts its matches among the newest; the
+    hits are the best of the newest matches. ``ignored`` are the query's stop words (in more
+    than half of the pages), left out of it (see :mod:`harvestman.search.ranking`).
     """
 
     total: int
@@ -129,6 +132,8 @@ def search_products(
     max_price: Decimal | None = None,
     currency: str | None = None,
     availability: str | Iterable[str] | None = None,
+    since: float | None = None,
+    until: float | None = None,
     limit: int = 20,
     offset: int = 0,
     window: int = RANK_WINDOW,
@@ -139,7 +144,8 @@ def search_products(
     ``min_price`` <= price <= ``max_price`` (a product without a price fails a price filter;
     prices in different currencies compare as numbers, so give ``currency`` with a range);
     ``availability`` one or several normalized values (``in_stock``, ...); ``domain`` as in
-    :func:`search_pages`, on the host of the page the product was found on.
+    :func:`search_pages`, on the host of the page the product was found on; ``since`` <=
+    ``updated_at`` < ``until`` (when the product last changed).
     """
     _check_page(limit, offset)
     filters = _crawl_filter(crawl_id)
@@ -165,6 +171,10 @@ def search_products(
             Filter("p.availability IN :availability", {"availability": values}, tokens,
                    ("availability",), narrow=True)
         )  # fmt: skip
+    if since is not None:
+        filters.append(Filter("p.updated_at >= :since", {"since": since}))
+    if until is not None:
+        filters.append(Filter("p.updated_at < :until", {"until": until}, narrow=True))
     query = parse_query(q)
     columns = (
         "id, name, brand, price, currency, availability, product_url, page_url, description, "

@@ -7,8 +7,10 @@ whole table for a rare phrase (seconds). So the scan is chosen here, with ``SET 
 transaction, from ANALYZE's statistics of the vector and of the filtered columns: walking the
 newest rows until ``window`` match, when that checks fewer rows than the GIN index would list
 (a common query without a narrow filter); otherwise reading the GIN index (and the filters'
-B-tree indexes) within the newest rows expected to hold ``window`` matches, then, if they fall
-short, everywhere.
+B-tree indexes) within the newest rows expected to hold ``window`` matches, then, while they
+fall short, within older ranges four times as wide. The GIN index cannot tell a phrase from
+its words, so each row holding them all is checked; past ``MAX_PHRASE_CHECKS`` such rows the
+search stops there and says its total is a lower bound.
 """
 
 from __future__ import annotations
@@ -27,6 +29,22 @@ CONFIG = "simple"  # the migration's text search configuration: no stemming, no 
 # and listing one row of a word from the GIN index.
 ROW_CHECK_US = 4.0
 POSTING_US = 0.12
+# Of the pages holding each word of a phrase, the share holding them as neighbours: a guess
+# (0.09 for "the <word>", far less for two rarer words) that only sets where the index scan
+# starts; the scan widens WIDEN times at each step while it finds too few.
+NEIGHBOURS = 0.1
+WIDEN = 4
+# At most this many rows holding all the words of a phrase are checked for it (~30 ms): each
+# check reads the row's vector out of TOAST, and a phrase of two common words that are rarely
+# neighbours ("the" and a word in one page in ten) has 50,000 such rows in 500,000 pages. Past
+# that, the phrase's matches among the newest rows checked are what is ranked, and the total is
+# reported as a lower bound.
+MAX_PHRASE_CHECKS = 10_000
+# For the search's transaction: no JIT (the planner's costs of a scan of a big table pass
+# jit_above_cost, and compiling costs tens of ms a query), no parallel workers (their start
+# costs more than the scan here), and bitmaps that stay exact (a lossy one makes PostgreSQL
+# check ``@@`` on every row of its pages, each read out of storage).
+SESSION = (("jit", "off"), ("max_parallel_workers_per_gather", "0"), ("work_mem", "'64MB'"))
 _WORD = re.compile(r"\w+")
 
 
@@ -51,17 +69,24 @@ def estimate(
         return None
     known = dict(zip(stats.words, stats.shares, strict=False))
     words = {w: known.get(w, 0.0) for p in phrases for w in _WORD.findall(p.lower())}
-    shares = {p: math.prod(words[w] for w in _WORD.findall(p.lower())) for p in phrases}
+    shares = {p: _phrase_share([words[w] for w in _WORD.findall(p.lower())]) for p in phrases}
     return Estimate(stats.rows, shares, words)
+
+
+def _phrase_share(word_shares: list[float]) -> float:
+    """The share of rows holding a phrase whose words are in ``word_shares`` of the rows."""
+    return math.prod(word_shares) * NEIGHBOURS ** max(0, len(word_shares) - 1)
 
 
 def ranked(
     conn: Connection, target: Target, plan: Plan, *, limit: int, offset: int, window: int
-) -> tuple[int, list[tuple[int, float]]]:
-    """How many rows matched (counting stops at ``window + 1``) and the page of ranked rows."""
+) -> tuple[int, list[tuple[int, float]], bool]:
+    """How many rows matched (counting stops at ``window + 1``), the page of ranked rows, and
+    whether every row was searched (not when a phrase had more than ``MAX_PHRASE_CHECKS``
+    rows to check)."""
     tsq = tsquery(conn, plan.query)
     if tsq is None:
-        return 0, []
+        return 0, [], True
     params: dict[str, Any] = {"tsq": tsq, "window": window + 1}
     expanding: list[str] = []
     for f in plan.filters:
@@ -74,33 +99,69 @@ def ranked(
     settings = ("enable_bitmapscan",) if walk else ("enable_indexscan", "enable_seqscan")
     for setting in settings:
         conn.exec_driver_sql(f"SET LOCAL {setting} = off")
+    for setting, value in SESSION:
+        conn.exec_driver_sql(f"SET LOCAL {setting} = {value}")
     newest = (
         f"SELECT p.id FROM {target.table} AS p WHERE p.search_vector @@ CAST(:tsq AS tsquery)"
-        f"{where}{{since}} ORDER BY p.id DESC LIMIT :window"
+        f"{where}{{within}} ORDER BY p.id DESC LIMIT :window"
     )
     expand = [bindparam(name, expanding=True) for name in expanding]
     ids: list[int] = []
-    if not walk and fraction:
-        # Read the index only within the newest rows that should hold the window's matches.
-        low = top - int(2 * (window + 1) / fraction)
-        if low > 0:
-            bounded = text(newest.format(since=" AND p.id > :low")).bindparams(*expand)
-            ids = list(conn.execute(bounded, {**params, "low": low}).scalars())
-    if len(ids) <= window:
-        everywhere = text(newest.format(since="")).bindparams(*expand)
-        ids = list(conn.execute(everywhere, params).scalars())
+    # Read the index within the newest rows that should hold the window's matches, then, while
+    # they fall short, within older and wider ranges (never the same row twice): a phrase
+    # whose words are common but rarely neighbours would otherwise check every row holding
+    # its words.
+    span = int(2 * (window + 1) / fraction) if fraction and not walk else top
+    checks = _phrase_check_share(plan)
+    most = max(1, int(MAX_PHRASE_CHECKS / checks)) if checks else None
+    if most is not None:
+        span = min(span, most)
+    high: int | None = None
+    complete = True
+    while len(ids) <= window:
+        low = top - span
+        within = (" AND p.id > :low" if low > 0 else "") + (
+            " AND p.id <= :high" if high is not None else ""
+        )
+        scan = text(newest.format(within=within)).bindparams(*expand)
+        more = {"low": low, "high": high, "window": window + 1 - len(ids)}
+        ids.extend(conn.execute(scan, {**params, **more}).scalars())
+        if low <= 0:
+            break
+        if most is not None and span >= most:
+            complete = len(ids) > window
+            break
+        high, span = low, span * WIDEN if most is None else min(span * WIDEN, most)
     found, ids = len(ids), ids[:window]
     if limit <= 0 or not ids:
-        return found, []
+        return found, [], complete
     if not plan.scored:
-        return found, [(i, 0.0) for i in ids[offset : offset + limit]]
+        return found, [(i, 0.0) for i in ids[offset : offset + limit]], complete
+    # One array parameter: a thousand bound values cost milliseconds to render and parse.
     page = text(
-        f"SELECT id, ts_rank_cd(search_vector, CAST(:tsq AS tsquery), 1) AS score "
-        f"FROM {target.table} WHERE id IN :ids ORDER BY score DESC, id DESC "
-        "LIMIT :limit OFFSET :offset"
-    ).bindparams(bindparam("ids", expanding=True))
+        f"SELECT id, ts_rank_cd({target.rank_vector}, CAST(:tsq AS tsquery), 1) AS score "
+        f"FROM {target.table} WHERE id = ANY(CAST(:ids AS bigint[])) "
+        "ORDER BY score DESC, id DESC LIMIT :limit OFFSET :offset"
+    )
     rows = conn.execute(page, {"tsq": tsq, "ids": ids, "limit": limit, "offset": offset})
-    return found, [(r.id, float(r.score)) for r in rows]
+    return found, [(r.id, float(r.score)) for r in rows], complete
+
+
+def _phrase_check_share(plan: Plan) -> float | None:
+    """The share of rows a query with a phrase of several words checks (rows holding all its
+    words, by the statistics); None without such a phrase or when its words are rare."""
+    if plan.estimate is None or not any(
+        len(_WORD.findall(p)) > 1 for group in plan.query.groups for p in group
+    ):
+        return None
+    share = 1.0
+    for group in plan.query.groups:
+        held = (
+            math.prod(plan.estimate.words.get(w, 0.0) for w in _WORD.findall(p.lower()))
+            for p in group
+        )
+        share *= min(1.0, sum(held))
+    return share or None
 
 
 def _matching_fraction(conn: Connection, target: Target, plan: Plan) -> float | None:

@@ -1,0 +1,189 @@
+"""Full-text search over stored pages and products: ``GET /api/search``.
+
+Results are the best of at most ``RANK_WINDOW`` matches (see :mod:`harvestman.search`), so
+``offset`` stops there and ``total`` is a lower bound when ``total_is_exact`` is false. A query
+that cannot find anything by its form (no word, only exclusions) is a 422 ``invalid_query``
+with the reason; so are contradictory filters.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
+
+from harvestman.api.context import context_of
+from harvestman.api.errors import ApiError
+from harvestman.api.params import User
+from harvestman.errors import QueryError
+from harvestman.search import (
+    RANK_WINDOW,
+    PageHit,
+    ProductHit,
+    SearchResult,
+    require_query,
+    search_pages,
+    search_products,
+)
+from harvestman.search.highlight import to_html
+from harvestman.search.query import MAX_QUERY_CHARS
+from harvestman.search.targets import MAX_LIMIT
+
+router = APIRouter(tags=["search"])
+
+Availability = Literal[
+    "in_stock", "out_of_stock", "preorder", "backorder", "discontinued", "limited",
+    "online_only", "in_store_only", "sold_out",
+]  # fmt: skip
+Text = Annotated[
+    str,
+    Query(min_length=1, max_length=MAX_QUERY_CHARS,
+          description='words (all required), "a phrase", a OR b, -excluded'),
+]  # fmt: skip
+CrawlName = Annotated[
+    str | None, Query(min_length=1, max_length=200, description="one crawl (default: every crawl)")
+]
+Domain = Annotated[
+    str | None, Query(min_length=1, max_length=300, description="a host, example.com also www.")
+]
+Time = Annotated[float | None, Query(ge=0, le=1e11, allow_inf_nan=False)]
+Price = Annotated[float | None, Query(ge=0, le=1e12, allow_inf_nan=False)]
+
+
+class PageHitOut(BaseModel):
+    url: str = Field(description="where the content was found (the final URL)")
+    requested_url: str
+    title: str | None
+    snippet: str = Field(description="HTML: the text escaped, the matched words in <mark>")
+    rank: float = Field(description="higher is better; compares within one result only")
+    fetched_at: float
+    host: str
+
+
+class ProductHitOut(BaseModel):
+    name: str | None
+    brand: str | None
+    price: Decimal | None
+    currency: str | None
+    availability: str | None
+    url: str = Field(description="the product's own URL, else the page's")
+    page_url: str
+    snippet: str = Field(description="HTML: the text escaped, the matched words in <mark>")
+    rank: float
+    updated_at: float
+    host: str
+
+
+class SearchOut(BaseModel):
+    target: Literal["pages", "products"]
+    items: list[PageHitOut] | list[ProductHitOut]
+    total: int = Field(description="matches; a lower bound when total_is_exact is false")
+    total_is_exact: bool
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="the offset of the next page, if any")
+    ignored: list[str] = Field(description="words in most documents, left out of the query")
+
+
+@router.get("/api/search")
+async def search(
+    request: Request,
+    _: User,
+    q: Text,
+    target: Literal["pages", "products"] = "pages",
+    crawl: CrawlName = None,
+    domain: Domain = None,
+    since: Time = None,
+    until: Time = None,
+    min_price: Price = None,
+    max_price: Price = None,
+    currency: str | None = Query(None, min_length=3, max_length=3, pattern="^[A-Za-z]{3}$"),
+    availability: list[Availability] | None = Query(None, max_length=20),
+    limit: int = Query(20, ge=1, le=MAX_LIMIT),
+    offset: int = Query(0, ge=0, lt=RANK_WINDOW, description=f"results end at {RANK_WINDOW}"),
+) -> SearchOut:
+    """Ranked pages (``since``/``until``: when fetched, epoch seconds) or products (also
+    ``min_price``/``max_price``, ``currency``, ``availability``; dates: when changed)."""
+    try:
+        require_query(q)
+    except QueryError as exc:
+        raise ApiError(422, exc.reason, code="invalid_query", details={"q": q[:200]}) from None
+    _check_filters(target, since, until, min_price, max_price, currency, availability)
+    ctx = context_of(request)
+    engine = ctx.sql_store.engine
+    crawl_id = None
+    if crawl is not None:
+        crawl_id = await ctx.sql_store.find_crawl(crawl)
+        if crawl_id is None:
+            raise ApiError(404, f"no crawl named {crawl!r}", details={"crawl": crawl})
+    items: list[PageHitOut] | list[ProductHitOut]
+    result: SearchResult[PageHit] | SearchResult[ProductHit]
+    if target == "pages":
+        result = pages = await ctx.read(
+            lambda: search_pages(engine, crawl_id, q, domain=domain, since=since, until=until,
+                                 limit=limit, offset=offset)
+        )  # fmt: skip
+        items = [_page_out(hit) for hit in pages.hits]
+    else:
+        result = products = await ctx.read(
+            lambda: search_products(
+                engine, crawl_id, q, domain=domain, since=since, until=until,
+                min_price=None if min_price is None else Decimal(str(min_price)),
+                max_price=None if max_price is None else Decimal(str(max_price)),
+                currency=currency, availability=availability, limit=limit, offset=offset,
+            )
+        )  # fmt: skip
+        items = [_product_out(hit) for hit in products.hits]
+    end = offset + len(result.hits)
+    more = len(result.hits) == limit and end < min(result.total, RANK_WINDOW)
+    return SearchOut(
+        target=target,
+        items=items,
+        total=result.total,
+        total_is_exact=result.total_is_exact,
+        limit=limit,
+        offset=offset,
+        next_offset=end if more else None,
+        ignored=list(result.ignored),
+    )
+
+
+def _check_filters(
+    target: str,
+    since: float | None,
+    until: float | None,
+    min_price: float | None,
+    max_price: float | None,
+    currency: str | None,
+    availability: list[str] | None,
+) -> None:
+    """Filters that contradict each other or the target: a 422 rather than nothing found."""
+    product_only = {
+        "min_price": min_price, "max_price": max_price, "currency": currency,
+        "availability": availability,
+    }  # fmt: skip
+    given = [name for name, value in product_only.items() if value is not None]
+    if target == "pages" and given:
+        raise ApiError(422, f"{', '.join(given)} filter products: add target=products",
+                       code="invalid_query", details={"filters": given})  # fmt: skip
+    if since is not None and until is not None and since >= until:
+        raise ApiError(422, "since must be before until", code="invalid_query")
+    if min_price is not None and max_price is not None and min_price > max_price:
+        raise ApiError(422, "min_price is above max_price", code="invalid_query")
+
+
+def _page_out(hit: PageHit) -> PageHitOut:
+    return PageHitOut(
+        url=hit.url, requested_url=hit.requested_url, title=hit.title,
+        snippet=to_html(hit.snippet), rank=hit.rank, fetched_at=hit.fetched_at, host=hit.host,
+    )  # fmt: skip
+
+
+def _product_out(hit: ProductHit) -> ProductHitOut:
+    return ProductHitOut(
+        name=hit.name, brand=hit.brand, price=hit.price, currency=hit.currency,
+        availability=hit.availability, url=hit.url, page_url=hit.page_url,
+        snippet=to_html(hit.snippet), rank=hit.rank, updated_at=hit.updated_at, host=hit.host,
+    )  # fmt: skip
