@@ -10,6 +10,13 @@ of one host with ``--pages / 10`` pages.
 
     python bench/bench_lifecycle.py --urls 1000000 --pages 200000 --batches 5000,1000
     python bench/bench_lifecycle.py --postgres postgresql://postgres@127.0.0.1:5432/test
+
+``--export N`` measures the exports instead: a store of N pages (with their frontier rows) and N
+products (two images each) is exported by ``harvestman export`` in a child process per format
+(jsonl, csv, es; pages, then products), and the child's peak RSS is printed beside that of an
+export of 1,000 pages: constant memory shows as the same peak at both sizes.
+
+    python bench/bench_lifecycle.py --export 1000000 [--postgres URL]
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import argparse
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -34,7 +42,7 @@ from harvestman.lifecycle import (
     restore_sqlite,
 )
 from harvestman.store import dialect, migrate
-from harvestman.store.schema import crawled_pages, crawls, urls
+from harvestman.store.schema import crawled_pages, crawls, images, products, urls
 
 NOW = 1_700_000_000.0
 DAY = 86400.0
@@ -136,7 +144,11 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=200_000)
     parser.add_argument("--batches", default="1000", help="batch sizes to compare, e.g. 5000,1000")
     parser.add_argument("--postgres", help="a PostgreSQL URL (a schema is made and dropped)")
+    parser.add_argument("--export", type=int, help="measure exports of a store of N pages")
     args = parser.parse_args()
+    if args.export:
+        OUT.mkdir(parents=True, exist_ok=True)
+        return _exports(args.export, args.postgres)
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir(parents=True)
     sizes = [int(size) for size in args.batches.split(",")]
@@ -213,6 +225,115 @@ def _replay(engine: Engine) -> None:
             f"replay {'dry run' if dry else 'run'}: {plan.pages:,} pages, {plan.requeue:,}"
             f" re-queued, {plan.missing:,} missing, in {plan.seconds:.2f} s"
         )
+
+
+def fill_products(engine: Engine, crawl: int, n: int) -> None:
+    """``n`` products on pages of the crawl, two images each, with every field set."""
+    batch: list[dict[str, object]] = []
+    for i in range(n):
+        batch.append(
+            {"id": i + 1, "crawl_id": crawl, "url_hash": f"{i:064x}", "position": 0,
+             "page_url": f"http://shop.test/p/{i}", "product_url": f"http://shop.test/p/{i}",
+             "name": f"Product {i}", "description": "d" * 300, "price": f"{i % 1000}.99",
+             "currency": "EUR", "availability": "in_stock", "rating": "4.50",
+             "review_count": i % 100, "brand": "Brand", "category": "Kitchen", "sku": f"S{i}",
+             "gtin": None, "source": "json-ld", "parser": "harvestman.products@1",
+             "errors": None, "content_hash": "c" * 64, "created_at": NOW, "updated_at": NOW}
+        )  # fmt: skip
+        if len(batch) == 10_000:
+            _flush_products(engine, batch)
+            batch = []
+    _flush_products(engine, batch)
+
+
+def _flush_products(engine: Engine, batch: list[dict[str, object]]) -> None:
+    if not batch:
+        return
+    pictures = [
+        {"product_id": row["id"], "position": k, "url": f"http://shop.test/i/{row['id']}-{k}.jpg",
+         "alt": "a picture", "width": 800, "height": 600}
+        for row in batch for k in range(2)
+    ]  # fmt: skip
+    with engine.begin() as conn:
+        conn.execute(insert(products), batch)
+        conn.execute(insert(images), pictures)
+
+
+def _export_rss(url: str, fmt: str, what: str, out: Path) -> tuple[int, float, float, str]:
+    """Run ``harvestman export`` in a child; its exit status, peak RSS in MB, seconds, and its
+    RSS at each quarter of the run (flat from the first quarter on: constant memory).
+
+    The peak is the child's VmHWM read from /proc while it runs (the last read before it exits):
+    the child's ``ru_maxrss`` would count this process's memory too, as a forked child's high
+    water mark outlives its exec.
+    """
+    began = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "harvestman.cli", "export", "--format", fmt, "--what", what,
+         "--output", str(out), "--database-url", url, "--name", "bench"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    status = Path(f"/proc/{child.pid}/status")
+    peak_kb = 0
+    rss_kb: list[int] = []
+    while child.poll() is None:
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak_kb = max(peak_kb, int(line.split()[1]))
+                elif line.startswith("VmRSS:"):
+                    rss_kb.append(int(line.split()[1]))
+        except (FileNotFoundError, ProcessLookupError):
+            break
+        time.sleep(0.1)
+    code = child.wait()
+    quarters = "/".join(
+        f"{rss_kb[min(len(rss_kb) - 1, len(rss_kb) * q // 4)] / 1024:.0f}" for q in (1, 2, 3, 4)
+    ) if rss_kb else "-"  # fmt: skip
+    return code, peak_kb / 1024, time.perf_counter() - began, quarters
+
+
+def _exports(n: int, postgres: str | None) -> None:
+    sizes = [1000, n] if n > 1000 else [n]
+    for size in sizes:
+        if postgres:
+            schema = f"bench_{uuid.uuid4().hex[:8]}"
+            admin = create_engine(postgres.replace("postgresql://", "postgresql+psycopg://", 1))
+            with admin.begin() as conn:
+                conn.execute(text(f"CREATE SCHEMA {schema}"))
+            url = f"{postgres}?options=-csearch_path%3D{schema}"
+        else:
+            url = f"sqlite:///{OUT / f'export-{size}.db'}"
+        # A SQLite store filled by an earlier run is reused (filling a million rows is slow).
+        filled = OUT / f"export-{size}.done"
+        try:
+            if postgres or not filled.exists():
+                (OUT / f"export-{size}.db").unlink(missing_ok=True)
+                engine = dialect.make_engine(url)
+                migrate.upgrade(engine)
+                began = time.perf_counter()
+                crawl = fill(engine, size, size)
+                fill_products(engine, crawl, size)
+                engine.dispose()
+                if not postgres:
+                    filled.touch()
+                print(f"store of {size:,} pages and {size:,} products filled in"
+                      f" {time.perf_counter() - began:.0f} s")  # fmt: skip
+            for what in ("pages", "products"):
+                for fmt in ("jsonl", "csv", "es"):
+                    out = OUT / f"{what}-{size}.{fmt}"
+                    code, rss, took, quarters = _export_rss(url, fmt, what, out)
+                    mb = out.stat().st_size / 1e6 if out.exists() else 0.0
+                    print(
+                        f"  export {what:8} {fmt:5}: exit {code}, peak RSS {rss:6.1f} MB"
+                        f" (by quarter {quarters} MB), {took:6.1f} s, {mb:7.1f} MB written"
+                    )
+                    out.unlink(missing_ok=True)
+        finally:
+            if postgres:
+                with admin.begin() as conn:
+                    conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+                admin.dispose()
 
 
 if __name__ == "__main__":

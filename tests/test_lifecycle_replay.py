@@ -189,6 +189,10 @@ def test_the_page_scan_stays_on_the_host_index_when_the_store_has_statistics(
     with engine.connect() as conn:
         plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params).all()
     engine.dispose()
-    assert [row[3] for row in plan] == [
-        "SEARCH crawled_pages USING INDEX ix_crawled_pages_host (crawl_id=? AND host=? AND rowid>?)"
-    ]
+    # The host index, walked in id order from the last page seen (``id`` is the rowid, named
+    # as the index lists it since it was widened for the API's lists).
+    [step] = [row[3] for row in plan]
+    assert step in (
+        f"SEARCH crawled_pages USING INDEX ix_crawled_pages_host (crawl_id=? AND host=? AND {i}>?)"
+        for i in ("rowid", "id")
+    )

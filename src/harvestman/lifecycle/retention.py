@@ -14,34 +14,40 @@ running crawl keeps writing in between. What it does, in order:
    ``pages-<stamp>.jsonl.gz`` in ``export_dir`` (every column, one JSON object a line), then
    deleted. A file rather than an archive table: the point is a smaller store, a table in the same
    database would not shrink it, and a gzip JSONL file is what the exports already speak.
-4. the store is compacted (``compaction.compact``): statistics and free space, as it needs.
+4. **stats history** minute rows older than ``stats_minutes_after`` are rolled up into day rows
+   (``rollup``): per batch, the minute rows are deleted and their sums added to their days in
+   the same transaction, so the totals never change.
+5. the store is compacted (``compaction.compact``): statistics and free space, as it needs.
 
 A row is deleted only after the file holding it is fsynced (``spool.GzipSpool``), and only if it
 still matches its rule then (a URL re-queued or a page re-fetched meanwhile is kept). Exported
 times are the store's epoch seconds.
-
-Stats roll-up to daily after 7 days is not here: there is no stats table yet.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from sqlalchemy import ColumnElement, Engine, Row, Select, Table, select
+from sqlalchemy import ColumnElement, Connection, Engine, Row, Select, Table, select
 
 from harvestman.lifecycle.batches import table_id_ranges, write_transaction
 from harvestman.lifecycle.compaction import CompactionReport, compact
+from harvestman.lifecycle.rollup import roll_up_batch
 from harvestman.lifecycle.spool import GzipSpool
 from harvestman.records import UrlStatus
-from harvestman.store.schema import crawled_pages, crawls, urls
+from harvestman.store.schema import crawled_pages, crawls, stats_history, urls
+
+if TYPE_CHECKING:
+    from harvestman.config import Settings
 
 DAY = 86400.0
 MAX_BATCH = 20_000
@@ -67,6 +73,7 @@ class RetentionRules:
     completed_after: float | None = 7 * DAY
     failed_after: float | None = 30 * DAY
     pages_after: float | None = 90 * DAY
+    stats_minutes_after: float | None = 7 * DAY
     export_dir: Path | None = None
     batch_size: int = 1000
     batch_pause: float = 0.0
@@ -75,7 +82,7 @@ class RetentionRules:
     live_worker_seconds: float = 60.0
 
     def __post_init__(self) -> None:
-        for name in ("completed_after", "failed_after", "pages_after"):
+        for name in ("completed_after", "failed_after", "pages_after", "stats_minutes_after"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must not be negative, got {value}")
@@ -88,6 +95,24 @@ class RetentionRules:
         # Capped: a batch's ids go into one IN list, and SQLite takes at most 32,766 parameters.
         if not 1 <= self.batch_size <= MAX_BATCH:
             raise ValueError(f"batch_size must be 1 to {MAX_BATCH}, got {self.batch_size}")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RetentionRules:
+        """The rules of the ``retention_*`` settings (days there, seconds here): what
+        ``harvestman maintenance`` and the service's daily run apply."""
+
+        def seconds(days: float | None) -> float | None:
+            return None if days is None else days * DAY
+
+        return cls(
+            completed_after=seconds(settings.retention_completed_days),
+            failed_after=seconds(settings.retention_failed_days),
+            pages_after=seconds(settings.retention_pages_days),
+            stats_minutes_after=seconds(settings.retention_stats_minutes_days),
+            export_dir=Path(settings.retention_export_dir),
+            batch_size=settings.retention_batch_size,
+            vacuum_min_free_fraction=settings.retention_vacuum_free_fraction,
+        )
 
 
 @dataclass(slots=True)
@@ -103,6 +128,8 @@ class RetentionReport:
     pages_exported: int = 0
     pages_deleted: int = 0
     pages_file: Path | None = None
+    stats_minutes_rolled: int = 0
+    stats_days_added: int = 0
     batches: int = 0
     longest_write: float = 0.0
     seconds: float = 0.0
@@ -142,12 +169,18 @@ def apply_retention(engine: Engine, rules: RetentionRules, now: float) -> Retent
     else:
         assert pages_path is not None
         run.archive_pages(pages_path, now - rules.pages_after)
+    if rules.stats_minutes_after is None:
+        report.skipped.append("stats: minute rows kept (no rule)")
+    else:
+        run.roll_up_stats(now - rules.stats_minutes_after)
     if rules.compact:
         changed = []
         if report.completed_deleted or report.failed_deleted:
             changed.append("urls")
         if report.pages_deleted:
             changed.append("crawled_pages")
+        if report.stats_minutes_rolled:
+            changed.append("stats_history")
         report.compaction = compact(
             engine,
             now=now,
@@ -171,16 +204,29 @@ class _Run:
                 int(i): n for i, n in conn.execute(select(crawls.c.id, crawls.c.name))
             }
 
-    def _write(self, statement: Any) -> int:
-        """Run one DELETE in its own write transaction; return the rows it removed."""
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        """One write transaction, timed and counted, then the pause other writers get."""
         began = time.monotonic()
         with write_transaction(self.engine) as conn:
-            removed = conn.execute(statement).rowcount
+            yield conn
         self.report.longest_write = max(self.report.longest_write, time.monotonic() - began)
         self.report.batches += 1
         if self.rules.batch_pause:
             time.sleep(self.rules.batch_pause)
+
+    def _write(self, statement: Any) -> int:
+        """Run one DELETE in its own write transaction; return the rows it removed."""
+        with self._transaction() as conn:
+            removed = conn.execute(statement).rowcount
         return int(removed)
+
+    def roll_up_stats(self, cutoff: float) -> None:
+        for first, last in table_id_ranges(self.engine, stats_history, self.rules.batch_size):
+            with self._transaction() as conn:
+                rolled, days = roll_up_batch(conn, first, last, cutoff)
+            self.report.stats_minutes_rolled += rolled
+            self.report.stats_days_added += days
 
     def delete_completed(self, cutoff: float) -> None:
         done = UrlStatus.COMPLETED.value

@@ -1,0 +1,167 @@
+"""Errors and dead letters over HTTP: the error log, its summary, failed URLs and re-queueing.
+
+The reads and the re-queue are the store functions the CLI uses (``store.failures``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from pydantic import Field, model_validator
+
+from harvestman.api.context import ApiContext, context_of
+from harvestman.api.errors import ApiError
+from harvestman.api.params import Admin, Limit, Offset, User
+from harvestman.api.schemas import MAX_ID, Strict
+from harvestman.store import failures
+
+router = APIRouter(tags=["errors"])
+
+Category = Literal["network", "http", "parse", "validation", "storage"]
+CrawlName = Query(None, min_length=1, max_length=200, description="a crawl's name")
+Host = Query(None, min_length=1, max_length=300, description="host[:port], as the store keys it")
+ErrorType = Query(None, alias="type", min_length=1, max_length=64, description="an error class")
+Since = Query(None, ge=0, le=1e11, allow_inf_nan=False, description="epoch seconds")
+
+
+async def _crawl_id(ctx: ApiContext, name: str | None) -> int:
+    name = name or ctx.settings.crawl_name
+    found = await ctx.sql_store.find_crawl(name)
+    if found is None:
+        raise ApiError(404, f"no crawl named {name!r}", details={"crawl": name})
+    return found
+
+
+def _error_item(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "crawl": row["crawl"],
+        "category": row["category"],
+        "type": row["error_class"],
+        "message": row["message"],
+        "task": row["task"],
+        "stack_trace": row["stack_trace"],
+        "created_at": row["created_at"],
+    }
+
+
+@router.get("/api/errors")
+async def list_errors(
+    request: Request,
+    _: User,
+    crawl: str | None = Query(None, min_length=1, max_length=200, description="default: all"),
+    category: Category | None = None,
+    error_type: str | None = ErrorType,
+    host: str | None = Host,
+    since: float | None = Since,
+    before: int | None = Query(None, ge=1, le=MAX_ID, description="the id to page back from"),
+    limit: Limit = 50,
+) -> dict[str, Any]:
+    """Recorded errors, newest first. The next page: ``before`` = the response's ``next_before``
+    (None on the last page)."""
+    ctx = context_of(request)
+    crawl_id = None if crawl is None else await _crawl_id(ctx, crawl)
+    rows = await ctx.read(
+        lambda: failures.error_rows(
+            ctx.sql_store.engine,
+            crawl_id=crawl_id,
+            category=category,
+            error_class=error_type,
+            host=host,
+            since=since,
+            before_id=before,
+            limit=limit,
+        )
+    )
+    next_before = rows[-1]["id"] if len(rows) == limit else None
+    return {"items": [_error_item(row) for row in rows], "limit": limit, "next_before": next_before}
+
+
+@router.get("/api/errors/summary")
+async def errors_summary(
+    request: Request,
+    _: User,
+    crawl: str | None = Query(None, min_length=1, max_length=200, description="default: all"),
+    since: float | None = Since,
+) -> dict[str, Any]:
+    """Recorded errors counted by category and by type (error class), most first."""
+    ctx = context_of(request)
+    crawl_id = None if crawl is None else await _crawl_id(ctx, crawl)
+    return await ctx.read(
+        lambda: failures.error_summary(ctx.sql_store.engine, crawl_id=crawl_id, since=since)
+    )
+
+
+@router.get("/api/dead-letter")
+async def list_dead_letters(
+    request: Request,
+    _: User,
+    crawl: str | None = CrawlName,
+    host: str | None = Host,
+    error_type: str | None = ErrorType,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> dict[str, Any]:
+    """URLs that failed for good (retries exhausted or not retryable), in id order."""
+    ctx = context_of(request)
+    crawl_id = await _crawl_id(ctx, crawl)
+    items, total = await ctx.read(
+        lambda: failures.dead_letters(
+            ctx.sql_store.engine,
+            crawl_id,
+            host=host,
+            error_class=error_type,
+            limit=limit,
+            offset=offset,
+        )
+    )
+    return {"items": items, "total": total, "limit": limit, "offset": offset}
+
+
+class RequeueIn(Strict):
+    """Which dead letters go back to the frontier: exactly one of ``ids``, ``host``, ``all``;
+    ``type`` narrows any of them to one error class."""
+
+    crawl: str | None = Field(None, min_length=1, max_length=200)
+    ids: list[int] | None = Field(None, min_length=1, max_length=failures.MAX_IDS)
+    host: str | None = Field(None, min_length=1, max_length=300)
+    all: bool = False
+    type: str | None = Field(None, min_length=1, max_length=64)
+    dry_run: bool = False
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> RequeueIn:
+        chosen = [self.ids is not None, self.host is not None, self.all]
+        if sum(chosen) != 1:
+            raise ValueError("give exactly one of ids, host or all=true")
+        if self.ids is not None and not all(1 <= i <= MAX_ID for i in self.ids):
+            raise ValueError(f"ids are from 1 to {MAX_ID}")
+        return self
+
+
+@router.post("/api/admin/dead-letter/requeue")
+async def requeue_dead_letters(request: Request, body: RequeueIn, _: Admin) -> dict[str, Any]:
+    """Put dead letters back into the frontier, due now with their retries reset (a dry run
+    only counts them)."""
+    ctx = context_of(request)
+    name = body.crawl or ctx.settings.crawl_name
+    crawl_id = await _crawl_id(ctx, name)
+    matched = await ctx.read(
+        lambda: failures.requeue_dead_letters(
+            ctx.sql_store.engine,
+            crawl_id,
+            time.time(),
+            ids=body.ids,
+            host=body.host,
+            error_class=body.type,
+            dry_run=body.dry_run,
+        )
+    )
+    return {
+        "crawl": name,
+        "dry_run": body.dry_run,
+        "matched": matched,
+        "requeued": 0 if body.dry_run else matched,
+    }
