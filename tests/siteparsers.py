@@ -8,8 +8,10 @@ are not articles, and finds nothing once the site's layout changes.
 from __future__ import annotations
 
 import re
+import textwrap
 from datetime import date
 from decimal import Decimal
+from pathlib import Path
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -112,3 +114,32 @@ class NeedsArgumentsParser:
 
     def parse(self, page_html: str, url: str, page: Page) -> list[Record]:
         return []
+
+
+class LocalCourierParser(CourierParser):
+    """The Courier parser for the copy of its site that crawl tests serve on 127.0.0.1."""
+
+    hosts = ("127.0.0.1",)
+
+
+class LocalCourierParserV2(LocalCourierParser):
+    """The next version of :class:`LocalCourierParser` (after a change to its output)."""
+
+    version = "1.3.0"
+
+
+class LocalRaisingParser(RaisingParser):
+    """Raises on every page of the local test sites (a plugin bug)."""
+
+    name = "local-raising"
+    hosts = ("127.0.0.1",)
+
+
+def write_distribution(root: Path, name: str, entry_points: str, modules: dict[str, str]) -> None:
+    """An installed distribution as importlib.metadata sees one: a .dist-info folder on sys.path."""
+    info = root / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
+    for module, source in modules.items():
+        (root / f"{module}.py").write_text(textwrap.dedent(source))

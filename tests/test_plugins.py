@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import textwrap
 from collections.abc import Iterator
 from dataclasses import astuple
 from datetime import date
@@ -21,7 +20,13 @@ from harvestman.extract.plugins import (
     StatsKey,
 )
 from harvestman.parse import Page, parse_html
-from siteparsers import CourierParser, RaisingParser, SetDataParser, ShopPriceParser
+from siteparsers import (
+    CourierParser,
+    RaisingParser,
+    SetDataParser,
+    ShopPriceParser,
+    write_distribution,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "maintext"
 ARTICLE_URL = "https://www.riversidecourier.example/environment/2024/nov/18/thames-barrier"
@@ -40,16 +45,6 @@ def fresh_modules() -> Iterator[None]:
 
 def page_of(html: str, url: str) -> Page:
     return parse_html(html, url)
-
-
-def write_distribution(root: Path, name: str, entry_points: str, modules: dict[str, str]) -> None:
-    """An installed distribution as importlib.metadata sees one: a .dist-info folder on sys.path."""
-    info = root / f"{name}-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
-    for module, source in modules.items():
-        (root / f"{module}.py").write_text(textwrap.dedent(source))
 
 
 def test_a_parser_registered_through_settings_parses_its_site() -> None:
@@ -225,7 +220,20 @@ def test_a_parser_that_raises_is_recorded_and_the_others_still_run() -> None:
     [
         ({"kind": "x"}, "InvalidRecord: parse returned dict, not a list of Record"),
         ([Record("x", {}), "y"], "InvalidRecord: record 1 is a str, not a Record"),
-        ([Record("", {})], "InvalidRecord: record 0: kind must be a non-empty str"),
+        ([Record("", {})], "InvalidRecord: record 0: kind must be a str of 1 to 50 chars"),
+        ([Record("k" * 51, {})], "InvalidRecord: record 0: kind must be a str of 1 to 50 chars"),
+        (
+            [Record("x", {}, key="k" * 201)],
+            "InvalidRecord: record 0: key must be a str of at most 200 chars",
+        ),
+        (
+            [Record("x", {}, key="sku-1"), Record("x", {}), Record("x", {}, key="sku-1")],
+            "InvalidRecord: record 2: key 'sku-1' repeats record 0",
+        ),
+        (
+            [Record("x", {}), Record("x", {}, key="#0")],
+            "InvalidRecord: record 1: key '#0' repeats record 0",
+        ),
         ([Record("x", [1])], "InvalidRecord: record 0: data is not a dict"),  # type: ignore[arg-type]
         (
             [Record("x", {1: "a"})],  # type: ignore[dict-item]

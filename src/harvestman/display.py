@@ -126,7 +126,37 @@ def render_report(report: dict[str, Any]) -> Group:
             table.add_row(str(name), f"{n:,}")
         parts.append(table)
     parts.append(f"pages stored: {report.get('pages', 0):,}")
+    if report.get("parsers"):
+        parts.append(parser_stats_table(report["parsers"]))
+        parts.append(f"records stored by site parsers: {report.get('records', 0):,}")
     return Group(*parts)
+
+
+# A last day this much below the days before it is marked: the site's layout may have changed.
+DROP_MARK = 0.2
+
+
+def parser_stats_table(lines: list[dict[str, Any]]) -> Table:
+    """Site parsers' success per host: overall, on the last day with attempts, and before it."""
+    table = Table(title="site parsers (pages with records / pages handled)", title_justify="left")
+    for column in ("host", "parser", "version", "pages", "ok", "empty", "errors", "rate",
+                   "last day", "before"):  # fmt: skip
+        labels = ("host", "parser", "version")
+        table.add_column(column, justify="left" if column in labels else "right")
+    for line in lines:
+        last = _percent(line["last_day_rate"])
+        if line["drop"] is not None and line["drop"] >= DROP_MARK:
+            last = f"[red]{last} ↓[/red]"
+        table.add_row(
+            line["host"], line["parser"], line["version"], f"{line['attempts']:,}",
+            f"{line['successes']:,}", f"{line['empty']:,}", f"{line['errors']:,}",
+            _percent(line["success_rate"]), last, _percent(line["earlier_rate"]),
+        )  # fmt: skip
+    return table
+
+
+def _percent(rate: float | None) -> str:
+    return "" if rate is None else f"{rate:.0%}"
 
 
 def _duration(seconds: float) -> str:

@@ -13,6 +13,7 @@ from harvestman.records import Outcome
 from harvestman.store import SqlStore
 
 FORMATS = ("jsonl", "csv", "es")
+WHAT = ("pages", "products", "records")
 
 # The exported fields of a page, in order (CSV columns).
 FIELDS = (
@@ -44,39 +45,66 @@ def _exported_product(row: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+# The exported fields of a site parser's record; ``data`` is its JSON object (text in CSV).
+RECORD_FIELDS = (
+    "page_url", "host", "parser", "parser_version", "record_key", "kind", "data",
+    "first_seen_at", "last_seen_at", "updated_at",
+)  # fmt: skip
+
+
+def _exported_record(row: dict[str, Any]) -> dict[str, Any]:
+    record = {name: row.get(name) for name in RECORD_FIELDS}
+    record["data"] = orjson.Fragment(row["data"])  # stored as JSON: written as it is
+    return record
+
+
+def _document_id(what: str, row: dict[str, Any]) -> str:
+    """A stable Elasticsearch ``_id``: the same row exported twice overwrites itself."""
+    if what == "pages":
+        return str(row["url_hash"])
+    if what == "products":
+        return f"{row['url_hash']}-{row['position']}"
+    return f"{row['url_hash']}-{row['parser']}-{row['record_key']}"
+
+
 def export_pages(
     store: SqlStore, crawl_id: int, fmt: str, out: IO[bytes], *, what: str = "pages"
 ) -> int:
-    """Write every stored page (or product) of ``crawl_id`` to ``out``; return how many.
+    """Write every stored page (product, or site parser record) of ``crawl_id`` to ``out``;
+    return how many.
 
     ``es`` is Elasticsearch's bulk NDJSON: an ``index`` action line (with a stable ``_id``)
     before each document.
     """
     if what == "products":
-        rows, convert, fields, key = (
-            store.iter_products(crawl_id), _exported_product, PRODUCT_FIELDS, "id",
-        )  # fmt: skip
+        rows, convert, fields = store.iter_products(crawl_id), _exported_product, PRODUCT_FIELDS
+    elif what == "records":
+        rows, convert, fields = store.iter_records(crawl_id), _exported_record, RECORD_FIELDS
+    elif what == "pages":
+        rows, convert, fields = store.iter_pages(crawl_id), _exported, FIELDS
     else:
-        rows, convert, fields, key = store.iter_pages(crawl_id), _exported, FIELDS, "url_hash"
+        raise ValueError(f"unknown export {what!r}: one of {', '.join(WHAT)}")
     count = 0
     if fmt in ("jsonl", "es"):
         index = f"harvestman-{what}"
         for row in rows:
             if fmt == "es":
-                doc_id = row[key] if what == "pages" else f"{row['url_hash']}-{row['position']}"
-                out.write(orjson.dumps({"index": {"_index": index, "_id": str(doc_id)}}) + b"\n")
+                doc_id = _document_id(what, row)
+                out.write(orjson.dumps({"index": {"_index": index, "_id": doc_id}}) + b"\n")
             out.write(orjson.dumps(convert(row)) + b"\n")
             count += 1
         return count
     if fmt == "csv":
         text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=True)
-        columns = [*fields, "status"] if what == "pages" else [*fields, "images"]
-        writer = csv.DictWriter(text, fieldnames=columns)
+        extra = {"pages": ["status"], "products": ["images"], "records": []}[what]
+        writer = csv.DictWriter(text, fieldnames=[*fields, *extra])
         writer.writeheader()
         for row in rows:
             record = convert(row)
             if what == "products":
                 record["images"] = " ".join(record["images"])
+            elif what == "records":
+                record["data"] = row["data"]
             writer.writerow(record)
             count += 1
         text.detach()  # leave `out` open for the caller

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harvestman.extract.plugins import ParserFailure, ParserRun, Record
 
 
 class UrlStatus(StrEnum):
@@ -85,6 +88,7 @@ class PageRecord:
     proxy: str | None = None
     archive_path: str | None = None
     text: str | None = None
+    main_text: str | None = None  # the article without boilerplate, when extracted (opt-in)
 
 
 @dataclass(slots=True)
@@ -104,6 +108,11 @@ class Outcome:
     page: PageRecord | None = None
     products: list[Any] | None = None  # extract.products.Product, for pages that have them
     stack_trace: str | None = None  # for internal errors
+    # What site parsers made of the page (extract.plugins): the records, one ParserRun per
+    # parser that handled it (the stats), one ParserFailure per parser that failed.
+    records: list[Record] | None = None
+    parser_runs: list[ParserRun] | None = None
+    parse_failures: list[ParserFailure] | None = None
 
 
 @dataclass(slots=True)

@@ -53,11 +53,17 @@ __all__ = [
     "Record",
     "SiteParser",
     "StatsKey",
+    "positional_key",
 ]
 
 PARSERS_GROUP: Final = "harvestman.parsers"
 _HOST_CACHE_SIZE: Final = 4096
 _MAX_TRACEBACK: Final = 8000
+# The store's column sizes (parsed_records.parser, .parser_version, .kind, .record_key).
+_MAX_NAME: Final = 100
+_MAX_VERSION: Final = 50
+_MAX_KIND: Final = 50
+_MAX_KEY: Final = 200
 _logger = logging.getLogger(__name__)
 
 
@@ -68,13 +74,17 @@ class Record:
     ``kind`` names what it is (``"article"``, ``"listing"``, ``"event"``...); ``data`` its
     fields, JSON-serializable (``Decimal`` is written as a string, dates and datetimes in ISO
     8601). ``parser`` and ``parser_version`` are set by the registry to the parser that made
-    the record, whatever the parser put there.
+    the record, whatever the parser put there. ``key`` names the record among what its parser
+    finds on the page (a SKU, an event id; at most 200 characters, unique per page and
+    parser): the store keeps one row per page, parser and key, so a record that moves on the
+    page stays the same row. Without a key, its position in the parser's list is its key.
     """
 
     kind: str
     data: dict[str, Any]
     parser: str = ""
     parser_version: str = ""
+    key: str = ""
 
     def data_json(self) -> str:
         """``data`` as compact JSON with sorted keys (how the store keeps it)."""
@@ -381,6 +391,8 @@ def _contract_breach(parser: object) -> str | None:
     version = getattr(parser, "version", None)
     if not isinstance(version, str) or not version.strip():
         return f"{name}: no version: a parser needs a non-empty str version"
+    if len(name) > _MAX_NAME or len(version) > _MAX_VERSION:
+        return f"{name[:_MAX_NAME]}: name or version too long (at most {_MAX_NAME}, {_MAX_VERSION})"
     hosts = getattr(parser, "hosts", None)
     if isinstance(hosts, str | bytes) or not isinstance(hosts, Sequence) or not hosts:
         return f"{name}: hosts must be a non-empty list of patterns, not {hosts!r}"[:300]
@@ -414,11 +426,18 @@ def _checked(returned: object, name: str, version: str) -> list[Record]:
     if not isinstance(returned, list | tuple):
         raise _InvalidRecord(f"parse returned {type(returned).__name__}, not a list of Record")
     records = []
+    keys: dict[str, int] = {}
     for index, record in enumerate(returned):
         if not isinstance(record, Record):
             raise _InvalidRecord(f"record {index} is a {type(record).__name__}, not a Record")
-        if not isinstance(record.kind, str) or not record.kind:
-            raise _InvalidRecord(f"record {index}: kind must be a non-empty str")
+        if not isinstance(record.kind, str) or not record.kind or len(record.kind) > _MAX_KIND:
+            raise _InvalidRecord(f"record {index}: kind must be a str of 1 to {_MAX_KIND} chars")
+        if not isinstance(record.key, str) or len(record.key) > _MAX_KEY:
+            raise _InvalidRecord(f"record {index}: key must be a str of at most {_MAX_KEY} chars")
+        key = record.key or positional_key(index)
+        if key in keys:
+            raise _InvalidRecord(f"record {index}: key {key!r} repeats record {keys[key]}")
+        keys[key] = index
         if not isinstance(record.data, dict):
             raise _InvalidRecord(f"record {index}: data is not a dict")
         stamped = replace(record, parser=name, parser_version=version)
@@ -428,6 +447,11 @@ def _checked(returned: object, name: str, version: str) -> list[Record]:
             raise _InvalidRecord(f"record {index}: data is not JSON-serializable ({exc})") from exc
         records.append(stamped)
     return records
+
+
+def positional_key(index: int) -> str:
+    """The store key of a record without one: its position in its parser's list (``"#0"``)."""
+    return f"#{index}"
 
 
 def _json_default(value: object) -> str:

@@ -35,6 +35,9 @@ sources = Table(
     Column("enabled", Boolean, nullable=False, default=True),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
+    # JSON: the crawl options the source turns on or off (records.SourceOptions; absent: the
+    # service's setting). Added by migration 0007.
+    Column("options", Text, nullable=False, default="{}", server_default="{}"),
 )
 
 jobs = Table(
@@ -67,7 +70,9 @@ jobs = Table(
     Column("updated_at", Float, nullable=False),
     # The poll: runnable states in due order. Also serves the slot loads of the balancer.
     Index("ix_jobs_due", "status", "next_run_at"),
-    Index("ix_jobs_source_id", "source_id"),
+    # The API's keyset-paged job list (id order) by source or status.
+    Index("ix_jobs_source_id", "source_id", "id"),
+    Index("ix_jobs_status", "status", "id"),
     # The stale-lock sweep.
     Index("ix_jobs_lock_acquired_at", "lock_acquired_at"),
 )

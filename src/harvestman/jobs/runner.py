@@ -2,7 +2,8 @@
 
 - **Settings for the source**: the service's settings with the source's namespace
   (``source-<id>``: the source's frontier and pages, kept across runs), its max depth (0: 3), crawl
-  delay, per-run page budget and scope rules.
+  delay, per-run page budget and scope rules, and the crawl options it turns on or off (main
+  text, feeds, pagination, archives, near-duplicates, stored text).
 - **Seeds**: the job's URL, then the source's start URLs. They are made due again before each
   run, so a recurring job re-fetches its start pages (with the stored ETag / Last-Modified) and
   follows their links to what is new or due; the rest of the namespace keeps its visited TTL.
@@ -61,6 +62,17 @@ def job_seeds(job: Job, source: Source) -> list[str]:
     return list(dict.fromkeys([job.url, *source.start_urls]))
 
 
+# The setting each source option (records.SourceOptions) turns on or off.
+OPTION_SETTINGS: dict[str, str] = {
+    "main_text": "extract_main_text",
+    "feeds": "discovery_feeds",
+    "pagination": "discovery_pagination",
+    "archives": "discovery_archives",
+    "near_duplicates": "near_duplicates",
+    "store_text": "store_text",
+}
+
+
 def source_settings(settings: Settings, source: Source, *, fetched_before: int = 0) -> Settings:
     """``settings`` for a crawl of ``source``. ``max_pages`` is per run, so the budget counts
     on from the fetches the namespace already holds (the Engine counts them all)."""
@@ -81,6 +93,8 @@ def source_settings(settings: Settings, source: Source, *, fetched_before: int =
     }
     if source.crawl_delay is not None:
         update_["frontier_delay"] = source.crawl_delay
+    for option, value in source.options.given().items():
+        update_[OPTION_SETTINGS[option]] = value
     return settings.model_copy(update=update_)
 
 
