@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -13,6 +12,7 @@ from harvestman.config import Settings, load_settings
 
 if TYPE_CHECKING:
     from harvestman.api.settings import ApiSettings
+    from harvestman.lifecycle import RetentionRules
 from harvestman.errors import ConfigError, HarvestmanError
 
 token_app = typer.Typer(help="API bearer tokens.", no_args_is_help=True)
@@ -42,7 +42,7 @@ def serve(
 
     try:
         settings = load_settings(database_url=database_url)
-        api_settings = ApiSettings.from_env(dev=dev)
+        api_settings = ApiSettings.from_settings(settings, dev=dev)
         resolve_secret(api_settings.jwt_secret, dev=dev)  # refuse to start before binding
     except ConfigError as exc:
         raise _fail(str(exc)) from None
@@ -61,6 +61,7 @@ async def _serve(
 
     from harvestman.api.app import create_app
     from harvestman.jobs import EngineRunner, JobStore, Scheduler
+    from harvestman.jobs.events import make_source_events
     from harvestman.store import SqlStore
 
     async with SqlStore(settings.database_url) as store:
@@ -69,7 +70,13 @@ async def _serve(
         else:
             await store.check_schema()
         async with JobStore(store.engine) as job_store:
-            scheduler = Scheduler(job_store, EngineRunner(settings, store))
+            events = make_source_events(api_settings.redis_url, api_settings.redis_prefix)
+            scheduler = Scheduler(
+                job_store,
+                EngineRunner(settings, store),
+                events=events,
+                retention=retention_rules(settings),
+            )
             app = create_app(
                 settings,
                 sql_store=store,
@@ -79,7 +86,17 @@ async def _serve(
                 run_scheduler=run_scheduler,
             )
             config = uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="on")
-            await uvicorn.Server(config).serve()
+            try:
+                await uvicorn.Server(config).serve()
+            finally:
+                await events.close()
+
+
+def retention_rules(settings: Settings) -> RetentionRules:
+    """The retention the elected scheduler runs daily: what ``harvestman maintenance`` does."""
+    from harvestman.lifecycle import RetentionRules
+
+    return RetentionRules.from_settings(settings)
 
 
 @token_app.command("create")
@@ -88,18 +105,23 @@ def token_create(
     subject: Annotated[
         str | None, typer.Option("--subject", help="Who holds it [default: the role]")
     ] = None,
-    days: Annotated[float, typer.Option("--days", help="Valid for this many days")] = 30.0,
+    days: Annotated[
+        float | None,
+        typer.Option("--days", help="Valid for this many days [default: api_token_days, 30]"),
+    ] = None,
     dev: Annotated[bool, typer.Option("--dev", help="Sign with the dev secret")] = False,
 ) -> None:
-    """Print a bearer token signed with HARVESTMAN_API_JWT_SECRET."""
+    """Print a bearer token signed with the api_jwt_secret setting (HARVESTMAN_API_JWT_SECRET)."""
     from harvestman.api.auth import Role, create_token, resolve_secret
 
     if role not in (Role.ADMIN.value, Role.USER.value):
         raise _fail("--role must be admin or user")
-    if not 0 < days <= 3650:
-        raise _fail("--days must be between 0 and 3650")
     try:
-        secret = resolve_secret(os.environ.get("HARVESTMAN_API_JWT_SECRET"), dev=dev)
+        settings = load_settings()
+        secret = resolve_secret(settings.api_jwt_secret, dev=dev)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
+    days = settings.api_token_days if days is None else days
+    if not 0 < days <= 3650:
+        raise _fail("--days must be between 0 and 3650")
     sys.stdout.write(create_token(secret, Role(role), subject=subject, days=days) + "\n")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from fastapi import Request
 
 from harvestman.api.auth import Role
+from harvestman.api.paging import CountCache
 from harvestman.api.ratelimit import Limiter
 from harvestman.api.safety import UrlGuard
 from harvestman.api.settings import ApiSettings
@@ -18,6 +19,7 @@ from harvestman.api.settings import ApiSettings
 if TYPE_CHECKING:
     from harvestman.config import Settings
     from harvestman.jobs import JobStore, Scheduler
+    from harvestman.jobs.events import SourceEvents
     from harvestman.store import SqlStore
 
 T = TypeVar("T")
@@ -33,6 +35,8 @@ class ApiContext:
     limiter: Limiter
     jwt_secret: str
     guard: UrlGuard
+    source_events: SourceEvents | None = None
+    counts: CountCache = field(default_factory=lambda: CountCache(5.0))
     started_at: float = field(default_factory=time.time)
     shutdown: asyncio.Event = field(default_factory=asyncio.Event)
 

@@ -1,98 +1,20 @@
-"""Read (and admin) queries of the crawl store for the API: pages, frontier rows, domains.
+"""Admin queries and aggregate reads of the crawl store for the API: frontier and crawl
+stats, clearing the frontier, resetting a domain, deleting pages, the time series.
 
 Synchronous SQLAlchemy Core on the store's engine, run off the event loop by
-``ApiContext.read``. Every list is one page (``limit``/``offset``) with its total. They sit
-here until the lead moves them into ``SqlStore`` beside ``iter_pages`` and ``host_states``.
+``ApiContext.read``. The paged lists (pages, frontier rows, domains) live in the store
+(``SqlStore.list_rows`` over ``store.lists``), beside ``iter_pages`` and ``host_states``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Engine, Integer, and_, cast, delete, func, select, update
+from sqlalchemy import Engine, and_, delete, func, select, update
 
 from harvestman.records import UrlStatus
-from harvestman.store.schema import crawled_pages, crawls, domains, urls
-
-PAGE_FIELDS = (
-    "id", "url", "final_url", "host", "status_code", "content_type", "content_length",
-    "content_hash", "title", "description", "canonical", "lang", "links_count",
-    "crawl_duration_ms", "fetched_at", "error_class", "error", "validation_status",
-    "rejection_reason", "near_duplicate_of",
-)  # fmt: skip
-URL_FIELDS = (
-    "id", "url", "url_hash", "host", "status", "kind", "priority", "depth", "next_crawl_at",
-    "lease_until", "leased_by", "attempts", "discovered_at", "last_fetched_at", "status_code",
-    "error_class", "error",
-)  # fmt: skip
-DOMAIN_FIELDS = (
-    "host", "robots_status", "robots_fetched_at", "crawl_delay", "allowed", "page_count",
-    "updated_at", "next_allowed_at",
-)  # fmt: skip
-
-
-def crawl_id(engine: Engine, name: str) -> int | None:
-    with engine.connect() as conn:
-        found = conn.execute(select(crawls.c.id).where(crawls.c.name == name)).scalar()
-    return None if found is None else int(found)
-
-
-def _page(engine: Engine, table: Any, columns: Any, conditions: list[Any], order: Any,
-          limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
-    with engine.connect() as conn:
-        total = conn.execute(
-            select(func.count()).select_from(table).where(*conditions)
-        ).scalar_one()
-        rows = conn.execute(
-            select(*columns).where(*conditions).order_by(order).limit(limit).offset(offset)
-        ).mappings()
-        return [dict(r) for r in rows], int(total)
-
-
-def list_pages(
-    engine: Engine,
-    crawl: int,
-    *,
-    host: str | None = None,
-    status_code: int | None = None,
-    validation_status: str | None = None,
-    since: float | None = None,
-    limit: int = 50,
-    offset: int = 0,
-) -> tuple[list[dict[str, Any]], int]:
-    """Stored pages of a crawl, newest first."""
-    conditions = [crawled_pages.c.crawl_id == crawl]
-    if host:
-        conditions.append(crawled_pages.c.host == host.lower())
-    if status_code is not None:
-        conditions.append(crawled_pages.c.status_code == status_code)
-    if validation_status:
-        conditions.append(crawled_pages.c.validation_status == validation_status)
-    if since is not None:
-        conditions.append(crawled_pages.c.fetched_at >= since)
-    columns = [crawled_pages.c[name] for name in PAGE_FIELDS]
-    return _page(
-        engine, crawled_pages, columns, conditions, crawled_pages.c.id.desc(), limit, offset
-    )
-
-
-def list_urls(
-    engine: Engine,
-    crawl: int,
-    *,
-    status: str | None = None,
-    host: str | None = None,
-    limit: int = 50,
-    offset: int = 0,
-) -> tuple[list[dict[str, Any]], int]:
-    """Frontier rows of a crawl in id order."""
-    conditions = [urls.c.crawl_id == crawl]
-    if status:
-        conditions.append(urls.c.status == status)
-    if host:
-        conditions.append(urls.c.host == host.lower())
-    columns = [urls.c[name] for name in URL_FIELDS]
-    return _page(engine, urls, columns, conditions, urls.c.id, limit, offset)
+from harvestman.store import history
+from harvestman.store.schema import crawled_pages, domains, urls
 
 
 def frontier_stats(engine: Engine, crawl: int, now: float) -> dict[str, Any]:
@@ -129,17 +51,6 @@ def clear_frontier(engine: Engine, crawl: int) -> int:
             delete(urls).where(urls.c.crawl_id == crawl, urls.c.status == UrlStatus.PENDING.value)
         )
         return result.rowcount or 0
-
-
-def list_domains(
-    engine: Engine, *, host_contains: str | None = None, limit: int = 50, offset: int = 0
-) -> tuple[list[dict[str, Any]], int]:
-    """Known domains by host name."""
-    conditions = []
-    if host_contains:
-        conditions.append(domains.c.host.icontains(host_contains, autoescape=True))
-    columns = [domains.c[name] for name in DOMAIN_FIELDS]
-    return _page(engine, domains, columns, conditions, domains.c.host, limit, offset)
 
 
 def reset_domain(engine: Engine, host: str, now: float) -> dict[str, int] | None:
@@ -238,13 +149,10 @@ def crawl_stats(engine: Engine, crawl: int | None, now: float) -> dict[str, Any]
 def timeseries(
     engine: Engine, crawl: int | None, since: float, bucket: float
 ) -> list[dict[str, Any]]:
-    """Pages fetched per ``bucket`` seconds since ``since`` (the buckets with any)."""
-    ratio = crawled_pages.c.fetched_at / bucket
-    # SQLite may lack floor(); its CAST truncates, which is floor for times (PostgreSQL rounds).
-    slot = cast(ratio, Integer) if engine.dialect.name == "sqlite" else func.floor(ratio)
-    where = [crawled_pages.c.fetched_at >= since]
-    if crawl is not None:
-        where.append(crawled_pages.c.crawl_id == crawl)
-    query = select(slot, func.count()).where(*where).group_by(slot).order_by(slot)
-    with engine.connect() as conn:
-        return [{"t": float(s) * bucket, "pages": int(n)} for s, n in conn.execute(query)]
+    """Crawl counters per ``bucket`` seconds since ``since`` (the buckets with any), from the
+    stats history (``store.history.points``: pages, pages/s, errors, bytes, status classes,
+    success rate, robots denials, new URLs); for crawls without history (stored before it),
+    what the pages tell."""
+    if history.has_history(engine, crawl):
+        return history.points(engine, crawl, since, bucket)
+    return history.page_points(engine, crawl, since, bucket)

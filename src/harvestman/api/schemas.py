@@ -25,18 +25,40 @@ class Strict(BaseModel):
 
 
 class Page(BaseModel, Generic[T]):
-    """One page of a list: ``items`` cut from ``total`` at ``offset``."""
+    """One page of a list. Pass ``next_cursor`` back as ``cursor`` for the next page (keyset
+    pagination: a deep page costs what the first does); ``offset`` suits small skips only."""
 
     items: list[T]
-    total: int
+    next_cursor: str | None = Field(
+        description="opaque; the `cursor` of the next page, null on the last page"
+    )
     limit: int
     offset: int
+    total: int = Field(
+        description=(
+            "rows matching the filters, exact as of `total_as_of`: a count is cached for "
+            "`api_count_cache_seconds` (5 s) per list and filters, so on a busy store it may "
+            "lag the items by that much; it is never below what this page shows"
+        )
+    )
+    total_as_of: float = Field(description="when `total` was counted (epoch seconds)")
 
 
 class ScopeIn(Strict):
     allow_domains: list[str] = Field(default_factory=list, max_length=1000)
     include: list[str] = Field(default_factory=list, max_length=100)
     exclude: list[str] = Field(default_factory=list, max_length=100)
+
+
+class SourceOptionsIn(Strict):
+    """Crawl options a source turns on or off; null (or absent): the service's setting."""
+
+    main_text: bool | None = Field(None, description="the article text (trafilatura)")
+    feeds: bool | None = Field(None, description="follow RSS/Atom feeds the pages link")
+    pagination: bool | None = Field(None, description="guess the next ?page=N and /page/N")
+    archives: bool | None = Field(None, description="guess /archive and date paths")
+    near_duplicates: bool | None = Field(None, description="SimHash near-duplicate detection")
+    store_text: bool | None = Field(None, description="keep the visible text (searchable)")
 
 
 class SourceIn(Strict):
@@ -47,6 +69,7 @@ class SourceIn(Strict):
     crawl_delay: float | None = Field(None, ge=0, le=3600, allow_inf_nan=False)
     max_pages: int = Field(0, ge=0, le=10**9, description="per run; 0: no limit")
     enabled: bool = True
+    options: SourceOptionsIn = Field(default_factory=SourceOptionsIn)
 
 
 class SourceUpdate(Strict):
@@ -59,6 +82,7 @@ class SourceUpdate(Strict):
     crawl_delay: float | None = Field(None, ge=0, le=3600, allow_inf_nan=False)
     max_pages: int | None = Field(None, ge=0, le=10**9)
     enabled: bool | None = None
+    options: SourceOptionsIn | None = Field(None, description="replaces the options sent before")
 
 
 class SourceOut(BaseModel):
@@ -70,6 +94,7 @@ class SourceOut(BaseModel):
     crawl_delay: float | None
     max_pages: int
     enabled: bool
+    options: SourceOptionsIn
     created_at: float
     updated_at: float
 

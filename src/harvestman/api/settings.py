@@ -1,13 +1,17 @@
-"""The API's settings: plain values, resolved once by the caller (``harvestman serve``).
+"""The API's settings: plain values, resolved once from ``harvestman.config.Settings``.
 
-They live here until the lead moves them into ``harvestman.config.Settings`` (as ``api_*``
-fields); ``from_env`` reads the same names from the environment meanwhile.
+The ``api_*`` fields of ``Settings`` (defaults < TOML ``[api]`` < ``HARVESTMAN_API_*`` < flags)
+are the one place they are read; ``ApiSettings.from_settings`` copies them out so the routes
+never look a setting up, and tests build an ``ApiSettings`` directly.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harvestman.config import Settings
 
 # Secrets that must never protect a real deployment; ``serve`` refuses them outside --dev.
 DEFAULT_SECRETS = frozenset({"", "changeme", "change-me", "secret", "dev-secret-change-in-prod"})
@@ -22,7 +26,7 @@ class ApiSettings:
     although they resolve to private, loopback or link-local addresses (tests allow 127.0.0.1).
     """
 
-    jwt_secret: str = ""
+    jwt_secret: str = field(default="", repr=False)
     dev: bool = False
     redis_url: str | None = None
     redis_prefix: str = "harvestman"
@@ -35,23 +39,30 @@ class ApiSettings:
     crawl_name: str = "default"  # the namespace the frontier and pages endpoints default to
     sse_interval: float = 5.0  # seconds between events of the /sse streams
     token_days: float = 30.0
+    count_cache_seconds: float = 5.0  # a list's total is recounted after this
+    max_offset: int = 10_000  # beyond, lists are paged by cursor
 
     @classmethod
-    def from_env(cls, *, dev: bool = False, **overrides: object) -> ApiSettings:
-        """Settings from ``HARVESTMAN_API_*`` variables, then ``overrides``."""
-        env = os.environ
+    def from_settings(
+        cls, settings: Settings, *, dev: bool = False, **overrides: object
+    ) -> ApiSettings:
+        """The API's share of ``settings``, then ``overrides``."""
         values: dict[str, object] = {
-            "jwt_secret": env.get("HARVESTMAN_API_JWT_SECRET", ""),
+            "jwt_secret": settings.api_jwt_secret,
             "dev": dev,
-            "allow_networks": [
-                part.strip()
-                for part in env.get("HARVESTMAN_API_ALLOW_NETWORKS", "").split(",")
-                if part.strip()
-            ],
+            "redis_url": settings.redis_url,
+            "redis_prefix": settings.redis_prefix,
+            "rate_anonymous": settings.api_rate_anonymous,
+            "rate_user": settings.api_rate_user,
+            "rate_admin": settings.api_rate_admin,
+            "rate_seed": settings.api_rate_seed,
+            "rate_window": settings.api_rate_window,
+            "allow_networks": list(settings.api_allow_networks),
+            "crawl_name": settings.crawl_name,
+            "sse_interval": settings.api_sse_interval,
+            "token_days": settings.api_token_days,
+            "count_cache_seconds": settings.api_count_cache_seconds,
+            "max_offset": settings.api_max_offset,
         }
-        for name in ("rate_anonymous", "rate_user", "rate_admin", "rate_seed"):
-            raw = env.get(f"HARVESTMAN_API_{name.upper()}")
-            if raw:
-                values[name] = int(raw)
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

@@ -41,6 +41,7 @@ from harvestman.jobs.records import (
     ResultPage,
     ScopeRules,
     Source,
+    SourceOptions,
     SourceSpec,
 )
 from harvestman.jobs.runner import EngineRunner
@@ -76,6 +77,7 @@ __all__ = [
     "Scheduler",
     "ScopeRules",
     "Source",
+    "SourceOptions",
     "SourceSpec",
     "SyncPlan",
     "UnknownSource",

@@ -6,7 +6,8 @@
         ├── InvalidSpec         a source or job field is invalid               (API: 422)
         │   └── UnknownSource   a job names a source that does not exist        (API: 422)
         ├── NameTaken           another source already has that name            (API: 409)
-        └── JobStateError       an action the job's current state does not allow (API: 409)
+        ├── JobStateError       an action the job's current state does not allow (API: 409)
+        └── EventsUnavailable   a source event could not be published or followed (Redis)
 
 They live here until the lead moves them into ``harvestman.errors``; callers import them from
 ``harvestman.jobs``.
@@ -69,3 +70,7 @@ class JobStateError(JobsError):
         self.allowed_actions = allowed_actions
         allowed = ", ".join(allowed_actions) or "none"
         super().__init__(f"job {job_id} is {state}: cannot {action} (allowed: {allowed})")
+
+
+class EventsUnavailable(JobsError):
+    """A source event could not be published or subscribed to (Redis is away)."""

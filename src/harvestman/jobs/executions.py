@@ -12,12 +12,15 @@ from sqlalchemy.engine import RowMapping
 from harvestman.jobs.errors import NotFound
 from harvestman.jobs.models import execution_logs, job_executions, jobs
 from harvestman.jobs.records import Execution, ExecutionStatus, LogLine, ResultPage
+from harvestman.store import keyset
+from harvestman.store.keyset import Keyset
 
 if TYPE_CHECKING:
     from harvestman.jobs.db import JobStore
 
 HISTORY_MAX = 100
 HISTORY_DAYS = 30.0
+_KEYSET = Keyset(job_executions.c.execution_number, descending=True)
 
 _DONE = (ExecutionStatus.COMPLETED.value, ExecutionStatus.FAILED.value)
 
@@ -65,10 +68,12 @@ class ExecutionRepository:
         job_id: int,
         *,
         status: ExecutionStatus | str | None = None,
+        after: int | None = None,
         limit: int = 50,
         offset: int = 0,
     ) -> ResultPage[Execution]:
-        """A job's executions, newest first, with the total."""
+        """A job's executions, newest first (before execution number ``after``), with the
+        total (at most the 100 kept)."""
         conditions = [job_executions.c.job_id == job_id]
         if status is not None:
             conditions.append(job_executions.c.status == ExecutionStatus(status).value)
@@ -77,17 +82,18 @@ class ExecutionRepository:
             with self._store.read() as conn:
                 if conn.execute(select(jobs.c.id).where(jobs.c.id == job_id)).first() is None:
                     raise NotFound("job", job_id)
-                total = conn.execute(
-                    select(func.count()).select_from(job_executions).where(*conditions)
-                ).scalar_one()
-                rows = conn.execute(
-                    select(job_executions)
-                    .where(*conditions)
-                    .order_by(job_executions.c.execution_number.desc())
-                    .limit(limit)
-                    .offset(offset)
-                ).mappings()
-                return ResultPage([execution_from_row(r) for r in rows], int(total), limit, offset)
+                total = keyset.count(conn, job_executions, conditions)
+                query = select(job_executions).where(*conditions)
+                rows, next_after = _KEYSET.page(
+                    conn,
+                    query,
+                    after=after,
+                    limit=limit,
+                    offset=offset,
+                    prefix=[job_executions.c.job_id],  # uq_job_executions_job_id_... serves it
+                )
+                items = [execution_from_row(r) for r in rows]
+                return ResultPage(items, total, limit, offset, next_after)
 
         return await self._store.run(_list)
 

@@ -85,6 +85,36 @@ class LeaderLease:
 
     renew = acquire
 
+    async def take_expired(self) -> bool:
+        """Take the lease only once it has expired, whoever held it (even this instance): a
+        turn that comes once per ``ttl`` across all instances, e.g. a daily job."""
+        now = self._store.clock()
+        expires = now + self.ttl
+        table = scheduler_leases
+
+        def _take() -> bool:
+            with self._store.begin() as conn:
+                taken = conn.execute(
+                    update(table)
+                    .where(table.c.name == self.name, table.c.expires_at <= now)
+                    .values(holder=self.holder, acquired_at=now, expires_at=expires)
+                ).rowcount
+                if not taken:
+                    inserted = conn.execute(
+                        dialect.insert_ignore(self._store.engine, table, "name")
+                        .values(
+                            name=self.name, holder=self.holder, acquired_at=now, expires_at=expires
+                        )
+                        .returning(table.c.name)
+                    ).first()
+                    taken = inserted is not None
+            return bool(taken)
+
+        held = await self._store.run(_take)
+        if held:
+            self._expires_at = expires
+        return held
+
     async def release(self) -> None:
         """Give the lease up (a clean shutdown): another instance may take it at once."""
         self._expires_at = 0.0

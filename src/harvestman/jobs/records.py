@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
@@ -56,6 +57,43 @@ class ScopeRules:
 
 
 @dataclass(slots=True, kw_only=True)
+class SourceOptions:
+    """Crawl options a source turns on (``True``) or off (``False``); ``None`` leaves the
+    service's setting. They cost requests or CPU, so they are off for a plain crawl and meant
+    to be enabled per source: ``main_text`` (the article text, trafilatura), ``feeds`` (RSS and
+    Atom links followed), ``pagination`` (``?page=N+1`` guessed), ``archives`` (date paths
+    guessed), ``near_duplicates`` (SimHash), ``store_text`` (the visible text kept, searchable).
+    """
+
+    main_text: bool | None = None
+    feeds: bool | None = None
+    pagination: bool | None = None
+    archives: bool | None = None
+    near_duplicates: bool | None = None
+    store_text: bool | None = None
+
+    @classmethod
+    def of(cls, value: Mapping[str, Any]) -> SourceOptions:
+        """Options from a mapping of option names to booleans (``None``: the default).
+
+        Raises InvalidSpec for a name that is no option or a value that is no boolean.
+        """
+        known = {f.name for f in fields(cls)}
+        for name, setting in value.items():
+            if name not in known:
+                raise InvalidSpec(
+                    f"options.{name}", f"is not an option ({', '.join(sorted(known))})"
+                )
+            if setting is not None and not isinstance(setting, bool):
+                raise InvalidSpec(f"options.{name}", "must be true, false or null")
+        return cls(**value)
+
+    def given(self) -> dict[str, bool]:
+        """The options set (as stored: absent ones are the service's settings)."""
+        return {f.name: value for f in fields(self) if (value := getattr(self, f.name)) is not None}
+
+
+@dataclass(slots=True, kw_only=True)
 class SourceSpec:
     """A site to crawl. ``max_depth`` 0 means the default (3); ``crawl_delay`` None means the
     robots.txt Crawl-delay, else the service's default; ``max_pages`` 0 means no limit."""
@@ -67,6 +105,7 @@ class SourceSpec:
     crawl_delay: float | None = None
     max_pages: int = 0
     enabled: bool = True
+    options: SourceOptions = field(default_factory=SourceOptions)
 
     @property
     def effective_max_depth(self) -> int:
@@ -89,6 +128,12 @@ class SourceSpec:
             raise InvalidSpec("crawl_delay", "must be between 0 and 3600 seconds")
         if self.max_pages < 0:
             raise InvalidSpec("max_pages", "must be 0 (no limit) or more")
+        if isinstance(self.options, Mapping):
+            self.options = SourceOptions.of(self.options)
+        elif not isinstance(self.options, SourceOptions):
+            raise InvalidSpec("options", "must be an object of option names")
+        else:
+            SourceOptions.of(self.options.given())
         for name in ("include", "exclude"):
             for pattern in getattr(self.scope, name):
                 try:
@@ -241,12 +286,14 @@ class LogLine:
 
 @dataclass(slots=True)
 class ResultPage(Generic[T]):
-    """A page of a list and the total it was cut from."""
+    """A page of a list, the total it was cut from (None: not counted) and the order key to
+    pass as ``after`` for the next page (None: this is the last)."""
 
     items: list[T]
-    total: int
+    total: int | None
     limit: int
     offset: int
+    next_after: int | str | None = None
 
 
 def _http_url(name: str, url: object) -> str:

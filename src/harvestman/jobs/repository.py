@@ -20,12 +20,15 @@ from harvestman.jobs.errors import InvalidSpec, JobStateError, NotFound, Unknown
 from harvestman.jobs.models import jobs, sources
 from harvestman.jobs.records import UNIT_SECONDS, IntervalType, Job, JobSpec, ResultPage
 from harvestman.jobs.states import RUNNABLE, Action, JobStatus, allowed_actions, check_action
+from harvestman.store import keyset
+from harvestman.store.keyset import Keyset
 
 if TYPE_CHECKING:
     from harvestman.jobs.db import JobStore
 
 SPEC_FIELDS = frozenset(f.name for f in fields(JobSpec))
 _RUNNABLE = [state.value for state in RUNNABLE]
+_KEYSET = Keyset(jobs.c.id)
 # Fields whose change re-places a scheduled job.
 _SCHEDULE_FIELDS = frozenset({"interval_minutes", "interval_type", "schedule_enabled"})
 
@@ -172,32 +175,56 @@ class JobRepository:
 
         return await self._store.run(_fetch)
 
-    async def list(
-        self,
-        *,
-        status: JobStatus | str | None = None,
-        source_id: int | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> ResultPage[Job]:
-        """Jobs in id order, optionally of one status or source, with the total."""
+    @staticmethod
+    def _filters(status: JobStatus | str | None, source_id: int | None) -> list[Any]:
         conditions = []
         if status is not None:
             conditions.append(jobs.c.status == JobStatus(status).value)
         if source_id is not None:
             conditions.append(jobs.c.source_id == source_id)
+        return conditions
+
+    async def list(
+        self,
+        *,
+        status: JobStatus | str | None = None,
+        source_id: int | None = None,
+        after: int | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        with_total: bool = True,
+    ) -> ResultPage[Job]:
+        """Jobs in id order (after id ``after``), optionally of one status or source, with
+        the total unless ``with_total`` is false (the API caches ``count`` instead)."""
+        conditions = self._filters(status, source_id)
+        # the equal column leads the order: only ix_jobs_status / ix_jobs_source_id serve it
+        prefix = [jobs.c.source_id] if source_id is not None else []
+        if status is not None and source_id is None:
+            prefix = [jobs.c.status]
 
         def _list() -> ResultPage[Job]:
             with self._store.read() as conn:
-                total = conn.execute(
-                    select(func.count()).select_from(jobs).where(*conditions)
-                ).scalar_one()
-                rows = conn.execute(
-                    select(jobs).where(*conditions).order_by(jobs.c.id).limit(limit).offset(offset)
-                ).mappings()
-                return ResultPage([job_from_row(r) for r in rows], int(total), limit, offset)
+                total = keyset.count(conn, jobs, conditions) if with_total else None
+                query = select(jobs).where(*conditions)
+                rows, next_after = _KEYSET.page(
+                    conn, query, after=after, limit=limit, offset=offset, prefix=prefix
+                )
+                items = [job_from_row(r) for r in rows]
+                return ResultPage(items, total, limit, offset, next_after)
 
         return await self._store.run(_list)
+
+    async def count(
+        self, *, status: JobStatus | str | None = None, source_id: int | None = None
+    ) -> int:
+        """How many jobs ``list`` would page through."""
+        conditions = self._filters(status, source_id)
+
+        def _count() -> int:
+            with self._store.read() as conn:
+                return keyset.count(conn, jobs, conditions)
+
+        return await self._store.run(_count)
 
     async def update(self, job_id: int, changes: Mapping[str, Any]) -> Job:
         """Change some spec fields. A scheduled job whose interval changes is placed again;

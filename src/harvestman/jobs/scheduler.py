@@ -5,8 +5,11 @@ those whose job was cancelled, and takes as many due jobs as there are free run 
 compare-and-set (``JobLocks``). A run ends in ``lifecycle``'s next step: a recurring success is
 scheduled one (adaptive) interval after its planned time, a failure is retried with backoff
 until its retries are used up. The maintenance ``sweep`` (stale locks, history pruning) runs on
-the instance holding the ``LeaderLease``. Time comes from the store's clock, so tests drive
-``poll``, ``sweep`` and ``wait_idle`` by hand without sleeping.
+the instance holding the ``LeaderLease``, and so does the data retention (``lifecycle``), once
+per ``retention_interval`` (a day) across all instances. Source events (``jobs.events``) are
+followed as they come: a source enabled or disabled gets or loses its recurring job at once.
+Time comes from the store's clock, so tests drive ``poll``, ``sweep``, ``retain`` and
+``wait_idle`` by hand without sleeping.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ import traceback
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harvestman.errors import HarvestmanError
 from harvestman.jobs import adaptive, lifecycle
 from harvestman.jobs.db import JobStore
+from harvestman.jobs.events import SourceEvents, Subscription
 from harvestman.jobs.leader import LeaderLease
 from harvestman.jobs.locks import Claim
 from harvestman.jobs.logs import LogCapture
@@ -33,7 +37,12 @@ from harvestman.jobs.reconcile import SyncPlan, sync_enabled_sources
 from harvestman.jobs.records import Execution, ExecutionResult, ExecutionStatus, Job, Source
 from harvestman.jobs.states import JobStatus
 
+if TYPE_CHECKING:
+    from harvestman.lifecycle import RetentionReport, RetentionRules
+
 log = logging.getLogger(__name__)
+
+RETENTION = "retention"
 
 INTERRUPTED = "Interrupted: the service stopped during the run"
 
@@ -88,6 +97,9 @@ class Scheduler:
         leader_ttl: float = 30.0,
         source_job_interval_minutes: int = 360,
         log_capture: LogCapture | None = None,
+        events: SourceEvents | None = None,
+        retention: RetentionRules | None = None,
+        retention_interval: float = 86400.0,
     ) -> None:
         self.store = store
         self.runner = runner
@@ -105,12 +117,26 @@ class Scheduler:
         self.adaptive_max_interval = adaptive_max_interval
         self.source_job_interval_minutes = source_job_interval_minutes
         self.leader = LeaderLease(store, self.instance_id, ttl=leader_ttl)
+        self.events = events
+        self.listening = asyncio.Event()  # set once ``run`` follows the source events
+        self.retention = retention
+        # Whoever takes this turn runs the retention; it comes back once per interval.
+        self.retention_turn = LeaderLease(
+            store, self.instance_id, name=RETENTION, ttl=retention_interval
+        )
         self.logs = log_capture or LogCapture(clock=store.clock)
         self._runs: dict[str, _Run] = {}
         self._stopping = asyncio.Event()
         self._next_sweep = 0.0
         self._snapshot: dict[str, Any] = {}
-        self.counters = {"polls": 0, "claimed": 0, "stale_locks_cleared": 0, "pruned": 0}
+        self.counters = {
+            "polls": 0,
+            "claimed": 0,
+            "stale_locks_cleared": 0,
+            "pruned": 0,
+            "source_events": 0,
+            "retention_runs": 0,
+        }
         self.last_poll_ms = 0.0
 
     @property
@@ -159,6 +185,30 @@ class Scheduler:
         self.counters["pruned"] += pruned
         return {"stale_locks_cleared": cleared, "pruned": pruned}
 
+    async def retain(self) -> RetentionReport | None:
+        """The data retention, when this instance leads and the day's turn is free: it runs
+        at most once per ``retention_interval`` across all instances. None when it did not
+        run (not leader, not due, or no rules)."""
+        if self.retention is None or not self.leader.is_leader:
+            return None
+        if not await self.retention_turn.take_expired():
+            return None
+        from harvestman.lifecycle import apply_retention
+
+        log.info("running the data retention (this instance leads)")
+        try:
+            report = await asyncio.to_thread(
+                apply_retention, self.store.engine, self.retention, self.clock()
+            )
+        except HarvestmanError:
+            raise
+        except Exception:  # an export that could not be written: logged, retried next turn
+            log.exception("the data retention failed")
+            return None
+        self.counters["retention_runs"] += 1
+        log.info("retention: %s", report)
+        return report
+
     async def wait_idle(self) -> None:
         """Wait until every run started here has finished and been recorded."""
         while self._runs:
@@ -191,6 +241,42 @@ class Scheduler:
             source_ids=[source_id],
             dry_run=False,
         )
+
+    async def on_source_events(self, subscription: Subscription, wait: float = 1.0) -> int:
+        """Act on the source events that arrive within ``wait`` seconds; how many."""
+        events = [e for e in await subscription.get(wait) if e.origin != self.instance_id]
+        for event in events:
+            log.info(
+                "source %d %s: syncing its job",
+                event.source_id,
+                "enabled" if event.enabled else "disabled",
+            )
+            try:
+                await self.source_changed(event.source_id)
+            except HarvestmanError as exc:  # the reconciliation repairs it later
+                log.warning("source %d: could not sync its job: %s", event.source_id, exc)
+            self.counters["source_events"] += 1
+        return len(events)
+
+    async def _follow_sources(self) -> None:
+        assert self.events is not None
+        while not self._stopping.is_set():
+            try:
+                subscription = await self.events.subscribe()
+                break
+            except HarvestmanError as exc:
+                log.warning("scheduler: source events unavailable, retrying: %s", exc)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), self.poll_interval)
+        else:
+            return
+        self.listening.set()
+        try:
+            while not self._stopping.is_set():
+                await self.on_source_events(subscription)
+        finally:
+            self.listening.clear()
+            await subscription.close()
 
     def metrics(self) -> dict[str, Any]:
         """The last aggregated metrics (empty before the first ``refresh_metrics``)."""
@@ -294,6 +380,10 @@ class Scheduler:
                 group.create_task(self._every(self.poll_interval, self.poll))
                 group.create_task(self._every(self.leader.ttl / 3, self._maintain))
                 group.create_task(self._every(self.metrics_interval, self.refresh_metrics))
+                if self.retention is not None:
+                    group.create_task(self._every(self.leader.ttl, self.retain))
+                if self.events is not None:
+                    group.create_task(self._follow_sources())
         finally:
             for run in self._runs.values():
                 run.reason = run.reason or "shutdown"

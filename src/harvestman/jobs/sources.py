@@ -7,20 +7,22 @@ from collections.abc import Mapping
 from dataclasses import asdict, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, select, update
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.exc import IntegrityError
 
 from harvestman.jobs.adaptive import AdaptiveState
 from harvestman.jobs.errors import InvalidSpec, NameTaken, NotFound
 from harvestman.jobs.models import source_adaptive_state, sources
-from harvestman.jobs.records import ResultPage, ScopeRules, Source, SourceSpec
-from harvestman.store import dialect
+from harvestman.jobs.records import ResultPage, ScopeRules, Source, SourceOptions, SourceSpec
+from harvestman.store import dialect, keyset
+from harvestman.store.keyset import Keyset
 
 if TYPE_CHECKING:
     from harvestman.jobs.db import JobStore
 
 SPEC_FIELDS = frozenset(f.name for f in fields(SourceSpec))
+_KEYSET = Keyset(sources.c.id)
 
 
 def source_from_row(row: RowMapping) -> Source:
@@ -34,6 +36,7 @@ def source_from_row(row: RowMapping) -> Source:
         crawl_delay=row["crawl_delay"],
         max_pages=int(row["max_pages"]),
         enabled=bool(row["enabled"]),
+        options=SourceOptions.of(json.loads(row["options"] or "{}")),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
@@ -56,6 +59,7 @@ def _values(spec: SourceSpec) -> dict[str, Any]:
         "crawl_delay": spec.crawl_delay,
         "max_pages": spec.max_pages,
         "enabled": spec.enabled,
+        "options": json.dumps(spec.options.given(), sort_keys=True),
     }
 
 
@@ -101,10 +105,12 @@ class SourceRepository:
         *,
         enabled: bool | None = None,
         name_contains: str | None = None,
+        after: int | None = None,
         limit: int = 50,
         offset: int = 0,
     ) -> ResultPage[Source]:
-        """Sources in id order, optionally filtered, with the total before paging."""
+        """Sources in id order (after id ``after``), optionally filtered, with the total
+        before paging."""
         conditions = []
         if enabled is not None:
             conditions.append(sources.c.enabled == enabled)
@@ -113,17 +119,16 @@ class SourceRepository:
 
         def _list() -> ResultPage[Source]:
             with self._store.read() as conn:
-                total = conn.execute(
-                    select(func.count()).select_from(sources).where(*conditions)
-                ).scalar_one()
-                rows = conn.execute(
-                    select(sources)
-                    .where(*conditions)
-                    .order_by(sources.c.id)
-                    .limit(limit)
-                    .offset(offset)
-                ).mappings()
-                return ResultPage([source_from_row(r) for r in rows], int(total), limit, offset)
+                total = keyset.count(conn, sources, conditions)
+                rows, next_after = _KEYSET.page(
+                    conn,
+                    select(sources).where(*conditions),
+                    after=after,
+                    limit=limit,
+                    offset=offset,
+                )
+                items = [source_from_row(r) for r in rows]
+                return ResultPage(items, total, limit, offset, next_after)
 
         return await self._store.run(_list)
 
@@ -143,6 +148,8 @@ class SourceRepository:
                     for name, value in changes.items():
                         if name == "scope" and isinstance(value, Mapping):
                             value = scope_rules(value)
+                        elif name == "options" and isinstance(value, Mapping):
+                            value = SourceOptions.of(value)  # replaces the options as a whole
                         setattr(spec, name, value)
                     spec.validate()
                     conn.execute(

@@ -7,13 +7,15 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 
-from harvestman.api import queries
+from harvestman.api import paging, queries
 from harvestman.api.context import ApiContext, context_of
 from harvestman.api.errors import ApiError
-from harvestman.api.params import Admin, AdminSeed, Anonymous, Limit, Offset, User
-from harvestman.api.schemas import UrlsIn
+from harvestman.api.params import Admin, AdminSeed, Anonymous, Cursor, Limit, Offset, User
+from harvestman.api.schemas import Page, UrlsIn
 from harvestman.errors import UrlError
 from harvestman.records import NewUrl
+from harvestman.store.keyset import Key
+from harvestman.store.lists import DomainFilter, PageFilter, RowFilter, UrlFilter
 from harvestman.urls import UrlNormalizer, host_key, url_hash
 
 router = APIRouter(tags=["crawl"])
@@ -26,14 +28,41 @@ PRIORITIES = {"high": 3, "normal": 2, "low": 1}
 
 async def _crawl(ctx: ApiContext, name: str | None) -> int:
     name = name or ctx.settings.crawl_name
-    found = await ctx.read(queries.crawl_id, ctx.sql_store.engine, name)
+    found = await ctx.sql_store.find_crawl(name)
     if found is None:
         raise ApiError(404, f"no crawl named {name!r}", details={"crawl": name})
     return found
 
 
-def _page(items: list[dict[str, Any]], total: int, limit: int, offset: int) -> dict[str, Any]:
-    return {"items": items, "total": total, "limit": limit, "offset": offset}
+async def _list(
+    ctx: ApiContext,
+    kind: str,
+    where: RowFilter,
+    *,
+    cursor: str | None,
+    limit: int,
+    offset: int,
+) -> dict[str, Any]:
+    """One page of a crawl-store list (``store.lists``), its total from the count cache."""
+    store = ctx.sql_store
+
+    async def fetch(after: Key | None) -> tuple[list[Any], Key | None, None]:
+        items, next_after = await ctx.read(
+            lambda: store.list_rows(where, after=after, limit=limit, offset=offset)
+        )
+        return items, next_after, None
+
+    return await paging.paged(
+        ctx.counts,
+        (kind, where),
+        fetch=fetch,
+        count=lambda: ctx.read(store.count_rows, where),
+        cursor=cursor,
+        limit=limit,
+        offset=offset,
+        max_offset=ctx.settings.max_offset,
+        text_key=isinstance(where, DomainFilter),
+    )
 
 
 # -- stats ------------------------------------------------------------------------------------
@@ -54,7 +83,9 @@ async def stats_timeseries(
     request: Request,
     _: User,
     crawl: str | None = CrawlName,
-    minutes: int = Query(60, ge=1, le=7 * 24 * 60, description="how far back"),
+    minutes: int = Query(
+        60, ge=1, le=366 * 24 * 60, description="how far back (day rows past 7 days)"
+    ),
     bucket_seconds: int = Query(60, ge=10, le=86400),
 ) -> dict[str, Any]:
     """Pages fetched per bucket over the last ``minutes``."""
@@ -79,7 +110,7 @@ async def frontier_stats(
     return await ctx.read(queries.frontier_stats, ctx.sql_store.engine, crawl_id, time.time())
 
 
-@router.get("/api/frontier/urls")
+@router.get("/api/frontier/urls", response_model=Page[dict[str, Any]])
 async def frontier_urls(
     request: Request,
     _: User,
@@ -88,16 +119,12 @@ async def frontier_urls(
     host: str | None = Host,
     limit: Limit = 50,
     offset: Offset = 0,
+    cursor: Cursor = None,
 ) -> dict[str, Any]:
-    """Frontier rows in id order, optionally of one status or host."""
+    """Frontier rows in id order, optionally of one status or host (see ``Page``)."""
     ctx = context_of(request)
-    crawl_id = await _crawl(ctx, crawl)
-    items, total = await ctx.read(
-        lambda: queries.list_urls(
-            ctx.sql_store.engine, crawl_id, status=status, host=host, limit=limit, offset=offset
-        )
-    )
-    return _page(items, total, limit, offset)
+    where = UrlFilter(crawl_id=await _crawl(ctx, crawl), status=status, host=host)
+    return await _list(ctx, "urls", where, cursor=cursor, limit=limit, offset=offset)
 
 
 async def _add(ctx: ApiContext, body: UrlsIn, default_priority: str, seeds: bool) -> dict[str, Any]:
@@ -116,6 +143,7 @@ async def _add(ctx: ApiContext, body: UrlsIn, default_priority: str, seeds: bool
     priority = PRIORITIES[body.priority or default_priority]
     rows = [NewUrl(u, url_hash(u), host_key(u), 0, priority) for u in dict.fromkeys(good)]
     await ctx.sql_store.add_urls(crawl_id, rows, time.time())
+    ctx.counts.forget("urls")
     return {"crawl": name, "added": len(rows), "rejected": rejected}
 
 
@@ -145,13 +173,15 @@ async def frontier_clear(
     """Delete the crawl's pending URLs."""
     ctx = context_of(request)
     crawl_id = await _crawl(ctx, crawl)
-    return {"deleted": await ctx.read(queries.clear_frontier, ctx.sql_store.engine, crawl_id)}
+    deleted = await ctx.read(queries.clear_frontier, ctx.sql_store.engine, crawl_id)
+    ctx.counts.forget("urls")
+    return {"deleted": deleted}
 
 
 # -- pages and domains ------------------------------------------------------------------------
 
 
-@router.get("/api/pages")
+@router.get("/api/pages", response_model=Page[dict[str, Any]])
 async def list_pages(
     request: Request,
     _: User,
@@ -162,23 +192,18 @@ async def list_pages(
     since: float | None = Query(None, ge=0, le=1e11, allow_inf_nan=False),
     limit: Limit = 50,
     offset: Offset = 0,
+    cursor: Cursor = None,
 ) -> dict[str, Any]:
-    """Stored pages, newest first."""
+    """Stored pages, newest first (see ``Page``)."""
     ctx = context_of(request)
-    crawl_id = await _crawl(ctx, crawl)
-    items, total = await ctx.read(
-        lambda: queries.list_pages(
-            ctx.sql_store.engine,
-            crawl_id,
-            host=host,
-            status_code=status_code,
-            validation_status=validation_status,
-            since=since,
-            limit=limit,
-            offset=offset,
-        )
+    where = PageFilter(
+        crawl_id=await _crawl(ctx, crawl),
+        host=host,
+        status_code=status_code,
+        validation_status=validation_status,
+        since=since,
     )
-    return _page(items, total, limit, offset)
+    return await _list(ctx, "pages", where, cursor=cursor, limit=limit, offset=offset)
 
 
 @router.delete("/api/admin/pages")
@@ -195,24 +220,23 @@ async def delete_pages(
     deleted = await ctx.read(
         lambda: queries.delete_pages(ctx.sql_store.engine, crawl_id, host=host, before=before)
     )
+    ctx.counts.forget("pages")
     return {"deleted": deleted}
 
 
-@router.get("/api/domains")
+@router.get("/api/domains", response_model=Page[dict[str, Any]])
 async def list_domains(
     request: Request,
     _: User,
     host: str | None = Query(None, max_length=300, description="part of the host name"),
     limit: Limit = 50,
     offset: Offset = 0,
+    cursor: Cursor = None,
 ) -> dict[str, Any]:
+    """Known domains by host name (see ``Page``)."""
     ctx = context_of(request)
-    items, total = await ctx.read(
-        lambda: queries.list_domains(
-            ctx.sql_store.engine, host_contains=host, limit=limit, offset=offset
-        )
-    )
-    return _page(items, total, limit, offset)
+    where = DomainFilter(host_contains=host)
+    return await _list(ctx, "domains", where, cursor=cursor, limit=limit, offset=offset)
 
 
 @router.get("/api/domains/{domain}/robots")
@@ -238,4 +262,5 @@ async def reset_domain(request: Request, domain: str, _: Admin) -> dict[str, int
     done = await ctx.read(queries.reset_domain, ctx.sql_store.engine, domain[:300], time.time())
     if done is None:
         raise ApiError(404, f"no domain {domain!r}", details={"domain": domain[:300]})
+    ctx.counts.forget("urls")
     return done

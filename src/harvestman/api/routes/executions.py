@@ -6,14 +6,15 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from sse_starlette import EventSourceResponse
 
+from harvestman.api import paging
 from harvestman.api.context import ApiContext, context_of
 from harvestman.api.errors import ApiError
-from harvestman.api.params import Id, Limit, Offset, User
+from harvestman.api.params import Cursor, Id, Limit, Offset, User
 from harvestman.api.schemas import MAX_ID, ExecutionOut, LogLineOut, Page
 from harvestman.jobs import Execution, LogLine
 
@@ -30,16 +31,31 @@ async def list_executions(
     status: ExecutionState | None = None,
     limit: Limit = 50,
     offset: Offset = 0,
-) -> Page[ExecutionOut]:
-    """The job's executions, newest first."""
-    page = await context_of(request).job_store.executions.list(
-        job_id, status=status, limit=limit, offset=offset
-    )
-    return Page(
-        items=[ExecutionOut.of(e) for e in page.items],
-        total=page.total,
+    cursor: Cursor = None,
+) -> dict[str, Any]:
+    """The job's executions, newest first (see ``Page``; the total is exact: at most the 100
+    newest are kept)."""
+    ctx = context_of(request)
+    repository = ctx.job_store.executions
+
+    async def fetch(after: int | str | None) -> tuple[list[Any], int | str | None, int | None]:
+        page = await repository.list(
+            job_id,
+            status=status,
+            after=None if after is None else int(after),
+            limit=limit,
+            offset=offset,
+        )
+        return [ExecutionOut.of(e) for e in page.items], page.next_after, page.total
+
+    return await paging.paged(
+        ctx.counts,
+        ("executions", job_id, status),
+        fetch=fetch,
+        cursor=cursor,
         limit=limit,
         offset=offset,
+        max_offset=ctx.settings.max_offset,
     )
 
 

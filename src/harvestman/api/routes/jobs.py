@@ -6,8 +6,9 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 
+from harvestman.api import paging
 from harvestman.api.context import context_of
-from harvestman.api.params import Admin, Id, Limit, Offset, User
+from harvestman.api.params import Admin, Cursor, Id, Limit, Offset, User
 from harvestman.api.schemas import JobIn, JobOut, JobUpdate, Page
 from harvestman.jobs import Action, IntervalType, JobSpec, sync_enabled_sources
 
@@ -24,12 +25,32 @@ async def list_jobs(
     source_id: int | None = Query(None, ge=1, le=2**53),
     limit: Limit = 50,
     offset: Offset = 0,
-) -> Page[JobOut]:
-    page = await context_of(request).job_store.jobs.list(
-        status=status, source_id=source_id, limit=limit, offset=offset
-    )
-    return Page(
-        items=[JobOut.of(j) for j in page.items], total=page.total, limit=limit, offset=offset
+    cursor: Cursor = None,
+) -> dict[str, Any]:
+    """Jobs in id order, optionally of one status or source (see ``Page``)."""
+    ctx = context_of(request)
+    repository = ctx.job_store.jobs
+
+    async def fetch(after: int | str | None) -> tuple[list[Any], int | str | None, None]:
+        page = await repository.list(
+            status=status,
+            source_id=source_id,
+            after=None if after is None else int(after),
+            limit=limit,
+            offset=offset,
+            with_total=False,
+        )
+        return [JobOut.of(j) for j in page.items], page.next_after, None
+
+    return await paging.paged(
+        ctx.counts,
+        ("jobs", status, source_id),
+        fetch=fetch,
+        count=lambda: repository.count(status=status, source_id=source_id),
+        cursor=cursor,
+        limit=limit,
+        offset=offset,
+        max_offset=ctx.settings.max_offset,
     )
 
 
@@ -41,6 +62,7 @@ async def create_job(request: Request, body: JobIn, _: Admin) -> JobOut:
     values = body.model_dump()
     values["interval_type"] = IntervalType(values["interval_type"])
     job = await ctx.job_store.jobs.create(JobSpec(**values))
+    ctx.counts.forget("jobs")
     return JobOut.of(job)
 
 
@@ -70,18 +92,25 @@ async def update_job(request: Request, job_id: Id, body: JobUpdate, _: Admin) ->
         await ctx.guard.check(changes["url"])
     if "interval_type" in changes:
         changes["interval_type"] = IntervalType(changes["interval_type"])
-    return JobOut.of(await ctx.job_store.jobs.update(job_id, changes))
+    job = await ctx.job_store.jobs.update(job_id, changes)
+    ctx.counts.forget("jobs")
+    return JobOut.of(job)
 
 
 @router.delete("/api/v1/jobs/{job_id}", status_code=204)
 async def delete_job(request: Request, job_id: Id, _: Admin) -> Response:
     """Delete a job and its history; a running job is a 409 (cancel it first)."""
-    await context_of(request).job_store.jobs.delete(job_id)
+    ctx = context_of(request)
+    await ctx.job_store.jobs.delete(job_id)
+    ctx.counts.forget("jobs")
     return Response(status_code=204)
 
 
 async def _act(request: Request, job_id: int, action: Action) -> JobOut:
-    return JobOut.of(await context_of(request).job_store.jobs.act(job_id, action))
+    ctx = context_of(request)
+    job = await ctx.job_store.jobs.act(job_id, action)
+    ctx.counts.forget("jobs")  # its status changed: the counts per status did
+    return JobOut.of(job)
 
 
 @router.post("/api/v1/jobs/{job_id}/pause", response_model=JobOut)

@@ -1,22 +1,38 @@
-"""Sources: CRUD. Enabling or disabling a source tells the scheduler at once."""
+"""Sources: CRUD. Enabling or disabling a source tells every scheduler instance at once."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
 
+from harvestman.api import paging
 from harvestman.api.context import ApiContext, context_of
-from harvestman.api.params import Admin, Id, Limit, Offset, User
+from harvestman.api.params import Admin, Cursor, Id, Limit, Offset, User
 from harvestman.api.schemas import Page, SourceIn, SourceOut, SourceUpdate
-from harvestman.jobs import ScopeRules, SourceSpec
+from harvestman.jobs import ScopeRules, Source, SourceOptions, SourceSpec
+from harvestman.jobs.errors import EventsUnavailable
+from harvestman.jobs.events import SourceEvent
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/api/v1/sources", tags=["sources"])
 
 
-async def _source_changed(ctx: ApiContext, source_id: int) -> None:
+async def _source_changed(ctx: ApiContext, source: Source) -> None:
+    """This instance's scheduler syncs the source's job before the answer (so the caller sees
+    it), then every other instance is told (``jobs.events``). An event that cannot be sent is
+    logged; the reconciliation repairs what the others missed."""
+    origin = ""
     if ctx.scheduler is not None:
-        await ctx.scheduler.source_changed(source_id)
+        await ctx.scheduler.source_changed(source.id)
+        origin = ctx.scheduler.instance_id
+    if ctx.source_events is not None:
+        try:
+            await ctx.source_events.publish(SourceEvent(source.id, source.enabled, origin))
+        except EventsUnavailable as exc:
+            log.warning("source %d: the other instances were not told: %s", source.id, exc)
 
 
 @router.get("", response_model=Page[SourceOut])
@@ -27,12 +43,30 @@ async def list_sources(
     name: str | None = Query(None, max_length=200, description="part of the name"),
     limit: Limit = 50,
     offset: Offset = 0,
-) -> Page[SourceOut]:
-    page = await context_of(request).job_store.sources.list(
-        enabled=enabled, name_contains=name, limit=limit, offset=offset
-    )
-    return Page(
-        items=[SourceOut.of(s) for s in page.items], total=page.total, limit=limit, offset=offset
+    cursor: Cursor = None,
+) -> dict[str, Any]:
+    """Sources in id order (see ``Page``; the total is exact: sources are few)."""
+    ctx = context_of(request)
+    repository = ctx.job_store.sources
+
+    async def fetch(after: int | str | None) -> tuple[list[Any], int | str | None, int | None]:
+        page = await repository.list(
+            enabled=enabled,
+            name_contains=name,
+            after=None if after is None else int(after),
+            limit=limit,
+            offset=offset,
+        )
+        return [SourceOut.of(s) for s in page.items], page.next_after, page.total
+
+    return await paging.paged(
+        ctx.counts,
+        ("sources", enabled, name),
+        fetch=fetch,
+        cursor=cursor,
+        limit=limit,
+        offset=offset,
+        max_offset=ctx.settings.max_offset,
     )
 
 
@@ -41,11 +75,13 @@ async def create_source(request: Request, body: SourceIn, _: Admin) -> SourceOut
     ctx = context_of(request)
     await ctx.guard.check_all(body.start_urls, "start_urls")
     spec = SourceSpec(
-        **body.model_dump(exclude={"scope"}), scope=ScopeRules(**body.scope.model_dump())
+        **body.model_dump(exclude={"scope", "options"}),
+        scope=ScopeRules(**body.scope.model_dump()),
+        options=SourceOptions(**body.options.model_dump()),
     )
     source = await ctx.job_store.sources.create(spec)
     if source.enabled:
-        await _source_changed(ctx, source.id)
+        await _source_changed(ctx, source)
     return SourceOut.of(source)
 
 
@@ -65,7 +101,7 @@ async def update_source(request: Request, source_id: Id, body: SourceUpdate, _: 
     before = await ctx.job_store.sources.get(source_id)
     source = await ctx.job_store.sources.update(source_id, changes)
     if source.enabled != before.enabled:
-        await _source_changed(ctx, source.id)
+        await _source_changed(ctx, source)
     return SourceOut.of(source)
 
 

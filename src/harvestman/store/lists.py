@@ -1,0 +1,135 @@
+"""The crawl store's browsable lists: pages, frontier rows, domains (the API pages them).
+
+A filter is a frozen value naming one list and its conditions, so it also keys the API's
+count cache. Each list's order is one unique column and every filter combination but a host
+substring is served by an index ending in that column (migration 0009); ``SqlStore.list_rows``
+and ``SqlStore.count_rows`` run them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from sqlalchemy import Column, ColumnElement, Table
+
+from harvestman.store.keyset import Keyset
+from harvestman.store.schema import crawled_pages, domains, urls
+
+PAGE_FIELDS = (
+    "id", "url", "final_url", "host", "status_code", "content_type", "content_length",
+    "content_hash", "title", "description", "canonical", "lang", "links_count",
+    "crawl_duration_ms", "fetched_at", "error_class", "error", "validation_status",
+    "rejection_reason", "near_duplicate_of",
+)  # fmt: skip
+URL_FIELDS = (
+    "id", "url", "url_hash", "host", "status", "kind", "priority", "depth", "next_crawl_at",
+    "lease_until", "leased_by", "attempts", "discovered_at", "last_fetched_at", "status_code",
+    "error_class", "error",
+)  # fmt: skip
+DOMAIN_FIELDS = (
+    "host", "robots_status", "robots_fetched_at", "crawl_delay", "allowed", "page_count",
+    "updated_at", "next_allowed_at",
+)  # fmt: skip
+
+
+class RowFilter:
+    """One list of the crawl store and the conditions on it."""
+
+    table: ClassVar[Table]
+    fields: ClassVar[tuple[str, ...]]
+    keyset: ClassVar[Keyset]
+
+    def conditions(self) -> list[ColumnElement[bool]]:
+        raise NotImplementedError
+
+    def index_prefix(self) -> list[Column[Any]]:
+        """The equal columns of the index that serves this filter (``Keyset.page``)."""
+        return []
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PageFilter(RowFilter):
+    """Stored pages of a crawl, newest first."""
+
+    table = crawled_pages
+    fields = PAGE_FIELDS
+    keyset = Keyset(crawled_pages.c.id, descending=True)
+
+    crawl_id: int
+    host: str | None = None
+    status_code: int | None = None
+    validation_status: str | None = None
+    since: float | None = None  # fetched at or after
+
+    def conditions(self) -> list[ColumnElement[bool]]:
+        c = crawled_pages.c
+        where = [c.crawl_id == self.crawl_id]
+        if self.host:
+            where.append(c.host == self.host.lower())
+        if self.status_code is not None:
+            where.append(c.status_code == self.status_code)
+        if self.validation_status:
+            where.append(c.validation_status == self.validation_status)
+        if self.since is not None:
+            where.append(c.fetched_at >= self.since)
+        return where
+
+    def index_prefix(self) -> list[Column[Any]]:
+        c = crawled_pages.c
+        if self.host:
+            return [c.crawl_id, c.host]
+        if self.status_code is not None:
+            return [c.crawl_id, c.status_code]
+        if self.validation_status:
+            return [c.crawl_id, c.validation_status]
+        return [c.crawl_id]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UrlFilter(RowFilter):
+    """Frontier rows of a crawl in id (discovery) order."""
+
+    table = urls
+    fields = URL_FIELDS
+    keyset = Keyset(urls.c.id)
+
+    crawl_id: int
+    status: str | None = None
+    host: str | None = None
+
+    def conditions(self) -> list[ColumnElement[bool]]:
+        where = [urls.c.crawl_id == self.crawl_id]
+        if self.status:
+            where.append(urls.c.status == self.status)
+        if self.host:
+            where.append(urls.c.host == self.host.lower())
+        return where
+
+    def index_prefix(self) -> list[Column[Any]]:
+        if self.host:  # with a status too: a host's rows are few, the status is filtered
+            return [urls.c.crawl_id, urls.c.host]
+        if self.status:
+            return [urls.c.crawl_id, urls.c.status]
+        return [urls.c.crawl_id]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DomainFilter(RowFilter):
+    """Known domains by host name. A substring matches no index: the host order is walked
+    until a page is full, which is fast unless the substring is rare."""
+
+    table = domains
+    fields = DOMAIN_FIELDS
+    keyset = Keyset(domains.c.host)
+
+    host_contains: str | None = None
+
+    def conditions(self) -> list[ColumnElement[bool]]:
+        if not self.host_contains:
+            return []
+        return [domains.c.host.icontains(self.host_contains, autoescape=True)]
+
+
+def columns(where: RowFilter) -> list[Any]:
+    return [where.table.c[name] for name in where.fields]

@@ -1,0 +1,106 @@
+"""The elected scheduler runs the data retention once a day, on a controllable clock."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from harvestman.jobs import ExecutionResult, ExecutionStatus, Job, JobStore, Scheduler
+from harvestman.jobs.records import Execution, Source
+from harvestman.lifecycle import RetentionRules
+from harvestman.store.schema import urls
+from storerows import DAY, NOW, add_crawl, add_url, open_store, table_rows
+
+HOUR = 3600.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class IdleRunner:
+    async def run(
+        self, job: Job, source: Source, execution: Execution, stop: asyncio.Event
+    ) -> ExecutionResult:
+        return ExecutionResult(status=ExecutionStatus.COMPLETED)
+
+
+RULES = RetentionRules(
+    completed_after=7 * DAY,
+    failed_after=None,
+    pages_after=None,
+    stats_minutes_after=None,
+    compact=False,
+)
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Engine:
+    return open_store(f"sqlite:///{tmp_path / 'store.db'}")
+
+
+@pytest.fixture
+async def store(engine: Engine) -> AsyncIterator[JobStore]:
+    clock = Clock()
+    async with JobStore(engine, clock=clock) as job_store:
+        yield job_store
+    engine.dispose()
+
+
+def _urls_left(engine: Engine) -> list[str]:
+    return [row[0] for row in table_rows(engine, urls, "url")]
+
+
+async def test_the_leader_runs_the_retention_once_a_day_and_a_new_leader_keeps_the_turn(
+    engine: Engine, store: JobStore
+) -> None:
+    clock: Clock = store.clock  # type: ignore[assignment]
+    crawl = add_crawl(engine, "default")
+    for age in (10.0, 6.5, 1.0):
+        add_url(engine, crawl, f"http://a.test/{age}", "completed", age)
+    first = Scheduler(store, IdleRunner(), instance_id="first", retention=RULES)
+    second = Scheduler(store, IdleRunner(), instance_id="second", retention=RULES)
+
+    assert await first.retain() is None  # not the leader yet
+    assert await first.leader.acquire()
+    report = await first.retain()
+    assert report is not None
+    assert report.completed_deleted == 1
+    assert _urls_left(engine) == ["http://a.test/6.5", "http://a.test/1.0"]
+
+    clock.now += HOUR  # the leader renews, but the day's turn is spent
+    assert await first.leader.acquire()
+    assert await first.retain() is None
+    assert await second.retain() is None  # not the leader
+
+    clock.now += DAY  # the first instance died: its lease ran out long ago
+    assert await second.leader.acquire()
+    assert await first.retain() is None  # no longer leads
+    report = await second.retain()
+    assert report is not None
+    assert report.completed_deleted == 1  # 6.5 days old then, 7.5 now
+    assert _urls_left(engine) == ["http://a.test/1.0"]
+    assert (first.counters["retention_runs"], second.counters["retention_runs"]) == (1, 1)
+
+
+async def test_a_retention_that_fails_is_logged_and_the_scheduler_goes_on(
+    engine: Engine, store: JobStore, tmp_path: Path
+) -> None:
+    export_dir = tmp_path / "exports"
+    export_dir.write_text("a file where the export directory should be")
+    rules = RetentionRules(failed_after=DAY, pages_after=None, export_dir=export_dir)
+    crawl = add_crawl(engine, "default")
+    add_url(engine, crawl, "http://a.test/failed", "failed", 3.0)
+    scheduler = Scheduler(store, IdleRunner(), instance_id="here", retention=rules)
+    assert await scheduler.leader.acquire()
+    assert await scheduler.retain() is None
+    assert scheduler.counters["retention_runs"] == 0
+    assert _urls_left(engine) == ["http://a.test/failed"]  # nothing deleted unexported
