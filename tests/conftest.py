@@ -110,8 +110,8 @@ def redis_url() -> str:
     return REDIS_URL
 
 
-@pytest.fixture
-def pg_schema_url(postgres_url: str) -> Iterator[str]:
+@contextlib.contextmanager
+def pg_schema(postgres_url: str) -> Iterator[str]:
     """A database URL whose search_path is a fresh schema, dropped afterwards."""
     import uuid
 
@@ -129,3 +129,10 @@ def pg_schema_url(postgres_url: str) -> Iterator[str]:
         with admin.begin() as conn:
             conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
         admin.dispose()
+
+
+@pytest.fixture
+def pg_schema_url(postgres_url: str) -> Iterator[str]:
+    """A database URL whose search_path is a fresh schema, dropped afterwards."""
+    with pg_schema(postgres_url) as url:
+        yield url

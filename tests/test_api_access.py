@@ -58,11 +58,18 @@ ROUTES: list[tuple[str, str, Role]] = [
     ("DELETE", "/api/admin/pages", A),
     ("GET", "/api/domains", U),
     ("GET", "/api/domains/{domain}/robots", U),
+    ("GET", "/api/search", U),
+    ("GET", "/api/parsers/stats", U),
     ("POST", "/api/admin/domains/{domain}/reset", A),
+    ("GET", "/api/errors", U),
+    ("GET", "/api/errors/summary", U),
+    ("GET", "/api/dead-letter", U),
+    ("POST", "/api/admin/dead-letter/requeue", A),
     ("GET", "/sse/crawler/events", U),
     ("GET", "/sse/health/events", U),
     ("GET", "/sse/metrics/events", U),
     ("GET", "/metrics", U),
+    ("GET", "/api/v1/auth/whoami", N),
 ]
 
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 
 from harvestman.errors import SchemaOutdated
 from harvestman.records import NewUrl, Outcome, PageRecord, UrlStatus
@@ -201,6 +201,38 @@ def test_the_migrated_sqlite_schema_is_the_models_schema(tmp_path: Path) -> None
 
 def test_the_migrated_postgres_schema_is_the_models_schema(pg_schema_url: str) -> None:
     store = SqlStore(pg_schema_url)
+    migrate.upgrade(store.engine)
+    assert _schema_differences(store.engine) == []
+    store.engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_migration_0007_goes_down_and_up_keeping_the_search_triggers(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = (
+        f"sqlite:///{tmp_path / 'm.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("pg_schema_url")
+    )
+    store = SqlStore(url)
+    migrate.upgrade(store.engine)
+    migrate.downgrade(store.engine, "0006")
+    with store.engine.connect() as conn:
+        if backend == "sqlite":
+            triggers = set(
+                conn.execute(
+                    text("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+                ).scalars()
+            )
+            # A table copy (batch mode) would have dropped these with the old table.
+            assert {
+                f"crawled_pages_fts_{t}" for t in ("insert", "delete", "unindex", "reindex")
+            } <= triggers
+        columns = {c["name"] for c in inspect(conn).get_columns("crawled_pages")}
+        tables = set(inspect(conn).get_table_names())
+    assert "main_text" not in columns
+    assert not {"parsed_records", "parser_stats"} & tables
     migrate.upgrade(store.engine)
     assert _schema_differences(store.engine) == []
     store.engine.dispose()

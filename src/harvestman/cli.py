@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import os
 import signal
@@ -20,7 +19,7 @@ from rich.logging import RichHandler
 from harvestman.config import CONFIG_ENV, Settings, load_settings
 from harvestman.display import CrawlProgress, render_report, render_status, summary_table
 from harvestman.errors import ConfigError, HarvestmanError
-from harvestman.export import FORMATS, export_pages, page_summary
+from harvestman.export import FORMATS, WHAT, export_pages, page_summary
 from harvestman.resilience import STALL_EXIT_CODE, StoreUnavailable
 from harvestman.store import SqlStore
 from harvestman.store import migrate as migrations
@@ -541,7 +540,9 @@ def export(
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="jsonl, csv, es (bulk NDJSON) or warc")
     ] = "jsonl",
-    what: Annotated[str, typer.Option("--what", help="pages or products")] = "pages",
+    what: Annotated[
+        str, typer.Option("--what", help="pages, products or records (site parsers')")
+    ] = "pages",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="File to write [default: stdout]")
     ] = None,
@@ -550,14 +551,15 @@ def export(
     config: ConfigOption = None,
     name: NameOption = None,
 ) -> None:
-    """Write every stored page (or product) of a crawl, streaming; WARC from the raw archive."""
+    """Write every stored page (product, parser record) of a crawl, streaming; WARC from the
+    raw archive."""
     if fmt not in (*FORMATS, "warc"):
         err.print(
             f"[red]error:[/red] unknown format {fmt!r}; choose one of {', '.join(FORMATS)}, warc"
         )
         raise typer.Exit(2)
-    if what not in ("pages", "products"):
-        err.print("[red]error:[/red] --what must be pages or products")
+    if what not in WHAT:
+        err.print(f"[red]error:[/red] --what must be one of {', '.join(WHAT)}")
         raise typer.Exit(2)
     settings = _settings(config, database_url=_database_url(db, database_url), crawl_name=name)
     with _errors_exit():
@@ -598,18 +600,26 @@ app.add_typer(dead_app, name="dead-letter")
 
 @dead_app.command("list")
 def dead_list(
+    host: Annotated[str | None, typer.Option("--host", help="Only URLs of this host")] = None,
+    error_class: Annotated[
+        str | None, typer.Option("--error-class", help="Only URLs that failed with this error")
+    ] = None,
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
     name: NameOption = None,
-    limit: Annotated[int, typer.Option("--limit")] = 50,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
 ) -> None:
     """URLs that failed for good, with their error."""
+    from harvestman.store.failures import dead_letters
+
     with _stored_crawl(config, db, database_url, name) as (store, crawl_id):
-        rows = list(itertools.islice(store.iter_urls(crawl_id, "failed"), limit))
+        rows, total = dead_letters(
+            store.engine, crawl_id, host=host, error_class=error_class, limit=limit
+        )
     for row in rows:
         typer.echo(f"{row['url']}\t{row['error_class']}\t{row['error']}")
-    err.print(f"{len(rows)} failed URLs shown")
+    err.print(f"{len(rows)} of {total} failed URLs shown")
 
 
 @dead_app.command("requeue")
@@ -617,6 +627,8 @@ def dead_requeue(
     error_class: Annotated[
         str | None, typer.Option("--error-class", help="Only URLs that failed with this error")
     ] = None,
+    host: Annotated[str | None, typer.Option("--host", help="Only URLs of this host")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count, change nothing")] = False,
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
@@ -625,9 +637,14 @@ def dead_requeue(
     """Put failed URLs back into the frontier (retries reset); the next crawl fetches them."""
     import time
 
+    from harvestman.store.failures import requeue_dead_letters
+
     with _stored_crawl(config, db, database_url, name) as (store, crawl_id):
-        n = store.requeue_failed(crawl_id, error_class, time.time())
-    err.print(f"re-queued {n} URLs")
+        n = requeue_dead_letters(
+            store.engine, crawl_id, time.time(), host=host, error_class=error_class,
+            dry_run=dry_run,
+        )  # fmt: skip
+    err.print(f"{'would re-queue' if dry_run else 're-queued'} {n} URLs")
 
 
 @app.command()
@@ -635,15 +652,24 @@ def errors(
     category: Annotated[
         str | None, typer.Option("--category", help="network, http, parse, validation, storage")
     ] = None,
+    error_type: Annotated[
+        str | None, typer.Option("--type", help="An error class, e.g. FetchTimeout")
+    ] = None,
+    host: Annotated[str | None, typer.Option("--host", help="Only errors of this host")] = None,
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
     name: NameOption = None,
-    limit: Annotated[int, typer.Option("--limit")] = 50,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
 ) -> None:
     """The newest errors a crawl recorded, by category."""
+    from harvestman.store.failures import error_rows
+
     with _stored_crawl(config, db, database_url, name) as (store, crawl_id):
-        rows = store.error_rows(crawl_id, category, limit)
+        rows = error_rows(
+            store.engine, crawl_id=crawl_id, category=category, error_class=error_type,
+            host=host, limit=limit,
+        )  # fmt: skip
     for row in rows:
         typer.echo(f"{row['category']}\t{row['error_class']}\t{row['task']}\t{row['message']}")
 
@@ -674,19 +700,7 @@ def maintenance(
     from harvestman.lifecycle import RetentionRules, apply_retention
 
     settings = _settings(config, database_url=_database_url(db, database_url))
-    day = 86400.0
-
-    def days(value: float | None) -> float | None:
-        return None if value is None else value * day
-
-    rules = RetentionRules(
-        completed_after=days(settings.retention_completed_days),
-        failed_after=days(settings.retention_failed_days),
-        pages_after=days(settings.retention_pages_days),
-        export_dir=Path(settings.retention_export_dir),
-        batch_size=settings.retention_batch_size,
-        vacuum_min_free_fraction=settings.retention_vacuum_free_fraction,
-    )
+    rules = RetentionRules.from_settings(settings)
     with _errors_exit():
         store = SqlStore(settings.database_url)
         try:
@@ -810,6 +824,85 @@ def stats(
         sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         Console().print(render_report(report))
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help='Words (all needed), "a phrase", a OR b, -word')],
+    what: Annotated[str, typer.Option("--what", help="pages or products")] = "pages",
+    domain: Annotated[
+        str | None, typer.Option("--domain", help="One host (example.com: also www.)")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Fetched (products: changed) since: 7d, ISO")
+    ] = None,
+    until: Annotated[str | None, typer.Option("--until", help="... and before this")] = None,
+    min_price: Annotated[float | None, typer.Option("--min-price", min=0)] = None,
+    max_price: Annotated[float | None, typer.Option("--max-price", min=0)] = None,
+    currency: Annotated[str | None, typer.Option("--currency", help="ISO 4217, e.g. EUR")] = None,
+    availability: Annotated[
+        list[str] | None, typer.Option("--availability", help="in_stock, out_of_stock, ...")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=100)] = 20,
+    offset: Annotated[int, typer.Option("--offset", min=0, max=999)] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object a hit (JSONL)")] = False,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Only this crawl [default: every crawl]")
+    ] = None,
+) -> None:
+    """Full-text search of stored pages (or products), best first."""
+    import time
+    from decimal import Decimal
+
+    from harvestman.errors import QueryError
+    from harvestman.lifecycle import parse_since
+    from harvestman.search import require_query, search_pages, search_products
+    from harvestman.search.terminal import hit_record, render_hits
+
+    def usage(message: str) -> typer.Exit:
+        err.print(f"[red]error:[/red] {message}")
+        return typer.Exit(2)
+
+    try:
+        require_query(query)
+        now = time.time()
+        at = {k: None if v is None else parse_since(v, now=now) for k, v in
+              {"since": since, "until": until}.items()}  # fmt: skip
+    except QueryError as exc:
+        raise usage(f"bad query: {exc.reason}") from None
+    except ValueError:
+        raise usage("--since/--until: use an age (36h, 7d), an ISO date or epoch") from None
+    product_only = (min_price, max_price, currency, availability)
+    if what not in ("pages", "products") or (what == "pages" and any(product_only)):
+        raise usage("--what is pages or products; prices and availability need products")
+    settings = _settings(config, database_url=_database_url(db, database_url), crawl_name=name)
+    with _errors_exit():
+        store = SqlStore(settings.database_url)
+        try:
+            crawl_id = _existing_crawl(store, settings) if name else None
+            migrations.check_current(store.engine)
+            if what == "pages":
+                result: Any = search_pages(store.engine, crawl_id, query, domain=domain,
+                                           limit=limit, offset=offset, **at)  # fmt: skip
+            else:
+                result = search_products(
+                    store.engine, crawl_id, query, domain=domain, currency=currency,
+                    min_price=None if min_price is None else Decimal(str(min_price)),
+                    max_price=None if max_price is None else Decimal(str(max_price)),
+                    availability=availability, limit=limit, offset=offset, **at,
+                )  # fmt: skip
+        finally:
+            store.engine.dispose()
+    if as_json:
+        import orjson
+
+        for hit in result.hits:
+            sys.stdout.buffer.write(orjson.dumps(hit_record(hit)) + b"\n")
+    else:
+        Console().print(render_hits(result, offset))
 
 
 @db_app.command("upgrade")

@@ -29,9 +29,9 @@ DEFAULT_USER_AGENT = f"Harvestman/{__version__} (+https://github.com/harvestman-
 CONFIG_ENV = "HARVESTMAN_CONFIG"
 # The groups a config file may use as TOML tables: [fetch] timeout = 10 -> fetch_timeout.
 GROUPS = (
-    "fetch", "frontier", "robots", "store", "crawl", "url", "redis", "worker", "discovery",
+    "api", "fetch", "frontier", "robots", "store", "crawl", "url", "redis", "worker", "discovery",
     "sitemap", "feed", "pagination", "archives", "validate", "breaker", "watchdog", "proxy",
-    "extract", "warc", "archive", "retention", "store",
+    "extract", "render", "warc", "archive", "retention", "store", "stats",
 )  # fmt: skip
 
 
@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     )
     store_batch_size: int = Field(200, ge=1, le=10_000, description="writes per store transaction")
     store_flush_interval: float = Field(0.25, gt=0, le=60, description="max seconds a write waits")
+    stats_history: bool = Field(True, description="keep per-minute crawl counters in the store")
+    stats_history_interval: float = Field(
+        60.0, ge=1, le=3600, description="seconds between a process's stats history writes"
+    )
 
     # coordination across processes (harvestman worker)
     redis_url: str | None = Field(None, description="Redis for many workers (None: none)")
@@ -104,6 +108,15 @@ class Settings(BaseSettings):
         False, description="SimHash near-duplicate detection (~15% more CPU a page: opt-in)"
     )
     near_duplicate_distance: int = Field(3, ge=0, le=32)
+    render_enabled: bool = Field(
+        False, description="render pages that need JavaScript in headless Chromium (Playwright)"
+    )
+    render_browser: str = Field("/usr/bin/chromium", min_length=1, description="Chromium binary")
+    render_concurrency: int = Field(2, ge=1, le=32, description="pages rendered at once")
+    render_timeout: float = Field(30.0, gt=0, le=600)
+    render_settle: float = Field(
+        2.0, ge=0, le=60, description="wait this long at most for the network to go idle"
+    )
 
     # resilience
     breaker_enabled: bool = True
@@ -133,6 +146,14 @@ class Settings(BaseSettings):
         False, description="keep pages' visible text (full-text search indexes it; costly)"
     )
     store_text_max_chars: int = Field(100_000, ge=0)
+    extract_main_text: bool = Field(
+        False, description="the article text without boilerplate (trafilatura, ~2-13 ms a page)"
+    )
+    parsers_enabled: bool = Field(True, description="run site parsers (settings and plugins)")
+    parsers: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="site parser classes, 'module:Class', comma-separated (entry points too)",
+    )
     warc_path: str | None = Field(None, description="write every exchange to this WARC file")
     archive_enabled: bool = Field(False, description="keep raw HTML bodies, content-addressed")
     archive_dir: str = Field("harvestman-archive", description="local raw archive directory")
@@ -147,9 +168,34 @@ class Settings(BaseSettings):
     retention_completed_days: float | None = Field(7.0, gt=0, description="None keeps them")
     retention_failed_days: float | None = Field(30.0, gt=0, description="exported, then deleted")
     retention_pages_days: float | None = Field(90.0, gt=0, description="archived to gzip JSONL")
+    retention_stats_minutes_days: float | None = Field(
+        7.0, gt=0, description="per-minute stats older than this are rolled up into days"
+    )
     retention_export_dir: str = Field("retention", description="where exports and archives go")
     retention_batch_size: int = Field(1000, ge=1, le=20_000)
     retention_vacuum_free_fraction: float | None = Field(0.25, gt=0, le=1)
+
+    # the API (harvestman serve); redis_url, redis_prefix and crawl_name apply to it too
+    api_jwt_secret: str = Field(
+        "", repr=False, description="HS256 secret of the bearer tokens (required outside --dev)"
+    )
+    api_rate_anonymous: int = Field(10, ge=1, description="requests/min per anonymous client")
+    api_rate_user: int = Field(100, ge=1, description="requests/min per user token")
+    api_rate_admin: int = Field(500, ge=1, description="requests/min per admin token")
+    api_rate_seed: int = Field(10, ge=1, description="POST /api/frontier/seed per min")
+    api_rate_window: float = Field(60.0, gt=0, le=86400, description="rate-limit window (s)")
+    api_allow_networks: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="CIDRs or host names whose private addresses the API accepts (comma-sep.)",
+    )
+    api_sse_interval: float = Field(5.0, gt=0, le=3600, description="seconds between SSE events")
+    api_token_days: float = Field(30.0, gt=0, le=3650, description="default token lifetime")
+    api_count_cache_seconds: float = Field(
+        5.0, ge=0, le=3600, description="a list's total is recounted after (0: every request)"
+    )
+    api_max_offset: int = Field(
+        10_000, ge=0, le=10**9, description="largest offset a list takes (beyond: cursors)"
+    )
 
     # robots
     robots_ttl: float = Field(3600.0, ge=0, description="robots.txt cache lifetime (s)")
@@ -161,7 +207,9 @@ class Settings(BaseSettings):
     )
     url_max_length: int = Field(2048, ge=64, le=65536)
 
-    @field_validator("proxy_urls", "fetch_user_agents", mode="before")
+    @field_validator(
+        "proxy_urls", "fetch_user_agents", "api_allow_networks", "parsers", mode="before"
+    )
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
@@ -43,12 +44,14 @@ from harvestman.errors import (
     StoreError,
     UrlError,
 )
+from harvestman.extract.plugins import ParserRegistry
 from harvestman.extract.products import Product, scan_products
 from harvestman.fetch import Fetcher, FetchResult, RetryPolicy, parse_retry_after
 from harvestman.frontier import Frontier, priority_for
 from harvestman.parse import Page, parse_html
 from harvestman.proxies import DomainProxyLimiter, ProxyHealth, ProxyPool, redact_proxy_url
 from harvestman.records import CrawlCounts, CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus
+from harvestman.render import Renderer, RenderError, renderer_unavailable
 from harvestman.resilience import (
     BreakerRecord,
     BreakerState,
@@ -59,10 +62,13 @@ from harvestman.resilience import (
 )
 from harvestman.robots_cache import RobotsCache, robots_root
 from harvestman.simhash import NearDuplicateIndex, sample_text, simhash64, to_signed64
-from harvestman.stats import Stats
+from harvestman.stats import Stats, StatsHistory
 from harvestman.store import Store
 from harvestman.urls import Scope, UrlNormalizer, host_key, url_hash
 from harvestman.validate import Validator, Verdict, VerdictStatus
+
+if TYPE_CHECKING:
+    from harvestman.extract.maintext import MainTextExtractor
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +104,10 @@ class Engine:
         self.on_pages = on_pages
         self.clock = clock
         self.stats = Stats()
+        # Per-minute counters for the store's stats history (None: not kept).
+        self.history = (
+            StatsHistory(settings.stats_history_interval) if settings.stats_history else None
+        )
         # Settings are read once, here; the hot path sees plain attributes.
         self.crawl_name = settings.crawl_name
         self.max_pages = settings.crawl_max_pages
@@ -150,8 +160,16 @@ class Engine:
             Validator(min_bytes=settings.validate_min_bytes) if settings.validate_pages else None
         )
         self.hard_cooldown = settings.validate_hard_cooldown
+        self.renderer = self._make_renderer(settings)
         self.extract_products = settings.extract_products
         self.store_text = settings.store_text
+        # Site parsers (settings paths and installed entry points): a crawl that loads none has
+        # no registry and pays nothing per page. A plugin that fails to load is logged, skipped.
+        registry = ParserRegistry.load(settings.parsers) if settings.parsers_enabled else None
+        if registry is not None and registry.failures:
+            self.stats.inc("parsers/load_failed", len(registry.failures))
+        self.parsers = registry if registry else None
+        self.main_text = _main_text_extractor(clock) if settings.extract_main_text else None
         self.warc: WarcWriter | None = None
         self.archive: RawArchive | None = None
         self.near_duplicate_distance = settings.near_duplicate_distance
@@ -305,7 +323,28 @@ class Engine:
                     await self.frontier.close()
                     await self._save_sessions()
                     await self._release_all()
+                    if self.renderer is not None:
+                        await self.renderer.close()
         return await store.counts(self.crawl_id)
+
+    def _make_renderer(self, settings: Settings) -> Renderer | None:
+        """The JavaScript renderer when it is enabled and can run here; else pages that need
+        JavaScript are recorded as ``needs_js`` (logged once, so the crawl goes on)."""
+        if not (settings.render_enabled and settings.validate_pages):
+            return None
+        why = renderer_unavailable(settings.render_browser)
+        if why is not None:
+            log.warning("rendering is enabled but cannot run: %s; pages that need JavaScript "
+                        "are recorded as needs_js", why)  # fmt: skip
+            return None
+        return Renderer(
+            browser=settings.render_browser,
+            user_agent=self.user_agent,
+            concurrency=settings.render_concurrency,
+            timeout=settings.render_timeout,
+            settle=settings.render_settle,
+            max_bytes=settings.fetch_max_page_size,
+        )
 
     def _make_watchdog(self) -> StallWatchdog:
         settings = self.settings
@@ -546,7 +585,24 @@ class Engine:
         retry_after = None
         if result.status in (429, 503):
             retry_after = parse_retry_after(result.headers.get("Retry-After"))
-        await self._release(request, not_before=self.clock() + retry_after if retry_after else 0.0)
+        not_before = self.clock() + retry_after if retry_after else 0.0
+        if self.renderer is None or result.status >= 400:
+            await self._release(request, not_before=not_before)
+            return await self._fetched_response(request, result, headers, started, retry_after)
+        # A page may need rendering: the host's turn lasts until the browser is done with it.
+        try:
+            return await self._fetched_response(request, result, headers, started, retry_after)
+        finally:
+            await self._release(request, not_before=not_before)
+
+    async def _fetched_response(
+        self,
+        request: CrawlRequest,
+        result: FetchResult,
+        headers: dict[str, str],
+        started: float,
+        retry_after: float | None,
+    ) -> tuple[Outcome, list[NewUrl]]:
         self._record_health(request, result.status, None)
         archive_path = await self._keep(request, result, headers)
         self.stats.inc("fetch/responses")
@@ -556,9 +612,51 @@ class Engine:
             exc = HttpStatusError(result.status, request.url, retry_after)
             return self._fetch_failure(request, exc, started, result), []
         outcome, new_urls = self._fetched(request, result, started)
+        if self.renderer is not None and _needs_render(outcome):
+            outcome, new_urls = await self._render(request, result, started, outcome, new_urls)
         if outcome.page is not None and archive_path is not None:
             outcome.page.archive_path = archive_path
+        if self.main_text is not None and _has_content(outcome):
+            await self._extract_main_text(outcome, result)
         return outcome, new_urls
+
+    async def _render(
+        self,
+        request: CrawlRequest,
+        result: FetchResult,
+        started: float,
+        outcome: Outcome,
+        new_urls: list[NewUrl],
+    ) -> tuple[Outcome, list[NewUrl]]:
+        """The page again, as the browser's DOM after its scripts ran; on failure the
+        ``needs_js`` record stands, with the reason the render failed."""
+        assert self.renderer is not None and outcome.page is not None
+        try:
+            rendered = await self.renderer.render(result.final_url)
+        except RenderError as exc:
+            self.stats.inc("render/failed")
+            log.warning("%s", exc)
+            outcome.page.error = f"{outcome.page.error}; {exc}"[:2000]
+            return outcome, new_urls
+        self.stats.inc("render/pages")
+        again = dataclasses.replace(result, body=rendered.html, charset="utf-8")
+        outcome, new_urls = self._fetched(request, again, started)
+        if _needs_render(outcome):
+            self.stats.inc("render/still_needs_js")
+        return outcome, new_urls
+
+    async def _extract_main_text(self, outcome: Outcome, result: FetchResult) -> None:
+        """The article text of a stored page, off the event loop (milliseconds of CPU)."""
+        assert self.main_text is not None and outcome.page is not None
+        found = await asyncio.to_thread(
+            self.main_text.extract, result.body, result.final_url, charset=result.charset
+        )
+        if found.error is not None:
+            self.stats.inc("extract/main_text/errors")
+            log.warning("main text of %s: %s", result.final_url, found.error)
+        elif found.text:
+            outcome.page.main_text = found.text
+            self.stats.inc("extract/main_text/pages")
 
     async def _keep(
         self, request: CrawlRequest, result: FetchResult, headers: dict[str, str]
@@ -715,6 +813,7 @@ class Engine:
             return self._fetched_listing(request, result, record)
         new_urls: list[NewUrl] = []
         products: list[Product] | None = None
+        extracted: dict[str, list[Any] | None] = {}  # site parsers' records, runs, failures
         if result.is_html and result.body:
             page = parse_html(
                 result.body,
@@ -747,6 +846,15 @@ class Engine:
                     products = scan.products
                     self.stats.inc("extract/products/pages")
                     self.stats.inc("extract/products/found", len(products))
+            if self.parsers is not None and 200 <= result.status < 300:
+                parsed = self.parsers.parse(result.body, result.final_url, page,
+                                            charset=result.charset)  # fmt: skip
+                if parsed.runs:
+                    extracted.update(records=parsed.records, parser_runs=parsed.runs,
+                                     parse_failures=parsed.failures or None)  # fmt: skip
+                    self.stats.inc("extract/parsers/pages")
+                    self.stats.inc("extract/parsers/records", len(parsed.records))
+                    self.stats.inc("extract/parsers/failures", len(parsed.failures))
             if duplicate_of is None:
                 new_urls = self._discover(request, page)
             if self.pagination is not None:
@@ -763,6 +871,7 @@ class Engine:
             last_modified=result.headers.get("Last-Modified"),
             page=record,
             products=products,
+            **extracted,
         )
         return outcome, new_urls
 
@@ -1062,12 +1171,26 @@ class Engine:
                     wait = min(30.0, 0.5 * 2**attempt)
                     log.warning("store write failed (%s); retrying in %.1f s", exc, wait)
                     await asyncio.sleep(wait)
+            if self.history is not None:  # counted once stored, written once a minute
+                self.history.add(outcomes, new_urls, now)
             if self.coordinator.shared:  # only once the store has them
                 if new_urls:
                     await self.coordinator.mark_seen(namespace, [u.url_hash for u in new_urls])
                 await self.coordinator.add_counters(namespace, _counts_of(outcomes, new_urls))
             self._after_flush(outcomes, new_urls, now)
         self._flushed.set()
+        if self.history is not None and self.history.is_due(self.clock(), closing=self._closing):
+            await self._write_history()
+
+    async def _write_history(self) -> None:
+        """One additive upsert of the pending minutes; on a store error they wait for the next."""
+        assert self.history is not None
+        buckets = self.history.take(self.clock())
+        try:
+            await self.store.add_stats(self.crawl_id, buckets)
+        except StoreError as exc:
+            log.warning("stats history write failed (%s); kept for the next one", exc)
+            self.history.give_back(buckets)
 
     def _after_flush(self, outcomes: list[Outcome], new_urls: list[NewUrl], now: float) -> None:
         assert self.frontier is not None
@@ -1184,6 +1307,29 @@ def _counts_of(outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl]) -> dict[
     counts = Counter(outcome.status.value for outcome in outcomes)
     counts["new_urls"] = len(new_urls)
     return {name: n for name, n in counts.items() if n}
+
+
+def _has_content(outcome: Outcome) -> bool:
+    """A completed HTML page stored with its content (parsed, and not rejected)."""
+    page = outcome.page
+    return (
+        outcome.status is UrlStatus.COMPLETED
+        and page is not None
+        and page.content_hash is not None
+        and page.error_class is None
+    )
+
+
+def _needs_render(outcome: Outcome) -> bool:
+    """A page that validation found drawn by scripts: a browser may turn it into content."""
+    return outcome.page is not None and outcome.page.rejection_reason == "needs_js"
+
+
+def _main_text_extractor(clock: Callable[[], float]) -> MainTextExtractor:
+    # Imported here: trafilatura takes 0.7 s to import, paid only by crawls that use it.
+    from harvestman.extract.maintext import MainTextExtractor
+
+    return MainTextExtractor(clock=clock)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -3,7 +3,7 @@
 ``create_app`` takes open stores (and optionally a scheduler) and returns the app; the
 lifespan runs the scheduler beside the API when asked (``run_scheduler``) and stops it, the
 SSE streams and the rate limiter on shutdown. OpenAPI is at ``/openapi.json``, the docs at
-``/docs``.
+``/docs``; the dashboard (``harvestman/web``, static files) at ``/``.
 """
 
 from __future__ import annotations
@@ -12,26 +12,47 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
 
 from harvestman import __version__
 from harvestman.api import errors
 from harvestman.api.auth import resolve_secret
 from harvestman.api.context import ApiContext
+from harvestman.api.paging import CountCache
+from harvestman.api.params import Anonymous
 from harvestman.api.ratelimit import Limiter, MemoryLimiter, RedisLimiter
 from harvestman.api.routes import crawl, events, executions, health, jobs, metrics, sources
+from harvestman.api.routes import errors as error_routes
+from harvestman.api.routes import parsers as parser_routes
 from harvestman.api.routes import scheduler as scheduler_routes
+from harvestman.api.routes import search as search_routes
 from harvestman.api.safety import UrlGuard
 from harvestman.api.settings import ApiSettings
 
 if TYPE_CHECKING:
     from harvestman.config import Settings
     from harvestman.jobs import JobStore, Scheduler
+    from harvestman.jobs.events import SourceEvents
     from harvestman.store import SqlStore
 
 log = logging.getLogger(__name__)
+
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+# The dashboard loads nothing from elsewhere and runs no inline script: page titles it shows
+# come from crawled sites, so a slip in escaping must still not run their code.
+DASHBOARD_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+        "frame-ancestors 'none'; form-action 'self'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-cache",
+}
 
 
 def make_limiter(settings: ApiSettings) -> Limiter:
@@ -39,6 +60,21 @@ def make_limiter(settings: ApiSettings) -> Limiter:
     if settings.redis_url:
         return RedisLimiter(settings.redis_url, settings.rate_window, prefix=settings.redis_prefix)
     return MemoryLimiter(settings.rate_window)
+
+
+def _source_events(
+    settings: ApiSettings, scheduler: Scheduler | None, given: SourceEvents | None
+) -> SourceEvents:
+    """The events a source toggle publishes: the scheduler's own when it has them, else a
+    Redis stream (Redis configured) or in-process events, which the scheduler then follows."""
+    from harvestman.jobs.events import make_source_events
+
+    events = given or (scheduler.events if scheduler is not None else None)
+    if events is None:
+        events = make_source_events(settings.redis_url, settings.redis_prefix)
+    if scheduler is not None and scheduler.events is None:
+        scheduler.events = events
+    return events
 
 
 def create_app(
@@ -50,14 +86,16 @@ def create_app(
     api_settings: ApiSettings | None = None,
     run_scheduler: bool = False,
     limiter: Limiter | None = None,
+    source_events: SourceEvents | None = None,
 ) -> FastAPI:
     """The API over open stores.
 
-    ``api_settings`` default to ``ApiSettings.from_env()``; a missing or default JWT secret
-    outside dev mode raises ConfigError here, so the service refuses to start.
+    ``api_settings`` default to ``ApiSettings.from_settings(settings)``; a missing or default
+    JWT secret outside dev mode raises ConfigError here, so the service refuses to start.
+    ``source_events`` default to the scheduler's, else to ones made for the settings.
     ``run_scheduler`` runs ``scheduler.run()`` for the app's lifetime.
     """
-    api_settings = api_settings or ApiSettings.from_env()
+    api_settings = api_settings or ApiSettings.from_settings(settings)
     if api_settings.redis_url is None and settings.redis_url:
         api_settings.redis_url = settings.redis_url
     ctx = ApiContext(
@@ -69,6 +107,8 @@ def create_app(
         limiter=limiter or make_limiter(api_settings),
         jwt_secret=resolve_secret(api_settings.jwt_secret, dev=api_settings.dev),
         guard=UrlGuard(api_settings.allow_networks),
+        source_events=_source_events(api_settings, scheduler, source_events),
+        counts=CountCache(api_settings.count_cache_seconds),
     )
 
     @contextlib.asynccontextmanager
@@ -84,6 +124,9 @@ def create_app(
                 scheduler.stop()
                 await task
             await ctx.limiter.close()
+            await ctx.counts.close()
+            if ctx.source_events is not None and source_events is None:
+                await ctx.source_events.close()
 
     app = FastAPI(
         title="Harvestman",
@@ -93,7 +136,36 @@ def create_app(
     )
     app.state.ctx = ctx
     errors.install(app)
-    routers = (health, sources, jobs, executions, scheduler_routes, crawl, events, metrics)
+    routers = (
+        health,
+        sources,
+        jobs,
+        executions,
+        scheduler_routes,
+        crawl,
+        events,
+        metrics,
+        parser_routes,
+        error_routes,
+        search_routes,
+    )
     for module in routers:
         app.include_router(module.router)
+    _add_dashboard(app)
     return app
+
+
+def _add_dashboard(app: FastAPI) -> None:
+    """``/``: the dashboard's page, its assets under ``/dashboard/``, and the whoami it signs
+    in with."""
+
+    @app.get("/api/v1/auth/whoami", tags=["auth"])
+    async def whoami(principal: Anonymous) -> dict[str, str | None]:
+        """The caller's role and the token's subject (anonymous without a token)."""
+        return {"role": principal.role.value, "subject": principal.subject}
+
+    @app.get("/", include_in_schema=False)
+    async def dashboard() -> FileResponse:
+        return FileResponse(WEB_DIR / "index.html", headers=DASHBOARD_HEADERS)
+
+    app.mount("/dashboard", StaticFiles(directory=WEB_DIR), name="dashboard")

@@ -75,6 +75,10 @@ urls = Table(
     # Leasing: the ready rows of one host in priority order; also serves "which hosts have
     # pending work" and the stale-lease sweep (status = in_progress).
     Index("ix_urls_lease", "crawl_id", "status", "host", "priority", "next_crawl_at"),
+    # The API's keyset-paged frontier list (id order), unfiltered and by status or host.
+    Index("ix_urls_crawl_id", "crawl_id", "id"),
+    Index("ix_urls_status", "crawl_id", "status", "id"),
+    Index("ix_urls_host", "crawl_id", "host", "id"),
 )
 
 crawled_pages = Table(
@@ -108,8 +112,14 @@ crawled_pages = Table(
     Column("proxy", Text),  # the proxy the fetch went through (credentials redacted)
     Column("archive_path", String(200)),  # the body in the raw archive (content-addressed)
     Column("text", Text),  # the visible text, when stored (store_text): full-text search reads it
+    Column("main_text", Text),  # the article without boilerplate (extract_main_text, opt-in)
     UniqueConstraint("crawl_id", "url_hash"),
-    Index("ix_crawled_pages_host", "crawl_id", "host"),
+    # The API's keyset-paged page list (newest id first), unfiltered and per filter; the host
+    # one also serves replay's scan of a host.
+    Index("ix_crawled_pages_crawl_id", "crawl_id", "id"),
+    Index("ix_crawled_pages_host", "crawl_id", "host", "id"),
+    Index("ix_crawled_pages_status_code", "crawl_id", "status_code", "id"),
+    Index("ix_crawled_pages_validation_status", "crawl_id", "validation_status", "id"),
     Index("ix_crawled_pages_fetched_at", "crawl_id", "fetched_at"),
 )
 
@@ -229,4 +239,72 @@ error_logs = Table(
     Column("created_at", Float, nullable=False),
     Index("ix_error_logs_crawl", "crawl_id", "created_at"),
     Index("ix_error_logs_category", "category", "created_at"),
+)
+
+# Crawl counters per (crawl, resolution, bucket): the engine adds its deltas once a minute with an
+# additive upsert (stats.StatsHistory, store/history.py); maintenance rolls minute rows older than
+# a week into day rows. Feeds /api/stats/timeseries without scanning pages.
+stats_history = Table(
+    "stats_history",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("crawl_id", Id, ForeignKey("crawls.id", ondelete="CASCADE"), nullable=False),
+    Column("resolution", String(8), nullable=False),  # minute | day
+    Column("bucket_start", Float, nullable=False),  # epoch seconds, a multiple of the resolution
+    Column("pages", BigInteger, nullable=False, default=0),  # fetches that stored a page row
+    Column("failed", BigInteger, nullable=False, default=0),  # URLs that failed for good
+    Column("errors", BigInteger, nullable=False, default=0),  # rows written to error_logs
+    Column("bytes", BigInteger, nullable=False, default=0),  # body bytes of the stored pages
+    Column("status_2xx", BigInteger, nullable=False, default=0),
+    Column("status_3xx", BigInteger, nullable=False, default=0),
+    Column("status_4xx", BigInteger, nullable=False, default=0),
+    Column("status_5xx", BigInteger, nullable=False, default=0),
+    Column("robots_denied", BigInteger, nullable=False, default=0),
+    Column("new_urls", BigInteger, nullable=False, default=0),
+    UniqueConstraint("crawl_id", "resolution", "bucket_start"),
+    # Reads over all crawls ("the last hour of the whole service").
+    Index("ix_stats_history_time", "resolution", "bucket_start"),
+)
+
+# What site parsers (extract/plugins.py) found: one row per record a parser returned for a page,
+# keyed by the parser's record key (its position on the page when the parser gives none).
+parsed_records = Table(
+    "parsed_records",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("crawl_id", Id, ForeignKey("crawls.id", ondelete="CASCADE"), nullable=False),
+    Column("url_hash", String(64), nullable=False),  # the page it was found on
+    Column("page_url", Text, nullable=False),
+    Column("host", String(300), nullable=False),
+    Column("parser", String(100), nullable=False),
+    Column("parser_version", String(50), nullable=False),  # of the last write
+    Column("record_key", String(200), nullable=False),
+    Column("kind", String(50), nullable=False),  # article | listing | price | ...
+    Column("data", Text, nullable=False),  # JSON object, sorted keys
+    Column("content_hash", String(64), nullable=False),
+    Column("first_seen_at", Float, nullable=False),
+    Column("last_seen_at", Float, nullable=False),  # moves on every parse that returns it
+    Column("updated_at", Float, nullable=False),  # moves only when content_hash changes
+    UniqueConstraint("crawl_id", "url_hash", "parser", "record_key"),
+    Index("ix_parsed_records_parser", "crawl_id", "parser", "kind"),
+)
+
+# Parse outcomes per day, so a site whose layout changed shows as a drop in its success rate.
+parser_stats = Table(
+    "parser_stats",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("crawl_id", Id, ForeignKey("crawls.id", ondelete="CASCADE"), nullable=False),
+    Column("day", Float, nullable=False),  # UTC midnight, epoch seconds
+    Column("host", String(300), nullable=False),
+    Column("parser", String(100), nullable=False),
+    Column("parser_version", String(50), nullable=False),
+    Column("attempts", BigInteger, nullable=False, default=0),  # = successes + empty + errors
+    Column("successes", BigInteger, nullable=False, default=0),  # pages with records
+    Column("empty", BigInteger, nullable=False, default=0),  # handled pages without any
+    Column("errors", BigInteger, nullable=False, default=0),  # the parser raised / bad records
+    Column("records", BigInteger, nullable=False, default=0),
+    Column("seconds", Float, nullable=False, default=0.0),  # time spent parsing
+    Column("updated_at", Float, nullable=False),
+    UniqueConstraint("crawl_id", "host", "parser", "parser_version", "day"),
 )

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -27,7 +27,9 @@ from harvestman.records import (
     Outcome,
     UrlStatus,
 )
-from harvestman.store import dialect, migrate
+from harvestman.store import dialect, history, keyset, migrate, parsed
+from harvestman.store.keyset import Key
+from harvestman.store.lists import RowFilter, columns
 from harvestman.store.schema import (
     cookies,
     crawled_pages,
@@ -62,6 +64,7 @@ _PAGE_COLUMNS = (
     "content_hash", "title", "description", "canonical", "lang", "links_count",
     "crawl_duration_ms", "fetched_at", "error_class", "error", "validation_status",
     "rejection_reason", "simhash", "near_duplicate_of", "proxy", "archive_path", "text",
+    "main_text",
 )  # fmt: skip
 
 
@@ -428,6 +431,7 @@ class SqlStore:
         )
         self._write_errors(conn, crawl_id, outcomes, now)
         self._write_products(conn, crawl_id, [o for o in outcomes if o.products is not None], now)
+        parsed.write_parsed(conn, self.engine, crawl_id, outcomes, now)
         pages = [o for o in outcomes if o.page is not None]
         if not pages:
             return
@@ -833,6 +837,15 @@ class SqlStore:
 
     # -- reading ------------------------------------------------------------------------------
 
+    async def add_stats(self, crawl_id: int, buckets: Mapping[float, Mapping[str, int]]) -> None:
+        """Add per-minute counter deltas to the stats history (one additive upsert)."""
+
+        def _add() -> None:
+            with self._begin() as conn:
+                history.add_counts(conn, crawl_id, "minute", buckets)
+
+        await self._run(_add)
+
     async def counts(self, crawl_id: int) -> CrawlCounts:
         def _counts() -> CrawlCounts:
             with self.engine.connect() as conn:
@@ -882,6 +895,8 @@ class SqlStore:
             "status_codes": grouped(crawled_pages.c.status_code, crawled_pages),
             "errors": grouped(urls.c.error_class, urls, urls.c.error_class.is_not(None)),
             "hosts": grouped(crawled_pages.c.host, crawled_pages),
+            "parsers": parsed.parser_stats_report(self.engine, crawl_id)[:top],
+            "records": parsed.record_count(self.engine, crawl_id),
         }
 
     def host_states(self, crawl_id: int, top: int = 20) -> list[dict[str, Any]]:
@@ -970,36 +985,30 @@ class SqlStore:
                 yield {**row, "images": pictures.get(row["id"], [])}
             last_id = rows[-1]["id"]
 
-    def error_rows(
-        self, crawl_id: int, category: str | None = None, limit: int = 100
-    ) -> list[dict[str, Any]]:
-        """The newest error log entries of a crawl (optionally of one category)."""
-        query = select(error_logs).where(error_logs.c.crawl_id == crawl_id)
-        if category:
-            query = query.where(error_logs.c.category == category)
-        query = query.order_by(error_logs.c.id.desc()).limit(limit)
-        with self.engine.connect() as conn:
-            return [dict(row) for row in conn.execute(query).mappings()]
+    def iter_records(self, crawl_id: int, parser: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every record site parsers stored for a crawl, in id order, constant memory."""
+        return parsed.iter_records(self.engine, crawl_id, parser=parser)
 
-    def requeue_failed(self, crawl_id: int, error_class: str | None, now: float) -> int:
-        """Put dead letters (failed URLs) back into the frontier, due now, retries reset."""
-        condition = [urls.c.crawl_id == crawl_id, urls.c.status == UrlStatus.FAILED.value]
-        if error_class:
-            condition.append(urls.c.error_class == error_class)
-        with self._begin() as conn:
-            return (
-                conn.execute(
-                    update(urls)
-                    .where(*condition)
-                    .values(
-                        status=UrlStatus.PENDING.value,
-                        attempts=0,
-                        next_crawl_at=now,
-                        updated_at=now,
-                    )
-                ).rowcount
-                or 0
+    def parser_stats(self, crawl_id: int, **filters: Any) -> list[dict[str, Any]]:
+        """Success rates per (host, parser, version): ``store.parsed.parser_stats_report``."""
+        return parsed.parser_stats_report(self.engine, crawl_id, **filters)
+
+    def list_rows(
+        self, where: RowFilter, *, after: Key | None = None, limit: int = 50, offset: int = 0
+    ) -> tuple[list[dict[str, Any]], Key | None]:
+        """One page of a browsable list (``store.lists``) and the key of the next (None at
+        the end). Synchronous: the API runs it off the event loop."""
+        query = select(*columns(where)).where(*where.conditions())
+        with self.engine.connect() as conn:
+            rows, next_after = where.keyset.page(
+                conn, query, after=after, limit=limit, offset=offset, prefix=where.index_prefix()
             )
+        return [dict(row) for row in rows], next_after
+
+    def count_rows(self, where: RowFilter) -> int:
+        """How many rows the list holds (exact: a scan of its index range)."""
+        with self.engine.connect() as conn:
+            return keyset.count(conn, where.table, where.conditions())
 
     def iter_pages(self, crawl_id: int, batch: int = 1000) -> Iterator[dict[str, Any]]:
         """Every stored page of a crawl with its URL row's depth, in id order, in constant memory.
