@@ -112,6 +112,14 @@ def crawler_command(args: argparse.Namespace, ports: list[int], db: Path, run: P
     return command
 
 
+def as_throughput_run(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill what ``crawler_command`` reads as this benchmark's throughput run does (one host,
+    politeness off), for the scripts that crawl the same site to compare settings."""
+    args.delay, args.per_host_concurrency, args.concurrency = 0.0, 64, 64
+    args.max_depth, args.max_pages, args.seeds_file = 20, 0, False
+    return args
+
+
 def run_measured(command: list[str], log: Path, timeout: float) -> Measured:
     """Run the crawler to its end (SIGINT after ``timeout``, SIGKILL 15 s later)."""
     with log.open("wb") as output:

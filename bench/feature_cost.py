@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from crawl_bench import OUT, REPO, crawler_command, run_measured
+from crawl_bench import OUT, REPO, as_throughput_run, crawler_command, run_measured
 from serve import start_server
 from synthsite import SiteParams, describe, load_or_generate
 
@@ -44,11 +44,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--page-bytes", type=int, default=20_000)
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--harvestman", type=Path, default=REPO / ".venv" / "bin" / "harvestman")
-    args = parser.parse_args()
-    # What crawler_command reads: the throughput run of crawl_bench.py.
-    args.delay, args.per_host_concurrency, args.concurrency = 0.0, 64, 64
-    args.max_depth, args.max_pages, args.seeds_file = 20, 0, False
-    return args
+    return as_throughput_run(parser.parse_args())
 
 
 def main() -> int:

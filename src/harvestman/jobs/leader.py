@@ -19,6 +19,8 @@ from harvestman.jobs.models import scheduler_leases
 from harvestman.store import dialect
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
     from harvestman.jobs.db import JobStore
 
 MAINTENANCE = "maintenance"
@@ -68,20 +70,22 @@ class LeaderLease:
                     )
                 ).rowcount
                 if not taken:
-                    # RETURNING, not rowcount: psycopg reports -1 for INSERT ... ON CONFLICT.
-                    inserted = conn.execute(
-                        dialect.insert_ignore(self._store.engine, table, "name")
-                        .values(
-                            name=self.name, holder=self.holder, acquired_at=now, expires_at=expires
-                        )
-                        .returning(table.c.name)
-                    ).first()
-                    taken = inserted is not None
+                    taken = self._insert(conn, now, expires)
             return bool(taken)
 
         held = await self._store.run(_acquire)
         self._expires_at = expires if held else 0.0
         return held
+
+    def _insert(self, conn: Connection, now: float, expires: float) -> bool:
+        """Create the lease row held by this instance; False when another created it first."""
+        # RETURNING, not rowcount: psycopg reports -1 for INSERT ... ON CONFLICT.
+        inserted = conn.execute(
+            dialect.insert_ignore(self._store.engine, scheduler_leases, "name")
+            .values(name=self.name, holder=self.holder, acquired_at=now, expires_at=expires)
+            .returning(scheduler_leases.c.name)
+        ).first()
+        return inserted is not None
 
     renew = acquire
 
@@ -100,14 +104,7 @@ class LeaderLease:
                     .values(holder=self.holder, acquired_at=now, expires_at=expires)
                 ).rowcount
                 if not taken:
-                    inserted = conn.execute(
-                        dialect.insert_ignore(self._store.engine, table, "name")
-                        .values(
-                            name=self.name, holder=self.holder, acquired_at=now, expires_at=expires
-                        )
-                        .returning(table.c.name)
-                    ).first()
-                    taken = inserted is not None
+                    taken = self._insert(conn, now, expires)
             return bool(taken)
 
         held = await self._store.run(_take)
