@@ -87,6 +87,19 @@ async def test_the_crawl_lists_page_by_cursor_through_every_row_once(api: Api) -
     assert [d["host"] for d in some] == ["d01.test", "d10.test", "d11.test", "d12.test"]
 
 
+async def test_domains_count_their_failed_urls_in_the_crawl(api: Api) -> None:
+    engine = api.store.engine
+    _crawl_rows(engine)  # URLs 0, 4, 8, ... failed: two on each of h0, h1 and h2
+    with engine.begin() as conn:
+        conn.execute(insert(domains), [{"host": f"h{n}.test", "updated_at": NOW} for n in range(3)])
+    listed, _ = await _walk(api, "/api/domains", 20, host="h")
+    assert {d["host"]: d["errors"] for d in listed} == {"h0.test": 2, "h1.test": 2, "h2.test": 2}
+    quiet, _ = await _walk(api, "/api/domains", 20, host="d0")
+    assert {d["errors"] for d in quiet} == {0}
+    elsewhere, _ = await _walk(api, "/api/domains", 20, host="h", crawl="nowhere")
+    assert {d["errors"] for d in elsewhere} == {0}  # a crawl that does not exist failed nothing
+
+
 async def test_the_jobs_domain_lists_page_by_cursor(api: Api) -> None:
     created = []
     for n in range(7):

@@ -12,6 +12,7 @@ from sqlalchemy import update
 from apiclient import Api, running_api
 from conftest import SettingsFactory
 from harvestman.jobs import JobStatus
+from harvestman.jobs.adaptive import AdaptiveState
 from harvestman.jobs.models import jobs as jobs_table
 
 
@@ -164,6 +165,22 @@ async def test_actions_follow_the_state_machine(api: Api) -> None:
     assert cancelled.json()["status"] == "cancelled"
     again = await api.post(f"/api/v1/jobs/{jid}/cancel")
     assert (again.status_code, again.json()["error"]["details"]["allowed_actions"]) == (409, [])
+
+
+async def test_jobs_show_the_interval_adaptive_scheduling_chose(api: Api) -> None:
+    source = await _source(api)
+    adaptive = await _job(api, source["id"], interval_minutes=30)
+    fixed = await _job(api, source["id"], interval_minutes=30, adaptive_scheduling=False)
+    assert adaptive["adapted_interval_seconds"] is None  # no run observed yet
+
+    state = AdaptiveState(source_id=int(source["id"]), unchanged_count=2, current_interval=7200.0)
+    await api.jobs.sources.save_adaptive_state(state)
+
+    one = (await api.get(f"/api/v1/jobs/{adaptive['id']}")).json()
+    assert one["adapted_interval_seconds"] == 7200.0
+    listed = (await api.get("/api/v1/jobs")).json()["items"]
+    adapted = {job["id"]: job["adapted_interval_seconds"] for job in listed}
+    assert adapted == {adaptive["id"]: 7200.0, fixed["id"]: None}  # a fixed job keeps its own
 
 
 async def test_running_job_cannot_be_deleted(api: Api) -> None:

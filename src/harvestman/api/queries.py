@@ -17,6 +17,24 @@ from harvestman.store import history
 from harvestman.store.schema import crawled_pages, domains, urls
 
 
+def host_failures(engine: Engine, crawl: int, hosts: list[str]) -> dict[str, int]:
+    """Failed frontier rows per host of ``hosts`` in a crawl: one range of ``ix_urls_lease``
+    (crawl, status, host), however many URLs the hosts have."""
+    if not hosts:
+        return {}
+    query = (
+        select(urls.c.host, func.count())
+        .where(
+            urls.c.crawl_id == crawl,
+            urls.c.status == UrlStatus.FAILED.value,
+            urls.c.host.in_(hosts),
+        )
+        .group_by(urls.c.host)
+    )
+    with engine.connect() as conn:
+        return {str(host): int(n) for host, n in conn.execute(query)}
+
+
 def frontier_stats(engine: Engine, crawl: int, now: float) -> dict[str, Any]:
     """Rows per status, pending rows due now, hosts with pending rows."""
     pending = and_(urls.c.crawl_id == crawl, urls.c.status == UrlStatus.PENDING.value)

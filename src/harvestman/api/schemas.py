@@ -6,6 +6,7 @@ rather than an overflow in the database.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any, Generic, Literal, TypeVar
 
@@ -161,12 +162,21 @@ class JobOut(BaseModel):
     metadata: dict[str, Any]
     created_at: float
     updated_at: float
+    adapted_interval_seconds: float | None = Field(
+        None,
+        description="the interval adaptive scheduling chose after the source's last run "
+        "(None: not adaptive, or no run observed yet)",
+    )
 
     @classmethod
-    def of(cls, job: Job) -> JobOut:
+    def of(cls, job: Job, adapted: Mapping[int, float] | None = None) -> JobOut:
+        """``adapted``: seconds per source id, from ``SourceRepository.adapted_intervals``."""
         values = asdict(job)
         values.pop("last_moved_at", None)
-        return cls(**values, allowed_actions=allowed_actions(job.status))
+        interval = (adapted or {}).get(job.source_id) if job.adaptive_scheduling else None
+        return cls(
+            **values, allowed_actions=allowed_actions(job.status), adapted_interval_seconds=interval
+        )
 
 
 class ExecutionOut(BaseModel):

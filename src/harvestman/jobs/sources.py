@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, fields, replace
 from typing import TYPE_CHECKING, Any
 
@@ -175,6 +175,24 @@ class SourceRepository:
         await self._store.run(_delete)
 
     # -- adaptive scheduling state ------------------------------------------------------------
+
+    async def adapted_intervals(self, source_ids: Collection[int]) -> dict[int, float]:
+        """The interval adaptive scheduling settled on, in seconds, per source that has one."""
+        ids = sorted(set(source_ids))
+        if not ids:
+            return {}
+        state = source_adaptive_state
+
+        def _load() -> dict[int, float]:
+            with self._store.read() as conn:
+                rows = conn.execute(
+                    select(state.c.source_id, state.c.current_interval).where(
+                        state.c.source_id.in_(ids), state.c.current_interval.is_not(None)
+                    )
+                )
+                return {int(source): float(interval) for source, interval in rows}
+
+        return await self._store.run(_load)
 
     async def adaptive_state(self, source_id: int) -> AdaptiveState:
         """The source's adaptive state (a blank one before its first observed run)."""

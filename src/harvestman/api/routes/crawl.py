@@ -229,14 +229,26 @@ async def list_domains(
     request: Request,
     _: User,
     host: str | None = Query(None, max_length=300, description="part of the host name"),
+    crawl: str | None = CrawlName,
     limit: Limit = 50,
     offset: Offset = 0,
     cursor: Cursor = None,
 ) -> dict[str, Any]:
-    """Known domains by host name (see ``Page``)."""
+    """Known domains by host name (see ``Page``); ``errors`` counts each host's failed URLs in
+    ``crawl`` (the service's default crawl unless named)."""
     ctx = context_of(request)
     where = DomainFilter(host_contains=host)
-    return await _list(ctx, "domains", where, cursor=cursor, limit=limit, offset=offset)
+    page = await _list(ctx, "domains", where, cursor=cursor, limit=limit, offset=offset)
+    crawl_id = await ctx.sql_store.find_crawl(crawl or ctx.settings.crawl_name)
+    hosts = [item["host"] for item in page["items"]]
+    failures = (
+        {}
+        if crawl_id is None
+        else await ctx.read(queries.host_failures, ctx.sql_store.engine, crawl_id, hosts)
+    )
+    for item in page["items"]:
+        item["errors"] = failures.get(item["host"], 0)
+    return page
 
 
 @router.get("/api/domains/{domain}/robots")

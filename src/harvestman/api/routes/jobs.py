@@ -7,14 +7,21 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request, Response
 
 from harvestman.api import paging
-from harvestman.api.context import context_of
+from harvestman.api.context import ApiContext, context_of
 from harvestman.api.params import Admin, Cursor, Id, Limit, Offset, User
 from harvestman.api.schemas import JobIn, JobOut, JobUpdate, Page
-from harvestman.jobs import Action, IntervalType, JobSpec, sync_enabled_sources
+from harvestman.jobs import Action, IntervalType, Job, JobSpec, sync_enabled_sources
 
 router = APIRouter(tags=["jobs"])
 
 JobState = Literal["pending", "scheduled", "running", "completed", "failed", "paused", "cancelled"]
+
+
+async def _out(ctx: ApiContext, *jobs: Job) -> list[JobOut]:
+    """Jobs as the API shows them, with the interval adaptive scheduling chose for each."""
+    adaptive = [job.source_id for job in jobs if job.adaptive_scheduling]
+    adapted = await ctx.job_store.sources.adapted_intervals(adaptive)
+    return [JobOut.of(job, adapted) for job in jobs]
 
 
 @router.get("/api/v1/jobs", response_model=Page[JobOut])
@@ -40,7 +47,7 @@ async def list_jobs(
             offset=offset,
             with_total=False,
         )
-        return [JobOut.of(j) for j in page.items], page.next_after, None
+        return await _out(ctx, *page.items), page.next_after, None
 
     return await paging.paged(
         ctx.counts,
@@ -63,7 +70,8 @@ async def create_job(request: Request, body: JobIn, _: Admin) -> JobOut:
     values["interval_type"] = IntervalType(values["interval_type"])
     job = await ctx.job_store.jobs.create(JobSpec(**values))
     ctx.counts.forget("jobs")
-    return JobOut.of(job)
+    (out,) = await _out(ctx, job)
+    return out
 
 
 @router.get("/api/v1/jobs/status-counts")
@@ -75,7 +83,9 @@ async def status_counts(request: Request, _: User) -> dict[str, int]:
 
 @router.get("/api/v1/jobs/{job_id}", response_model=JobOut)
 async def get_job(request: Request, job_id: Id, _: User) -> JobOut:
-    return JobOut.of(await context_of(request).job_store.jobs.get(job_id))
+    ctx = context_of(request)
+    (job,) = await _out(ctx, await ctx.job_store.jobs.get(job_id))
+    return job
 
 
 @router.put("/api/v1/jobs/{job_id}", response_model=JobOut)
@@ -94,7 +104,8 @@ async def update_job(request: Request, job_id: Id, body: JobUpdate, _: Admin) ->
         changes["interval_type"] = IntervalType(changes["interval_type"])
     job = await ctx.job_store.jobs.update(job_id, changes)
     ctx.counts.forget("jobs")
-    return JobOut.of(job)
+    (out,) = await _out(ctx, job)
+    return out
 
 
 @router.delete("/api/v1/jobs/{job_id}", status_code=204)
@@ -110,7 +121,8 @@ async def _act(request: Request, job_id: int, action: Action) -> JobOut:
     ctx = context_of(request)
     job = await ctx.job_store.jobs.act(job_id, action)
     ctx.counts.forget("jobs")  # its status changed: the counts per status did
-    return JobOut.of(job)
+    (out,) = await _out(ctx, job)
+    return out
 
 
 @router.post("/api/v1/jobs/{job_id}/pause", response_model=JobOut)

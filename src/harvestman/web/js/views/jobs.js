@@ -23,11 +23,11 @@ export function intervalText(job) {
   return span(job.interval_minutes * (UNIT[job.interval_type] || 60));
 }
 
-/** The interval adaptive scheduling chose: the gap between the last run and the next. */
+/** The interval adaptive scheduling chose after the source's last run (from the API). */
 export function adaptedText(job) {
   if (!job.adaptive_scheduling || job.interval_minutes === null) return "—";
-  if (job.last_run_at === null || job.next_run_at === null || job.next_run_at <= job.last_run_at) return "—";
-  return span(job.next_run_at - job.last_run_at);
+  if (job.adapted_interval_seconds === null || job.adapted_interval_seconds === undefined) return "—";
+  return span(job.adapted_interval_seconds);
 }
 
 export function lastResult(job) {
