@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -15,7 +16,9 @@ from apiclient import Api, running_api
 from conftest import POSTGRES_URL, pg_schema, require_service
 from harvestman.api.paging import decode_cursor, encode_cursor
 from harvestman.config import Settings
+from harvestman.coord.redis import RedisCoordinator
 from harvestman.jobs.models import job_executions, jobs, sources
+from harvestman.resilience import BreakerRecord, BreakerState
 from harvestman.store import dialect
 from harvestman.store.lists import DomainFilter, PageFilter, RowFilter, UrlFilter, columns
 from harvestman.store.schema import crawls as crawls_table
@@ -98,6 +101,36 @@ async def test_domains_count_their_failed_urls_in_the_crawl(api: Api) -> None:
     assert {d["errors"] for d in quiet} == {0}
     elsewhere, _ = await _walk(api, "/api/domains", 20, host="h", crawl="nowhere")
     assert {d["errors"] for d in elsewhere} == {0}  # a crawl that does not exist failed nothing
+
+
+async def test_domains_show_the_breaker_states_workers_publish_in_redis(
+    make_settings: Any, redis_url: str
+) -> None:
+    prefix = f"t{uuid.uuid4().hex[:12]}"
+    settings = make_settings(redis_url=redis_url, redis_prefix=prefix)
+    async with running_api(settings, redis_url=redis_url, redis_prefix=prefix) as api:
+        with api.store.engine.begin() as conn:
+            conn.execute(
+                insert(domains), [{"host": f"b{n}.test", "updated_at": NOW} for n in range(3)]
+            )
+        coordinator = RedisCoordinator(redis_url, api.store, prefix=prefix)
+        try:
+            opened = BreakerRecord(BreakerState.OPEN, failures=5, opened_at=NOW).to_dict()
+            half = BreakerRecord(BreakerState.HALF_OPEN, failures=5).to_dict()
+            await coordinator.put_breakers({"b0.test": opened, "b1.test": half})
+            listed, _ = await _walk(api, "/api/domains", 20, host="b")
+            await coordinator.redis.delete(f"{prefix}:breakers")
+        finally:
+            await coordinator.close()
+    states = {d["host"]: d["breaker"] for d in listed}
+    assert states == {"b0.test": "open", "b1.test": "half_open", "b2.test": "closed"}
+
+
+async def test_without_redis_breaker_states_are_not_known(api: Api) -> None:
+    with api.store.engine.begin() as conn:
+        conn.execute(insert(domains), [{"host": "b0.test", "updated_at": NOW}])
+    listed, _ = await _walk(api, "/api/domains", 20)
+    assert [d["breaker"] for d in listed] == [None]
 
 
 async def test_the_jobs_domain_lists_page_by_cursor(api: Api) -> None:

@@ -35,6 +35,7 @@ from harvestman.api.safety import UrlGuard
 from harvestman.api.settings import ApiSettings
 
 if TYPE_CHECKING:
+    from harvestman.api.breakers import BreakerStates
     from harvestman.config import Settings
     from harvestman.jobs import JobStore, Scheduler
     from harvestman.jobs.events import SourceEvents
@@ -77,6 +78,14 @@ def _source_events(
     return events
 
 
+def _breaker_states(settings: ApiSettings) -> BreakerStates | None:
+    if not settings.redis_url:
+        return None
+    from harvestman.api.breakers import BreakerStates
+
+    return BreakerStates(settings.redis_url, settings.redis_prefix)
+
+
 def create_app(
     settings: Settings,
     *,
@@ -109,6 +118,7 @@ def create_app(
         guard=UrlGuard(api_settings.allow_networks),
         source_events=_source_events(api_settings, scheduler, source_events),
         counts=CountCache(api_settings.count_cache_seconds),
+        breakers=_breaker_states(api_settings),
     )
 
     @contextlib.asynccontextmanager
@@ -125,6 +135,8 @@ def create_app(
                 await task
             await ctx.limiter.close()
             await ctx.counts.close()
+            if ctx.breakers is not None:
+                await ctx.breakers.close()
             if ctx.source_events is not None and source_events is None:
                 await ctx.source_events.close()
 

@@ -17,6 +17,7 @@ from harvestman.api.safety import UrlGuard
 from harvestman.api.settings import ApiSettings
 
 if TYPE_CHECKING:
+    from harvestman.api.breakers import BreakerStates
     from harvestman.config import Settings
     from harvestman.jobs import JobStore, Scheduler
     from harvestman.jobs.events import SourceEvents
@@ -36,6 +37,7 @@ class ApiContext:
     jwt_secret: str
     guard: UrlGuard
     source_events: SourceEvents | None = None
+    breakers: BreakerStates | None = None  # with Redis: the states workers publish
     counts: CountCache = field(default_factory=lambda: CountCache(5.0))
     started_at: float = field(default_factory=time.time)
     shutdown: asyncio.Event = field(default_factory=asyncio.Event)

@@ -235,7 +235,8 @@ async def list_domains(
     cursor: Cursor = None,
 ) -> dict[str, Any]:
     """Known domains by host name (see ``Page``); ``errors`` counts each host's failed URLs in
-    ``crawl`` (the service's default crawl unless named)."""
+    ``crawl`` (the service's default crawl unless named); ``breaker`` is its circuit breaker's
+    state as workers publish it in Redis (None: not known here, without Redis)."""
     ctx = context_of(request)
     where = DomainFilter(host_contains=host)
     page = await _list(ctx, "domains", where, cursor=cursor, limit=limit, offset=offset)
@@ -246,8 +247,10 @@ async def list_domains(
         if crawl_id is None
         else await ctx.read(queries.host_failures, ctx.sql_store.engine, crawl_id, hosts)
     )
+    breakers = None if ctx.breakers is None else await ctx.breakers.of(hosts)
     for item in page["items"]:
         item["errors"] = failures.get(item["host"], 0)
+        item["breaker"] = None if breakers is None else breakers.get(item["host"])
     return page
 
 
