@@ -236,24 +236,7 @@ class SqlStore:
         )
         conn.execute(
             stmt,
-            [
-                {
-                    "crawl_id": crawl_id,
-                    "url_hash": row.url_hash,
-                    "url": row.url,
-                    "host": row.host,
-                    "status": UrlStatus.PENDING.value,
-                    "priority": row.priority,
-                    "depth": row.depth,
-                    "next_crawl_at": now,
-                    "attempts": 0,
-                    "discovered_at": now,
-                    "updated_at": now,
-                    "kind": row.kind,
-                    "lastmod": row.lastmod,
-                }
-                for row in dated
-            ],
+            [_pending_row(crawl_id, row, now, row.lastmod) for row in dated],
         )
 
     def _insert_links(
@@ -271,24 +254,7 @@ class SqlStore:
         )
         conn.execute(
             insert,
-            [
-                {
-                    "crawl_id": crawl_id,
-                    "url_hash": row.url_hash,
-                    "url": row.url,
-                    "host": row.host,
-                    "status": UrlStatus.PENDING.value,
-                    "priority": row.priority,
-                    "depth": row.depth,
-                    "next_crawl_at": now,
-                    "attempts": 0,
-                    "discovered_at": now,
-                    "updated_at": now,
-                    "kind": row.kind,
-                    "lastmod": None,
-                }
-                for row in rows
-            ],
+            [_pending_row(crawl_id, row, now, None) for row in rows],
         )
         hashes = [row.url_hash for row in rows]
         for start in range(0, len(hashes), _RECRAWL_CHUNK):
@@ -1080,3 +1046,22 @@ def _product_row(product: Any, digest: str, now: float) -> dict[str, Any]:
 
 # The built-in product extractor's version: bump it when its output changes.
 PRODUCTS_PARSER = "1"
+
+
+def _pending_row(crawl_id: int, row: NewUrl, now: float, lastmod: float | None) -> dict[str, Any]:
+    """A discovered URL as a new frontier row."""
+    return {
+        "crawl_id": crawl_id,
+        "url_hash": row.url_hash,
+        "url": row.url,
+        "host": row.host,
+        "status": UrlStatus.PENDING.value,
+        "priority": row.priority,
+        "depth": row.depth,
+        "next_crawl_at": now,
+        "attempts": 0,
+        "discovered_at": now,
+        "updated_at": now,
+        "kind": row.kind,
+        "lastmod": lastmod,
+    }
