@@ -120,6 +120,26 @@ def as_throughput_run(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+def cpu_per_page(args: argparse.Namespace, ports: list[int], name: str) -> float | None:
+    """Crawl once from a fresh store in ``runs/<name>`` and print the crawler's CPU per page
+    (µs); None when the crawler failed. For the scripts that compare settings on this site."""
+    run = OUT / "runs" / name
+    shutil.rmtree(run, ignore_errors=True)
+    run.mkdir(parents=True)
+    command = crawler_command(args, ports, run / "harvestman.db", run)
+    measured = run_measured(command, run / "crawler.log", args.timeout)
+    if measured.returncode != 0:
+        print(f"crawler exited with {measured.returncode}: see {run / 'crawler.log'}")
+        return None
+    per_page = measured.cpu / args.pages * 1e6
+    print(
+        f"{name:22} CPU {measured.cpu:5.1f} s = {per_page:6.0f} µs/page, "
+        f"wall {measured.wall:5.1f} s, load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    return per_page
+
+
 def run_measured(command: list[str], log: Path, timeout: float) -> Measured:
     """Run the crawler to its end (SIGINT after ``timeout``, SIGKILL 15 s later)."""
     with log.open("wb") as output:

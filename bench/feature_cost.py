@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from crawl_bench import OUT, REPO, as_throughput_run, crawler_command, run_measured
+from crawl_bench import OUT, REPO, as_throughput_run, cpu_per_page
 from serve import start_server
 from synthsite import SiteParams, describe, load_or_generate
 
@@ -57,24 +56,13 @@ def main() -> int:
     with start_server([site / str(hosts[0]["dir"])], access_log=False) as server:
         for round_ in range(args.rounds):
             for mode in ("off", "on"):
-                run = OUT / "runs" / f"feature-cost-{mode}"
-                shutil.rmtree(run, ignore_errors=True)
-                run.mkdir(parents=True)
                 value = "true" if mode == "on" else "false"
                 for name in FEATURES:
                     os.environ[f"HARVESTMAN_{name}"] = value
-                command = crawler_command(args, server.ports, run / "harvestman.db", run)
-                measured = run_measured(command, run / "crawler.log", args.timeout)
-                if measured.returncode != 0:
-                    print(f"crawler exited with {measured.returncode}: see {run / 'crawler.log'}")
+                per_page = cpu_per_page(args, server.ports, f"feature-cost-{mode}-{round_ + 1}")
+                if per_page is None:
                     return 1
-                cpu = measured.user + measured.system
-                per_page = cpu / args.pages * 1e6
                 figures[mode].append(per_page)
-                print(
-                    f"round {round_ + 1} {mode:3}  CPU {cpu:5.1f} s = {per_page:6.0f} µs/page, "
-                    f"wall {measured.wall:5.1f} s, load {os.getloadavg()[0]:.1f}"
-                )
     off, on = statistics.median(figures["off"]), statistics.median(figures["on"])
     extra = on / off - 1
     print(f"median    off {off:.0f} µs/page, on {on:.0f} µs/page: {extra:+.1%} CPU per page")

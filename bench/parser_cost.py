@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from crawl_bench import OUT, REPO, as_throughput_run, crawler_command, run_measured
+from crawl_bench import OUT, REPO, as_throughput_run, cpu_per_page
 from serve import start_server
 from synthsite import SiteParams, describe, load_or_generate
 
@@ -70,24 +69,12 @@ def main() -> int:
     with start_server([site / str(hosts[0]["dir"])], access_log=False) as server:
         for round_ in range(args.rounds):
             for mode in modes:
-                run = OUT / "runs" / f"parser-cost-{mode}"
-                shutil.rmtree(run, ignore_errors=True)
-                run.mkdir(parents=True)
                 os.environ.pop("HARVESTMAN_PARSERS", None)
                 os.environ.update(MODES[mode])
-                command = crawler_command(args, server.ports, run / "harvestman.db", run)
-                measured = run_measured(command, run / "crawler.log", args.timeout)
-                if measured.returncode != 0:
-                    print(f"crawler exited with {measured.returncode}: see {run / 'crawler.log'}")
+                per_page = cpu_per_page(args, server.ports, f"parser-cost-{mode}-{round_ + 1}")
+                if per_page is None:
                     return 1
-                cpu = measured.user + measured.system
-                per_page = cpu / args.pages * 1e6
                 figures[mode].append(per_page)
-                print(
-                    f"round {round_ + 1} {mode:9}  CPU {cpu:5.1f} s = {per_page:6.0f} µs/page, "
-                    f"wall {measured.wall:5.1f} s, load {os.getloadavg()[0]:.1f}",
-                    flush=True,
-                )
     base = statistics.median(figures[modes[0]])
     for mode in modes:
         median = statistics.median(figures[mode])
