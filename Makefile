@@ -6,7 +6,7 @@ URL    ?=
 
 .PHONY: run test lint bench setup clean
 
-$(BIN)/harvestman: pyproject.toml
+$(BIN)/harvestman: pyproject.toml src/harvestman/_simhash.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev,speed]'

@@ -8,8 +8,12 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from harvestman import simhash as simhash_module
 from harvestman.simhash import (
+    COMPILED,
     MAX_DISTANCE,
     NearDuplicateIndex,
     from_signed64,
@@ -35,6 +39,50 @@ def test_fingerprints_are_pinned() -> None:
     assert simhash64("The quick brown fox jumps over the lazy dog") == 0x7D62690FF9527534
     assert simhash64("Überschrift: Größe") == 0xF2023C75E78B32B3
     assert simhash64("hello") == 0x791444986747719C
+
+
+def test_the_compiled_kernel_is_built() -> None:
+    # `pip install -e .` compiles it wherever a C compiler is; the numpy fallback is for
+    # installs without one, and would cost the crawl ~150 µs a page.
+    assert COMPILED, "harvestman._simhash was not built: reinstall with a C compiler present"
+
+
+needs_kernel = pytest.mark.skipif(not COMPILED, reason="harvestman._simhash was not built")
+
+# Words of every kind the kernel treats apart: short and long (over 8 and 16 bytes, where only
+# the first and last 8 bytes count), upper case, digits, non-ASCII, lone surrogates.
+_WORDS = st.sampled_from(
+    ["a", "Bb", "hello", "Größe", "12345678", "abcdefghi", "abcdefghijklmnopqrstu",
+     "日本語テキスト", "ÉTÉ", "x\ud800y", "Z9"]
+)  # fmt: skip
+_SEPARATORS = st.sampled_from([" ", ", ", "\n\t", "--", "_", "@", "[", "`", "{", "\0", "\x7f"])
+
+
+@needs_kernel
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_WORDS, _SEPARATORS), max_size=600))
+def test_the_kernel_gives_the_numpy_reference_values(parts: list[tuple[str, str]]) -> None:
+    text = "".join(word + separator for word, separator in parts)
+    utf8 = text.encode("utf-8", "surrogatepass")
+    assert simhash64(text) == simhash_module._simhash64_numpy(utf8)
+
+
+@needs_kernel
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=500))
+def test_the_kernel_gives_the_numpy_reference_values_on_any_text(text: str) -> None:
+    utf8 = text.encode("utf-8", "surrogatepass")
+    assert simhash64(text) == simhash_module._simhash64_numpy(utf8)
+
+
+def test_the_kernel_reads_any_buffer() -> None:
+    assert simhash_module._simhash64_numpy(b"hello world") == simhash64("hello world")
+    if COMPILED:
+        from harvestman._simhash import simhash64_utf8
+
+        assert simhash64_utf8(memoryview(b"hello world")) == simhash64("hello world")
+        with pytest.raises(TypeError):
+            simhash64_utf8("not bytes")
 
 
 def test_another_process_computes_the_same_fingerprint() -> None:
