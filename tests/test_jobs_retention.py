@@ -37,6 +37,7 @@ RULES = RetentionRules(
     completed_after=7 * DAY,
     failed_after=None,
     pages_after=None,
+    errors_after=None,
     stats_minutes_after=None,
     compact=False,
 )

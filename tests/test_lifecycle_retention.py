@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import Engine, insert
 
 from harvestman.lifecycle import RetentionRules, apply_retention, compact
-from harvestman.store.schema import crawled_pages, urls, workers
+from harvestman.store.schema import crawled_pages, error_logs, urls, workers
 from storerows import DAY, NOW, add_crawl, add_page, add_url, open_store, store_url, table_rows
 
 
@@ -70,6 +70,13 @@ def arrange_ages(engine: Engine) -> None:
     add_page(engine, one, "http://a.test/old89", 89)
     add_page(engine, one, "http://a.test/old91", 91, description="kept in the archive")
     add_page(engine, two, "http://b.test/old400", 400, simhash=-5)
+    for crawl, task, age in ((one, "http://a.test/e29", 29), (two, "http://b.test/e31", 31),
+                             (None, "job 7", 45)):  # fmt: skip
+        with engine.begin() as conn:
+            conn.execute(insert(error_logs).values(
+                crawl_id=crawl, category="network", error_class="ConnectError",
+                message=f"refused {task}", task=task, created_at=NOW - age * DAY,
+            ))  # fmt: skip
 
 
 def rules(tmp_path: Path, **overrides: object) -> RetentionRules:
@@ -85,6 +92,8 @@ def test_each_rule_deletes_exactly_the_rows_past_its_age(engine: Engine, tmp_pat
 
     assert (report.completed_deleted, report.failed_exported, report.failed_deleted) == (2, 2, 2)
     assert (report.pages_exported, report.pages_deleted) == (2, 2)
+    assert (report.errors_exported, report.errors_deleted) == (2, 2)
+    assert table_rows(engine, error_logs, "task") == [("http://a.test/e29",)]
     assert table_rows(engine, urls, "url", "status") == [
         ("http://a.test/c1", "completed"),
         ("http://a.test/c6", "completed"),
@@ -134,6 +143,22 @@ def test_old_pages_are_archived_whole_as_gzip_jsonl(engine: Engine, tmp_path: Pa
     assert set(records[0]) == {"crawl", *crawled_pages.c.keys()}
 
 
+def test_old_error_logs_are_archived_whole_as_gzip_jsonl(engine: Engine, tmp_path: Path) -> None:
+    arrange_ages(engine)
+
+    report = apply_retention(engine, rules(tmp_path), NOW)
+
+    assert report.errors_file == tmp_path / "retention" / "errors-20231114T221320Z.jsonl.gz"
+    records = [
+        orjson.loads(line) for line in gzip.decompress(report.errors_file.read_bytes()).splitlines()
+    ]
+    assert [(r["crawl"], r["task"], r["created_at"]) for r in records] == [
+        ("two", "http://b.test/e31", NOW - 31 * DAY),
+        (None, "job 7", NOW - 45 * DAY),
+    ]
+    assert set(records[0]) == {"crawl", *error_logs.c.keys()}
+
+
 def test_a_second_run_finds_nothing_and_writes_no_file(engine: Engine, tmp_path: Path) -> None:
     arrange_ages(engine)
     apply_retention(engine, rules(tmp_path), NOW)
@@ -141,8 +166,8 @@ def test_a_second_run_finds_nothing_and_writes_no_file(engine: Engine, tmp_path:
     again = apply_retention(engine, rules(tmp_path), NOW + 60)
 
     assert (again.completed_deleted, again.failed_deleted, again.pages_deleted) == (0, 0, 0)
-    assert (again.failed_file, again.pages_file) == (None, None)
-    assert len(list((tmp_path / "retention").iterdir())) == 2
+    assert (again.failed_file, again.pages_file, again.errors_file) == (None, None, None)
+    assert len(list((tmp_path / "retention").iterdir())) == 3
 
 
 def test_an_export_of_the_same_stamp_is_never_overwritten(engine: Engine, tmp_path: Path) -> None:
@@ -161,20 +186,25 @@ def test_rules_set_to_none_keep_their_rows(engine: Engine, tmp_path: Path) -> No
     arrange_ages(engine)
 
     report = apply_retention(
-        engine, RetentionRules(failed_after=None, pages_after=None, compact=False), NOW
+        engine,
+        RetentionRules(failed_after=None, pages_after=None, errors_after=None, compact=False),
+        NOW,
     )
 
     assert report.completed_deleted == 2
-    assert report.skipped == ["failed: kept (no rule)", "pages: kept (no rule)"]
+    assert report.skipped == [
+        "failed: kept (no rule)", "pages: kept (no rule)", "errors: kept (no rule)"
+    ]  # fmt: skip
     assert len(table_rows(engine, urls)) == 7
     assert len(table_rows(engine, crawled_pages)) == 4
+    assert len(table_rows(engine, error_logs)) == 3
 
 
 def test_rules_that_delete_exported_rows_need_an_export_dir() -> None:
     with pytest.raises(ValueError, match="need export_dir"):
         RetentionRules()
     with pytest.raises(ValueError, match="negative"):
-        RetentionRules(completed_after=-1, failed_after=None, pages_after=None)
+        RetentionRules(completed_after=-1, failed_after=None, pages_after=None, errors_after=None)
 
 
 def test_postgresql_vacuums_what_lost_rows_and_analyzes_the_rest(

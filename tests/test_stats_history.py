@@ -256,7 +256,12 @@ def test_maintenance_rolls_minutes_older_than_a_week_into_days(
     add(engine, two, "minute", {old_day + 120: {"pages": 16}})
     add(engine, one, "day", {old_day: {"pages": 32}})  # rolled up before
     rules = RetentionRules(
-        completed_after=None, failed_after=None, pages_after=None, batch_size=2, compact=False
+        completed_after=None,
+        failed_after=None,
+        pages_after=None,
+        errors_after=None,
+        batch_size=2,
+        compact=False,
     )
 
     report = apply_retention(engine, rules, NOW)
@@ -272,8 +277,8 @@ def test_maintenance_rolls_minutes_older_than_a_week_into_days(
     assert again.stats_minutes_rolled == 0
     assert history_rows(engine, "pages") == [(35,), (4,), (8,), (16,)]
     kept = apply_retention(engine, RetentionRules(
-        completed_after=None, failed_after=None, pages_after=None, stats_minutes_after=None,
-        compact=False,
+        completed_after=None, failed_after=None, pages_after=None, errors_after=None,
+        stats_minutes_after=None, compact=False,
     ), NOW + 30 * DAY)  # fmt: skip
     assert "stats: minute rows kept (no rule)" in kept.skipped
     assert history_rows(engine, "pages") == [(35,), (4,), (8,), (16,)]

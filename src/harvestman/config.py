@@ -168,6 +168,9 @@ class Settings(BaseSettings):
     retention_completed_days: float | None = Field(7.0, gt=0, description="None keeps them")
     retention_failed_days: float | None = Field(30.0, gt=0, description="exported, then deleted")
     retention_pages_days: float | None = Field(90.0, gt=0, description="archived to gzip JSONL")
+    retention_errors_days: float | None = Field(
+        30.0, gt=0, description="error_logs rows: archived to gzip JSONL, then deleted"
+    )
     retention_stats_minutes_days: float | None = Field(
         7.0, gt=0, description="per-minute stats older than this are rolled up into days"
     )

@@ -14,10 +14,13 @@ running crawl keeps writing in between. What it does, in order:
    ``pages-<stamp>.jsonl.gz`` in ``export_dir`` (every column, one JSON object a line), then
    deleted. A file rather than an archive table: the point is a smaller store, a table in the same
    database would not shrink it, and a gzip JSONL file is what the exports already speak.
-4. **stats history** minute rows older than ``stats_minutes_after`` are rolled up into day rows
+4. **error logs** (``error_logs``) older than ``errors_after`` are written to
+   ``errors-<stamp>.jsonl.gz`` in ``export_dir`` (every column), then deleted: the table takes a
+   row per failed fetch and would otherwise grow without end.
+5. **stats history** minute rows older than ``stats_minutes_after`` are rolled up into day rows
    (``rollup``): per batch, the minute rows are deleted and their sums added to their days in
    the same transaction, so the totals never change.
-5. the store is compacted (``compaction.compact``): statistics and free space, as it needs.
+6. the store is compacted (``compaction.compact``): statistics and free space, as it needs.
 
 A row is deleted only after the file holding it is fsynced (``spool.GzipSpool``), and only if it
 still matches its rule then (a URL re-queued or a page re-fetched meanwhile is kept). Exported
@@ -44,7 +47,7 @@ from harvestman.lifecycle.compaction import CompactionReport, compact
 from harvestman.lifecycle.rollup import roll_up_batch
 from harvestman.lifecycle.spool import GzipSpool
 from harvestman.records import UrlStatus
-from harvestman.store.schema import crawled_pages, crawls, stats_history, urls
+from harvestman.store.schema import crawled_pages, crawls, error_logs, stats_history, urls
 
 if TYPE_CHECKING:
     from harvestman.config import Settings
@@ -73,6 +76,7 @@ class RetentionRules:
     completed_after: float | None = 7 * DAY
     failed_after: float | None = 30 * DAY
     pages_after: float | None = 90 * DAY
+    errors_after: float | None = 30 * DAY
     stats_minutes_after: float | None = 7 * DAY
     export_dir: Path | None = None
     batch_size: int = 1000
@@ -82,15 +86,17 @@ class RetentionRules:
     live_worker_seconds: float = 60.0
 
     def __post_init__(self) -> None:
-        for name in ("completed_after", "failed_after", "pages_after", "stats_minutes_after"):
+        for name in (
+            "completed_after", "failed_after", "pages_after", "errors_after", "stats_minutes_after"
+        ):  # fmt: skip
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must not be negative, got {value}")
-        if self.export_dir is None and (
-            self.failed_after is not None or self.pages_after is not None
-        ):
+        exported = (self.failed_after, self.pages_after, self.errors_after)
+        if self.export_dir is None and any(age is not None for age in exported):
             raise ValueError(
-                "failed_after and pages_after need export_dir (rows are exported first)"
+                "failed_after, pages_after and errors_after need export_dir"
+                " (rows are exported first)"
             )
         # Capped: a batch's ids go into one IN list, and SQLite takes at most 32,766 parameters.
         if not 1 <= self.batch_size <= MAX_BATCH:
@@ -108,6 +114,7 @@ class RetentionRules:
             completed_after=seconds(settings.retention_completed_days),
             failed_after=seconds(settings.retention_failed_days),
             pages_after=seconds(settings.retention_pages_days),
+            errors_after=seconds(settings.retention_errors_days),
             stats_minutes_after=seconds(settings.retention_stats_minutes_days),
             export_dir=Path(settings.retention_export_dir),
             batch_size=settings.retention_batch_size,
@@ -128,6 +135,9 @@ class RetentionReport:
     pages_exported: int = 0
     pages_deleted: int = 0
     pages_file: Path | None = None
+    errors_exported: int = 0
+    errors_deleted: int = 0
+    errors_file: Path | None = None
     stats_minutes_rolled: int = 0
     stats_days_added: int = 0
     batches: int = 0
@@ -148,11 +158,12 @@ def apply_retention(engine: Engine, rules: RetentionRules, now: float) -> Retent
     report = RetentionReport()
     run = _Run(engine, rules, report)
     stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%SZ")
-    failed_path = pages_path = None
+    failed_path = pages_path = errors_path = None
     if rules.export_dir is not None:
         failed_path = rules.export_dir / f"failed-urls-{stamp}.csv.gz"
         pages_path = rules.export_dir / f"pages-{stamp}.jsonl.gz"
-        for path in (failed_path, pages_path):
+        errors_path = rules.export_dir / f"errors-{stamp}.jsonl.gz"
+        for path in (failed_path, pages_path, errors_path):
             if path.exists():
                 raise FileExistsError(f"{path} exists: retention never overwrites an export")
     if rules.completed_after is None:
@@ -169,6 +180,11 @@ def apply_retention(engine: Engine, rules: RetentionRules, now: float) -> Retent
     else:
         assert pages_path is not None
         run.archive_pages(pages_path, now - rules.pages_after)
+    if rules.errors_after is None:
+        report.skipped.append("errors: kept (no rule)")
+    else:
+        assert errors_path is not None
+        run.archive_errors(errors_path, now - rules.errors_after)
     if rules.stats_minutes_after is None:
         report.skipped.append("stats: minute rows kept (no rule)")
     else:
@@ -179,6 +195,8 @@ def apply_retention(engine: Engine, rules: RetentionRules, now: float) -> Retent
             changed.append("urls")
         if report.pages_deleted:
             changed.append("crawled_pages")
+        if report.errors_deleted:
+            changed.append("error_logs")
         if report.stats_minutes_rolled:
             changed.append("stats_history")
         report.compaction = compact(
@@ -263,23 +281,36 @@ class _Run:
             )
         )
 
-    def archive_pages(self, path: Path, cutoff: float) -> None:
-        def encode(rows: Sequence[Row[Any]]) -> bytes:
-            lines = []
-            for row in rows:
-                record = {"crawl": self.crawl_names.get(row.crawl_id, row.crawl_id)}
-                # Column names are str subclasses (quoted_name), which orjson refuses as keys.
-                record.update((str(key), value) for key, value in row._mapping.items())
-                lines.append(orjson.dumps(record))
-            return b"\n".join(lines) + b"\n"
+    def _as_jsonl(self, rows: Sequence[Row[Any]]) -> bytes:
+        """Whole rows as JSON lines, each with its crawl's name as ``crawl``."""
+        lines = []
+        for row in rows:
+            record = {"crawl": self.crawl_names.get(row.crawl_id, row.crawl_id)}
+            # Column names are str subclasses (quoted_name), which orjson refuses as keys.
+            record.update((str(key), value) for key, value in row._mapping.items())
+            lines.append(orjson.dumps(record))
+        return b"\n".join(lines) + b"\n"
 
+    def archive_pages(self, path: Path, cutoff: float) -> None:
         report = self.report
         report.pages_exported, report.pages_deleted, report.pages_file = self._export_then_delete(
             crawled_pages,
             select(crawled_pages),
             (crawled_pages.c.fetched_at < cutoff,),
             GzipSpool(path),
-            encode,
+            self._as_jsonl,
+        )
+
+    def archive_errors(self, path: Path, cutoff: float) -> None:
+        report = self.report
+        report.errors_exported, report.errors_deleted, report.errors_file = (
+            self._export_then_delete(
+                error_logs,
+                select(error_logs),
+                (error_logs.c.created_at < cutoff,),
+                GzipSpool(path),
+                self._as_jsonl,
+            )
         )
 
     def _export_then_delete(
