@@ -10,10 +10,12 @@ Then, per database:
 
 - the scheduler poll (``Scheduler.poll``: renew locks, claim up to 4 due jobs, open their
   executions; the runs finish at once), p50/p99 over ``--polls`` polls;
-- a real ``harvestman serve --no-scheduler`` subprocess: its idle RSS, then ``--rate``
-  requests/s for ``--seconds`` to each list endpoint (first page and a deep cursor page, with
-  and without a filter) from an open-loop asyncio/httpx load generator (requests start on
-  schedule, not when the last one ends), p50/p99 each;
+- a real ``harvestman serve --no-scheduler`` subprocess: its idle RSS; then per list endpoint
+  (first page and a deep cursor page, with and without a filter) ``--sequential`` requests one
+  after another (p50/p99 and ``serve``'s CPU per request, from ``/proc``: what a request costs
+  without queueing), then ``--rate`` requests/s for ``--seconds`` from an open-loop aiohttp
+  load generator (requests start on schedule, not when the last one ends): p50/p99, and the
+  CPU per request of ``serve`` and of the generator itself (it shares the machine);
 - ``uptime`` before and after: the machine is shared, read the figures beside its load.
 
 Targets (issue 4): poll < 100 ms, list p99 < 100 ms, idle RSS < 300 MB.
@@ -30,10 +32,11 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
-import httpx
+import aiohttp
 from sqlalchemy import Engine, func, insert, select, text
 
 OUT = Path(__file__).resolve().parent / "out" / "api"
@@ -127,7 +130,8 @@ def build(engine: Engine, n_urls: int, n_pages: int, n_jobs: int, marker: str) -
                 conn.execute(insert(table), rows)
     with engine.begin() as conn:
         conn.execute(text("ANALYZE"))
-        conn.execute(insert(crawls).values(name=marker, created_at=now, seeds="[]"))
+        # ids given: rows inserted with an explicit id leave a PostgreSQL sequence behind
+        conn.execute(insert(crawls).values(id=2, name=marker, created_at=now, seeds="[]"))
     return True
 
 
@@ -136,6 +140,12 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and all its threads so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def uptime() -> str:
@@ -166,19 +176,48 @@ async def time_polls(url: str, polls: int) -> list[float]:
     return times
 
 
-async def load(base: str, path: str, rate: float, seconds: float, token: str) -> list[float]:
+async def sequential(
+    base: str, path: str, n: int, token: str, pid: int
+) -> tuple[list[float], float]:
+    """``n`` requests one after another: latencies (ms) and ``serve``'s CPU per request (ms)."""
+    latencies: list[float] = []
+    headers = {"Authorization": f"Bearer {token}"}
+    async with aiohttp.ClientSession(base, headers=headers) as client:
+        async with client.get(path) as response:  # warm: the count cache, the page cache
+            await response.read()
+        cpu = cpu_seconds(pid)
+        for _ in range(n):
+            started = time.perf_counter()
+            async with client.get(path) as response:
+                await response.read()
+                response.raise_for_status()
+            latencies.append((time.perf_counter() - started) * 1000)
+        cpu = cpu_seconds(pid) - cpu
+    return latencies, cpu * 1000 / max(n, 1)
+
+
+async def load(
+    base: str, path: str, rate: float, seconds: float, token: str
+) -> tuple[list[float], float]:
+    """Open loop: request i starts at ``i / rate`` s whatever the others do. Latencies (ms)
+    and this generator's own CPU per request (ms)."""
     latencies: list[float] = []
     errors: list[str] = []
     headers = {"Authorization": f"Bearer {token}"}
-    limits = httpx.Limits(max_connections=64)
-    async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits) as client:
+    timeout = aiohttp.ClientTimeout(total=60)
+    connector = aiohttp.TCPConnector(limit=64)
+    cpu = time.process_time()
+    async with aiohttp.ClientSession(
+        base, headers=headers, connector=connector, timeout=timeout
+    ) as client:
 
         async def one() -> None:
             started = time.perf_counter()
             try:
-                response = await client.get(path, timeout=60)
-                response.raise_for_status()
-            except httpx.HTTPError as exc:
+                async with client.get(path) as response:
+                    await response.read()
+                    response.raise_for_status()
+            except (aiohttp.ClientError, TimeoutError) as exc:
                 errors.append(str(exc)[:100])
                 return
             latencies.append((time.perf_counter() - started) * 1000)
@@ -191,9 +230,10 @@ async def load(base: str, path: str, rate: float, seconds: float, token: str) ->
                 await asyncio.sleep(delay)
             tasks.append(asyncio.create_task(one()))
         await asyncio.gather(*tasks)
+    cpu = time.process_time() - cpu
     if errors:
         print(f"  {path}: {len(errors)} requests failed, e.g. {errors[0]}")
-    return latencies
+    return latencies, cpu * 1000 / max(len(tasks), 1)
 
 
 def endpoints(engine: Engine) -> list[tuple[str, str]]:
@@ -249,19 +289,36 @@ def serve_and_load(url: str, engine: Engine, args: argparse.Namespace) -> None:
     try:
         for _ in range(600):
             try:
-                httpx.get(f"{base}/health", timeout=1)
+                urllib.request.urlopen(f"{base}/health", timeout=1).close()
                 break
-            except httpx.TransportError:
+            except OSError:
                 time.sleep(0.1)
         time.sleep(2)
         print(f"  serve idle RSS: {rss_mb(proc.pid):.0f} MB (target < 300)")
         token = create_token(secret, Role.USER)
+        print(f"  {'endpoint':24s} sequential ({args.sequential} req)     "
+              f"at {args.rate:g}/s for {args.seconds:g} s")  # fmt: skip
+        print(f"  {'':24s} p50 ms  p99 ms  serve cpu   p50 ms   p99 ms  serve cpu  gen cpu")
+        only = [label.strip() for label in args.only.split(",")] if args.only else None
         for label, path in endpoints(engine):
-            latencies = asyncio.run(load(base, path, args.rate, args.seconds, token))
-            p50, p99 = percentiles(latencies)
-            flag = "" if p99 < 100 else "  <-- above 100 ms"
-            print(f"  {label:24s} {len(latencies):5d} req at {args.rate:g}/s: "
-                  f"p50 {p50:6.1f} ms  p99 {p99:6.1f} ms{flag}")  # fmt: skip
+            if only is not None and label not in only:
+                continue
+            line = f"  {label:24s}"
+            if args.sequential:
+                times, serve_cpu = asyncio.run(
+                    sequential(base, path, args.sequential, token, proc.pid)
+                )
+                p50, p99 = percentiles(times)
+                line += f" {p50:6.1f}  {p99:6.1f}  {serve_cpu:6.2f} ms"
+            if args.rate and args.seconds:
+                cpu = cpu_seconds(proc.pid)
+                times, gen_cpu = asyncio.run(load(base, path, args.rate, args.seconds, token))
+                serve_cpu = (cpu_seconds(proc.pid) - cpu) * 1000 / max(len(times), 1)
+                p50, p99 = percentiles(times)
+                flag = "" if p99 < 100 else "  <-- above 100 ms"
+                line += (f"  {p50:7.1f}  {p99:7.1f}  {serve_cpu:6.2f} ms  {gen_cpu:4.2f} ms"
+                         f"{flag}")  # fmt: skip
+            print(line, flush=True)
         print(f"  serve RSS after load: {rss_mb(proc.pid):.0f} MB")
     finally:
         proc.terminate()
@@ -277,6 +334,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=100)
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--polls", type=int, default=50)
+    parser.add_argument("--sequential", type=int, default=200, help="requests (0: none)")
+    parser.add_argument("--only", default="", help="endpoint labels, comma-separated")
     args = parser.parse_args()
     from harvestman.store import dialect
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 
 import jwt
@@ -10,6 +11,7 @@ import pytest
 from apiclient import SECRET, Api, bearer, running_api
 from conftest import SettingsFactory
 from harvestman.api import ApiSettings, Role, create_app, create_token, resolve_secret
+from harvestman.api.auth import VerifiedTokens
 from harvestman.api.errors import ApiError
 from harvestman.api.ratelimit import MemoryLimiter, RedisLimiter
 from harvestman.api.settings import DEV_SECRET
@@ -148,6 +150,24 @@ async def test_an_invalid_token_is_a_401_even_where_anonymous_may_read(
     response = await api.client.get("/health", headers={"Authorization": header})
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "unauthorized"
+
+
+def test_verified_tokens_are_kept_until_they_expire_and_no_longer() -> None:
+    now = time.time()
+    clock = [now]
+    tokens = VerifiedTokens(SECRET, max_entries=2, clock=lambda: clock[0])
+    first, second, third = (create_token(SECRET, Role.USER, subject=s, days=1) for s in "abc")
+    assert [tokens.principal(t).subject for t in (first, second, third)] == ["a", "b", "c"]
+    for _ in range(2):  # an invalid token is checked every time
+        with pytest.raises(ApiError):
+            tokens.principal(first[:-4])
+    tokens.secret = "another-secret-" + "x" * 32  # from here on, only kept tokens pass
+    assert (tokens.principal(third).subject, tokens.principal(second).role) == ("c", Role.USER)
+    with pytest.raises(ApiError):  # the least recently used went beyond max_entries
+        tokens.principal(first)
+    clock[0] = now + 86400 + 1  # past their expiry: verified again, and refused
+    with pytest.raises(ApiError):
+        tokens.principal(third)
 
 
 def test_the_secret_must_be_set_outside_dev_mode(make_settings: SettingsFactory) -> None:

@@ -181,6 +181,7 @@ async def test_jobs_show_the_interval_adaptive_scheduling_chose(api: Api) -> Non
     listed = (await api.get("/api/v1/jobs")).json()["items"]
     adapted = {job["id"]: job["adapted_interval_seconds"] for job in listed}
     assert adapted == {adaptive["id"]: 7200.0, fixed["id"]: None}  # a fixed job keeps its own
+    assert listed[0] == one  # a list item is the job as its own endpoint shows it
 
 
 async def test_running_job_cannot_be_deleted(api: Api) -> None:

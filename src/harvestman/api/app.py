@@ -21,7 +21,7 @@ from fastapi.staticfiles import StaticFiles
 
 from harvestman import __version__
 from harvestman.api import errors
-from harvestman.api.auth import resolve_secret
+from harvestman.api.auth import VerifiedTokens, resolve_secret
 from harvestman.api.context import ApiContext
 from harvestman.api.paging import CountCache
 from harvestman.api.params import Anonymous
@@ -107,6 +107,7 @@ def create_app(
     api_settings = api_settings or ApiSettings.from_settings(settings)
     if api_settings.redis_url is None and settings.redis_url:
         api_settings.redis_url = settings.redis_url
+    secret = resolve_secret(api_settings.jwt_secret, dev=api_settings.dev)
     ctx = ApiContext(
         settings=api_settings,
         crawler_settings=settings,
@@ -114,7 +115,8 @@ def create_app(
         job_store=job_store,
         scheduler=scheduler,
         limiter=limiter or make_limiter(api_settings),
-        jwt_secret=resolve_secret(api_settings.jwt_secret, dev=api_settings.dev),
+        jwt_secret=secret,
+        tokens=VerifiedTokens(secret),
         guard=UrlGuard(api_settings.allow_networks),
         source_events=_source_events(api_settings, scheduler, source_events),
         counts=CountCache(api_settings.count_cache_seconds),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -47,11 +48,22 @@ def serve(
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     try:
-        asyncio.run(_serve(settings, api_settings, host, port, not no_scheduler))
+        _run(_serve(settings, api_settings, host, port, not no_scheduler))
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     except HarvestmanError as exc:
         raise _fail(str(exc), 1) from None
+
+
+def _run(coro: Coroutine[Any, Any, None]) -> None:
+    """On uvloop when installed (the ``speed`` extra): with httptools, which uvicorn then
+    picks, a request costs ``serve`` about a third less CPU than on asyncio and h11."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(coro)
+        return
+    uvloop.run(coro)
 
 
 async def _serve(

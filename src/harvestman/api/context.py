@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import Request
 
-from harvestman.api.auth import Role
+from harvestman.api.auth import Role, VerifiedTokens
 from harvestman.api.paging import CountCache
 from harvestman.api.ratelimit import Limiter
 from harvestman.api.safety import UrlGuard
@@ -35,10 +35,12 @@ class ApiContext:
     scheduler: Scheduler | None
     limiter: Limiter
     jwt_secret: str
+    tokens: VerifiedTokens  # verified with jwt_secret
     guard: UrlGuard
     source_events: SourceEvents | None = None
     breakers: BreakerStates | None = None  # with Redis: the states workers publish
     counts: CountCache = field(default_factory=lambda: CountCache(5.0))
+    crawl_ids: dict[str, int] = field(default_factory=dict)  # by name, once found
     started_at: float = field(default_factory=time.time)
     shutdown: asyncio.Event = field(default_factory=asyncio.Event)
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from sqlalchemy import Column, ColumnElement, Table
+from sqlalchemy import Column, ColumnElement, Table, and_
+from sqlalchemy.sql import operators
+from sqlalchemy.sql.elements import BinaryExpression
 
 from harvestman.store.keyset import Keyset
 from harvestman.store.schema import crawled_pages, domains, urls
@@ -46,6 +48,24 @@ class RowFilter:
     def index_prefix(self) -> list[Column[Any]]:
         """The equal columns of the index that serves this filter (``Keyset.page``)."""
         return []
+
+    def page_conditions(self, dialect_name: str) -> list[ColumnElement[bool]]:
+        """``conditions`` for reading a page in key order.
+
+        On PostgreSQL an equality on an index column after the first is written as a range
+        of one value. The planner drops an ORDER BY column held equal, so the order left is
+        the key's alone, which the primary key serves too: it then walks the primary key and
+        filters, guessing matches are spread evenly; when they are the newest rows (a crawl's
+        pending URLs) that walk reads all the older ones (884 ms for the first page of 500,000
+        pending URLs among 1,000,000, against 2 ms). A range keeps the column in the order, so
+        only the filter's index serves it, and a B-tree still starts the scan at the first
+        match past the cursor (=, >= then > keys all position it).
+        """
+        conditions = self.conditions()
+        if dialect_name != "postgresql":
+            return conditions
+        later = {column.name for column in self.index_prefix()[1:]}
+        return [_as_range(c) if _equal_on(c, later) else c for c in conditions]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +149,20 @@ class DomainFilter(RowFilter):
         if not self.host_contains:
             return []
         return [domains.c.host.icontains(self.host_contains, autoescape=True)]
+
+
+def _equal_on(condition: ColumnElement[bool], names: set[str]) -> bool:
+    return (
+        isinstance(condition, BinaryExpression)
+        and condition.operator is operators.eq
+        and isinstance(condition.left, Column)
+        and condition.left.name in names
+    )
+
+
+def _as_range(condition: ColumnElement[bool]) -> ColumnElement[bool]:
+    equal: Any = condition
+    return and_(equal.left >= equal.right, equal.left <= equal.right)
 
 
 def columns(where: RowFilter) -> list[Any]:

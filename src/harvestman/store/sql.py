@@ -964,7 +964,7 @@ class SqlStore:
     ) -> tuple[list[dict[str, Any]], Key | None]:
         """One page of a browsable list (``store.lists``) and the key of the next (None at
         the end). Synchronous: the API runs it off the event loop."""
-        query = select(*columns(where)).where(*where.conditions())
+        query = select(*columns(where)).where(*where.page_conditions(self.engine.dialect.name))
         with self.engine.connect() as conn:
             rows, next_after = where.keyset.page(
                 conn, query, after=after, limit=limit, offset=offset, prefix=where.index_prefix()

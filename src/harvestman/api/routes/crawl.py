@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 
 from harvestman.api import paging, queries
 from harvestman.api.context import ApiContext, context_of
 from harvestman.api.errors import ApiError
+from harvestman.api.paging import PageResponse
 from harvestman.api.params import Admin, AdminSeed, Anonymous, Cursor, Limit, Offset, User
 from harvestman.api.schemas import Page, UrlsIn
 from harvestman.errors import UrlError
@@ -26,10 +28,21 @@ UrlState = Literal["pending", "in_progress", "completed", "failed", "blocked"]
 PRIORITIES = {"high": 3, "normal": 2, "low": 1}
 
 
-async def _crawl(ctx: ApiContext, name: str | None) -> int:
+async def _find_crawl(ctx: ApiContext, name: str | None) -> int | None:
+    """The id of a crawl; found ones are kept, as a crawl is never renamed nor deleted."""
     name = name or ctx.settings.crawl_name
-    found = await ctx.sql_store.find_crawl(name)
+    found = ctx.crawl_ids.get(name)
     if found is None:
+        found = await ctx.sql_store.find_crawl(name)
+        if found is not None:
+            ctx.crawl_ids[name] = found
+    return found
+
+
+async def _crawl(ctx: ApiContext, name: str | None) -> int:
+    found = await _find_crawl(ctx, name)
+    if found is None:
+        name = name or ctx.settings.crawl_name
         raise ApiError(404, f"no crawl named {name!r}", details={"crawl": name})
     return found
 
@@ -42,14 +55,20 @@ async def _list(
     cursor: str | None,
     limit: int,
     offset: int,
+    annotate: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> dict[str, Any]:
-    """One page of a crawl-store list (``store.lists``), its total from the count cache."""
+    """One page of a crawl-store list (``store.lists``), its total from the count cache;
+    ``annotate`` completes the items in the same trip to the store's thread."""
     store = ctx.sql_store
 
+    def read(after: Key | None) -> tuple[list[dict[str, Any]], Key | None]:
+        items, next_after = store.list_rows(where, after=after, limit=limit, offset=offset)
+        if annotate is not None:
+            annotate(items)
+        return items, next_after
+
     async def fetch(after: Key | None) -> tuple[list[Any], Key | None, None]:
-        items, next_after = await ctx.read(
-            lambda: store.list_rows(where, after=after, limit=limit, offset=offset)
-        )
+        items, next_after = await ctx.read(read, after)
         return items, next_after, None
 
     return await paging.paged(
@@ -120,11 +139,11 @@ async def frontier_urls(
     limit: Limit = 50,
     offset: Offset = 0,
     cursor: Cursor = None,
-) -> dict[str, Any]:
+) -> Response:
     """Frontier rows in id order, optionally of one status or host (see ``Page``)."""
     ctx = context_of(request)
     where = UrlFilter(crawl_id=await _crawl(ctx, crawl), status=status, host=host)
-    return await _list(ctx, "urls", where, cursor=cursor, limit=limit, offset=offset)
+    return PageResponse(await _list(ctx, "urls", where, cursor=cursor, limit=limit, offset=offset))
 
 
 async def _add(ctx: ApiContext, body: UrlsIn, default_priority: str, seeds: bool) -> dict[str, Any]:
@@ -193,7 +212,7 @@ async def list_pages(
     limit: Limit = 50,
     offset: Offset = 0,
     cursor: Cursor = None,
-) -> dict[str, Any]:
+) -> Response:
     """Stored pages, newest first (see ``Page``)."""
     ctx = context_of(request)
     where = PageFilter(
@@ -203,7 +222,7 @@ async def list_pages(
         validation_status=validation_status,
         since=since,
     )
-    return await _list(ctx, "pages", where, cursor=cursor, limit=limit, offset=offset)
+    return PageResponse(await _list(ctx, "pages", where, cursor=cursor, limit=limit, offset=offset))
 
 
 @router.delete("/api/admin/pages")
@@ -233,25 +252,29 @@ async def list_domains(
     limit: Limit = 50,
     offset: Offset = 0,
     cursor: Cursor = None,
-) -> dict[str, Any]:
+) -> Response:
     """Known domains by host name (see ``Page``); ``errors`` counts each host's failed URLs in
     ``crawl`` (the service's default crawl unless named); ``breaker`` is its circuit breaker's
     state as workers publish it in Redis (None: not known here, without Redis)."""
     ctx = context_of(request)
+    crawl_id = await _find_crawl(ctx, crawl)
+
+    def count_errors(items: list[dict[str, Any]]) -> None:
+        hosts = [item["host"] for item in items]
+        engine = ctx.sql_store.engine
+        failures = {} if crawl_id is None else queries.host_failures(engine, crawl_id, hosts)
+        for item in items:
+            item["errors"] = failures.get(item["host"], 0)
+
     where = DomainFilter(host_contains=host)
-    page = await _list(ctx, "domains", where, cursor=cursor, limit=limit, offset=offset)
-    crawl_id = await ctx.sql_store.find_crawl(crawl or ctx.settings.crawl_name)
-    hosts = [item["host"] for item in page["items"]]
-    failures = (
-        {}
-        if crawl_id is None
-        else await ctx.read(queries.host_failures, ctx.sql_store.engine, crawl_id, hosts)
+    page = await _list(
+        ctx, "domains", where, cursor=cursor, limit=limit, offset=offset, annotate=count_errors
     )
+    hosts = [item["host"] for item in page["items"]]
     breakers = None if ctx.breakers is None else await ctx.breakers.of(hosts)
     for item in page["items"]:
-        item["errors"] = failures.get(item["host"], 0)
         item["breaker"] = None if breakers is None else breakers.get(item["host"])
-    return page
+    return PageResponse(page)
 
 
 @router.get("/api/domains/{domain}/robots")

@@ -8,7 +8,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 from sse_starlette import EventSourceResponse
 
 from harvestman.api import paging
@@ -32,7 +32,7 @@ async def list_executions(
     limit: Limit = 50,
     offset: Offset = 0,
     cursor: Cursor = None,
-) -> dict[str, Any]:
+) -> Response:
     """The job's executions, newest first (see ``Page``; the total is exact: at most the 100
     newest are kept)."""
     ctx = context_of(request)
@@ -48,14 +48,16 @@ async def list_executions(
         )
         return [ExecutionOut.of(e) for e in page.items], page.next_after, page.total
 
-    return await paging.paged(
-        ctx.counts,
-        ("executions", job_id, status),
-        fetch=fetch,
-        cursor=cursor,
-        limit=limit,
-        offset=offset,
-        max_offset=ctx.settings.max_offset,
+    return paging.PageResponse(
+        await paging.paged(
+            ctx.counts,
+            ("executions", job_id, status),
+            fetch=fetch,
+            cursor=cursor,
+            limit=limit,
+            offset=offset,
+            max_offset=ctx.settings.max_offset,
+        )
     )
 
 

@@ -33,7 +33,7 @@ async def list_jobs(
     limit: Limit = 50,
     offset: Offset = 0,
     cursor: Cursor = None,
-) -> dict[str, Any]:
+) -> Response:
     """Jobs in id order, optionally of one status or source (see ``Page``)."""
     ctx = context_of(request)
     repository = ctx.job_store.jobs
@@ -47,9 +47,12 @@ async def list_jobs(
             offset=offset,
             with_total=False,
         )
-        return await _out(ctx, *page.items), page.next_after, None
+        jobs = page.items
+        adaptive = [job.source_id for job in jobs if job.adaptive_scheduling]
+        adapted = await ctx.job_store.sources.adapted_intervals(adaptive)
+        return [JobOut.item(job, adapted) for job in jobs], page.next_after, None
 
-    return await paging.paged(
+    page = await paging.paged(
         ctx.counts,
         ("jobs", status, source_id),
         fetch=fetch,
@@ -59,6 +62,7 @@ async def list_jobs(
         offset=offset,
         max_offset=ctx.settings.max_offset,
     )
+    return paging.PageResponse(page)
 
 
 @router.post("/api/v1/jobs", status_code=201, response_model=JobOut)

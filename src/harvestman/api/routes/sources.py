@@ -44,7 +44,7 @@ async def list_sources(
     limit: Limit = 50,
     offset: Offset = 0,
     cursor: Cursor = None,
-) -> dict[str, Any]:
+) -> Response:
     """Sources in id order (see ``Page``; the total is exact: sources are few)."""
     ctx = context_of(request)
     repository = ctx.job_store.sources
@@ -59,14 +59,16 @@ async def list_sources(
         )
         return [SourceOut.of(s) for s in page.items], page.next_after, page.total
 
-    return await paging.paged(
-        ctx.counts,
-        ("sources", enabled, name),
-        fetch=fetch,
-        cursor=cursor,
-        limit=limit,
-        offset=offset,
-        max_offset=ctx.settings.max_offset,
+    return paging.PageResponse(
+        await paging.paged(
+            ctx.counts,
+            ("sources", enabled, name),
+            fetch=fetch,
+            cursor=cursor,
+            limit=limit,
+            offset=offset,
+            max_offset=ctx.settings.max_offset,
+        )
     )
 
 
