@@ -13,9 +13,23 @@ import pytest
 from aiohttp import web
 
 from harvestman.config import Settings
+from servicelock import MARKER, run_directory, service_lock
 from testsite import TestSite
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that run alone go first: the other workers are then on short tests, not waited for."""
+    items.sort(key=lambda item: item.get_closest_marker(MARKER) is None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    """A test that stops a shared server runs alone, its fixtures' set-up and teardown too."""
+    exclusive = item.get_closest_marker(MARKER) is not None
+    with service_lock(run_directory(item.config), exclusive=exclusive):
+        return (yield)
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
 import json
 import os
@@ -33,6 +34,18 @@ def url_states(db: Path, base: str) -> dict[str, str]:
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT url, status FROM urls WHERE kind = 'page'").fetchall()
     return {"/" + url[len(base) :].lstrip("/"): status for url, status in rows}
+
+
+def _completed_any(db: Path) -> bool:
+    """Whether the crawl wrote a completed page yet (False while the store is being created)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            return (
+                conn.execute("SELECT 1 FROM urls WHERE status = 'completed' LIMIT 1").fetchone()
+                is not None
+            )
+    except sqlite3.Error:
+        return False
 
 
 # The test site's oversized bodies are 2 MiB: a 1 MiB cap makes them too large; and retries
@@ -135,8 +148,10 @@ async def test_sigkill_halfway_then_the_same_command_resumes_without_refetching(
         process = await asyncio.create_subprocess_exec(
             *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, env=env
         )
-        for _ in range(600):  # wait until about half the site was requested
-            if sum(site.hits.values()) >= 20:
+        # Halfway: about half the site requested and some of it written (under load the
+        # process may take seconds to start, or to write its first batch).
+        for _ in range(6000):
+            if sum(site.hits.values()) >= 20 and _completed_any(db):
                 break
             await asyncio.sleep(0.01)
         process.send_signal(signal.SIGKILL)

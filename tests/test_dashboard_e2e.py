@@ -21,7 +21,12 @@ from dashboard.browser import CHROMIUM, require_chromium, screenshot_path
 from dashboard.server import USER_RATE, Served, serve_dashboard, stop, wait_ready
 from testsite import TestSite
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(90)]
+# One worker runs the module: its tests share one server and run in file order.
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.timeout(90),
+    pytest.mark.xdist_group("dashboard_e2e"),
+]
 
 WAIT = 15_000  # ms: the longest a view may take to show what the test waits for
 

@@ -15,7 +15,18 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, and_, bindparam, func, or_, select, text, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    and_,
+    bindparam,
+    func,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import SQLAlchemyError
 
 from harvestman.errors import StoreError, error_category
@@ -359,6 +370,9 @@ class SqlStore:
     def _write_outcomes(
         self, conn: Connection, crawl_id: int, outcomes: Sequence[Outcome], now: float
     ) -> None:
+        # In id order, the order every statement that waits on urls rows locks them in (see
+        # _locked_ids): a batch write and a lease extension once deadlocked on each other.
+        outcomes = sorted(outcomes, key=lambda o: o.request.id)
         conn.execute(
             update(urls)
             .where(urls.c.id == bindparam("row_id"))
@@ -515,7 +529,7 @@ class SqlStore:
             with self._begin() as conn:
                 result = conn.execute(
                     update(urls)
-                    .where(urls.c.status == UrlStatus.IN_PROGRESS.value, condition)
+                    .where(_locked_ids(urls.c.status == UrlStatus.IN_PROGRESS.value, condition))
                     .values(
                         status=UrlStatus.PENDING.value,
                         lease_until=None,
@@ -558,7 +572,10 @@ class SqlStore:
                 conn.execute(
                     update(urls)
                     .where(
-                        urls.c.status == UrlStatus.IN_PROGRESS.value, urls.c.leased_by == worker_id
+                        _locked_ids(
+                            urls.c.status == UrlStatus.IN_PROGRESS.value,
+                            urls.c.leased_by == worker_id,
+                        )
                     )
                     .values(lease_until=lease_until)
                 )
@@ -1020,6 +1037,18 @@ class SqlStore:
             for row in rows:
                 yield dict(row)
             last_id = rows[-1]["id"]
+
+
+def _locked_ids(*where: ColumnElement[bool]) -> ColumnElement[bool]:
+    """``urls.id IN (the ids matching where, locked in id order)``, for an UPDATE of many rows.
+
+    A plain ``UPDATE urls ... WHERE leased_by = ...`` locks rows in whatever order its plan
+    scans them, and a batch write locks them in batch order: two such statements sharing rows
+    deadlocked on PostgreSQL. Every multi-row urls UPDATE that may wait locks in id order
+    (SQLite, a single writer, ignores FOR UPDATE).
+    """
+    ids = select(urls.c.id).where(*where).order_by(urls.c.id).with_for_update()
+    return urls.c.id.in_(ids.scalar_subquery())
 
 
 def _product_row(product: Any, digest: str, now: float) -> dict[str, Any]:
