@@ -17,7 +17,9 @@ import harvestman.jobs.models  # noqa: F401  (its tables join the metadata)
 from harvestman.search import (
     MARK_END,
     MARK_START,
+    RANK_WINDOW,
     Query,
+    fts5,
     include_name,
     parse_query,
     search_pages,
@@ -87,7 +89,10 @@ def analyze(engine: Engine) -> None:
     to know the common words)."""
     if engine.dialect.name == "postgresql":
         with engine.connect() as conn:
-            conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("ANALYZE"))
+            # This schema's tables only: a bare ANALYZE waits for every schema's index builds.
+            conn.execution_options(isolation_level="AUTOCOMMIT").execute(
+                text("ANALYZE crawled_pages, products")
+            )
 
 
 def check_index(engine: Engine) -> None:
@@ -603,22 +608,72 @@ def test_migration_0008_compresses_vectors_with_lz4_and_bounds_the_pending_list(
 def test_a_phrase_with_too_many_rows_to_check_is_searched_among_the_newest(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Every page holds both words; only the ten oldest and the ten newest hold the phrase.
+    # Every page holds the three words and their two pairs; only the ten oldest and the ten
+    # newest hold the phrase.
     write(
         engine,
-        *(page(f"p{i}", text="alpha beta" if i < 10 or i >= 1190 else "alpha gamma beta")
+        *(page(f"p{i}", text="alpha beta gamma" if i < 10 or i >= 1190
+               else "alpha beta delta beta gamma")
           for i in range(1200)),
     )  # fmt: skip
     analyze(engine)
 
-    everything = search_pages(engine, 1, '"alpha beta"')
+    everything = search_pages(engine, 1, '"alpha beta gamma"')
     assert (everything.total, everything.total_is_exact) == (20, True)
 
+    # Each store checks the positions in each row holding the phrase's words (PostgreSQL: its
+    # pairs); a budget of 100 rows reaches the newest.
+    monkeypatch.setattr(tsvector, "MAX_PHRASE_CHECKS", 100)
+    monkeypatch.setattr(fts5, "MAX_PHRASE_CHECKS", 100)
+    newest = search_pages(engine, 1, '"alpha beta gamma"', limit=100)
+    assert (newest.total, newest.total_is_exact) == (10, False)
+    assert sorted(h.requested_url.rsplit("/", 1)[1] for h in newest.hits) == sorted(
+        f"p{i}" for i in range(1190, 1200)
+    )
+    assert search_pages(engine, 1, '"alpha beta gamma" OR zzz', limit=100).total == 10
+
     if engine.dialect.name == "postgresql":
-        # PostgreSQL checks each row holding the words; a budget of 100 rows reaches the newest.
-        monkeypatch.setattr(tsvector, "MAX_PHRASE_CHECKS", 100)
-        newest = search_pages(engine, 1, '"alpha beta"', limit=100)
-        assert (newest.total, newest.total_is_exact) == (10, False)
-        assert sorted(h.requested_url.rsplit("/", 1)[1] for h in newest.hits) == sorted(
-            f"p{i}" for i in range(1190, 1200)
+        # A phrase of two words is its pair: one index lookup, no row to check.
+        pair = search_pages(engine, 1, '"alpha beta"', limit=100)
+        assert (pair.total, pair.total_is_exact) == (RANK_WINDOW, False)
+        gamma = search_pages(engine, 1, '"beta gamma" -delta', limit=100)
+        assert (gamma.total, gamma.total_is_exact) == (20, True)
+
+
+def test_phrases_match_as_the_parser_splits_their_words(engine: Engine) -> None:
+    write(
+        engine,
+        page("joined", title="Solar heat pump", description="Send e-mail now", text="don't stop"),
+        page("apart", title="heat solar pump", description="mail e now", text="stop don t"),
+    )
+
+    assert names(engine, '"heat pump"') == ["joined"]
+    assert names(engine, '"e-mail"') == ["joined"]
+    assert names(engine, '"send e-mail now"') == ["joined"]
+    assert sorted(names(engine, '"don\'t stop" OR "solar pump"')) == ["apart", "joined"]
+    assert names(engine, '"mail e"') == ["apart"]
+    assert names(engine, '"heat solar" -"e now"') == []
+    assert sorted(names(engine, '"stop" "heat"')) == ["apart", "joined"]
+
+
+def test_migration_0011_gives_existing_pages_their_pairs_and_keeps_unchanged_ones(
+    engine: Engine,
+) -> None:
+    migrate.downgrade(engine, "0010")
+    write(engine, page("old", title="heat pump"))
+    migrate.upgrade(engine)
+    assert names(engine, '"heat pump"') == ["old"]
+    if engine.dialect.name != "postgresql":
+        return
+    with engine.begin() as conn:
+        vectors = (
+            "SELECT search_vector::text, pair_vector::text FROM crawled_pages "
+            "WHERE url_hash = 'old'"
         )
+        assert conn.execute(text(vectors)).one() == ("'heat':1A 'pump':2A", "'heat pump'")
+        # A writer that sets other columns leaves the vectors as they were, and one that
+        # changes the text has them recomputed.
+        conn.execute(text("UPDATE crawled_pages SET links_count = 5 WHERE url_hash = 'old'"))
+        assert conn.execute(text(vectors)).one() == ("'heat':1A 'pump':2A", "'heat pump'")
+        conn.execute(text("UPDATE crawled_pages SET title = 'pump heat' WHERE url_hash = 'old'"))
+        assert conn.execute(text(vectors)).one() == ("'heat':2A 'pump':1A", "'pump heat'")

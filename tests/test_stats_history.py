@@ -56,7 +56,7 @@ def test_the_migration_goes_down_and_up_again(engine: Engine) -> None:
     migrate.downgrade(engine, "0009")
     assert "stats_history" not in inspect(engine).get_table_names()
     migrate.upgrade(engine)
-    assert migrate.current_revision(engine) == "0010"
+    assert migrate.current_revision(engine) == migrate.head_revision(engine)
     crawl = add_crawl(engine, "c")
     add(engine, crawl, "minute", {START: {"pages": 3}})
     assert history_rows(engine, "resolution", "bucket_start", "pages") == [("minute", START, 3)]

@@ -59,7 +59,7 @@ def include_name(name: str | None, type_: str, parent_names: dict[str, str | Non
     if type_ == "table":
         return not any(name == t or name.startswith(f"{t}_") for t in _INDEX_TABLES)
     if type_ == "column":
-        return name not in ("search_vector", "rank_vector")
+        return name not in ("search_vector", "rank_vector", "pair_vector")
     if type_ == "index":
-        return not name.endswith(("_search_vector", "_search_filter"))
+        return not name.endswith(("_search_vector", "_search_filter", "_pair_vector"))
     return True

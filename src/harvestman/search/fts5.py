@@ -3,10 +3,16 @@
 Every query reads the FTS5 table (``<table>_fts``, migration 0006) newest row first, so a
 broad query stops after ``window`` rows. Filters with ``tokens`` are part of the MATCH; the
 others are checked by row id through the covering index ``ix_<table>_search_filter``.
+
+bm25 counts the rows of each of its phrases in the whole index (their IDF), which for a phrase
+of common words means checking positions in every row holding them all (100+ ms). So a phrase
+that the newest rows hold the words of too often is searched among the newest rows only, ranked
+by bm25 of its rarest word, and the total is then a lower bound.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -16,24 +22,32 @@ from harvestman.search.plan import Estimate, Filter, Plan, Target
 from harvestman.search.query import Query
 
 RARE_FRACTION = 0.1  # a filter keeping less of the newest rows is matched in the index
+# A query with phrases of several words is searched among the newest rows expected to hold at
+# most this many rows with all their words (~4 µs each to check, plus their ranking).
+MAX_PHRASE_CHECKS = 5_000
+_WORD = re.compile(r"\w+")
 
 
 def estimate(
     conn: Connection, target: Target, phrases: tuple[str, ...], sample_rows: int, min_sample: int
 ) -> Estimate | None:
-    """The share of the newest ``sample_rows`` rows holding each phrase; None for a small store."""
+    """Of the newest ``sample_rows`` rows, the share holding each word and the share holding
+    all the words of each phrase of several words; None for a small store."""
     low, sample = _sample(conn, target, sample_rows)
     if sample < min_sample:
         return None
     fts = f"{target.table}_fts"
     count = text(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH :match AND rowid > :low")
     columns = " ".join(target.columns)
-    shares = {
-        p: conn.execute(count, {"match": f"{{{columns}}} : {string(p)}", "low": low}).scalar_one()
-        / sample
-        for p in phrases
-    }
-    return Estimate(sample, shares)
+
+    def share(match: str) -> float:
+        found = conn.execute(count, {"match": f"{{{columns}}} : ({match})", "low": low})
+        return found.scalar_one() / sample
+
+    shares = {p: share(string(p)) for p in phrases if not _several_words(p)}
+    held = {p: share(_words(p)) for p in phrases if _several_words(p)}
+    words = {w: share(string(w)) for p in held for w in _WORD.findall(p)}
+    return Estimate(sample, shares, words, held)
 
 
 def cheaper_filter(conn: Connection, target: Target, f: Filter, sample_rows: int) -> Filter:
@@ -65,9 +79,10 @@ def ranked(
     conn: Connection, target: Target, plan: Plan, *, limit: int, offset: int, window: int
 ) -> tuple[int, list[tuple[int, float]], bool]:
     """How many rows matched (counting stops at ``window + 1``), the page of ranked rows, and
-    True: FTS5 searches every row (its index knows positions, so phrases cost no row reads)."""
+    whether every row was searched (not when a phrase was searched among the newest only)."""
     fts = f"{target.table}_fts"
-    match = f"{{{' '.join(target.columns)}}} : ({expression(plan.query)})"
+    columns = " ".join(target.columns)
+    match = f"{{{columns}}} : ({expression(plan.query)})"
     scope = [f.tokens for f in plan.filters if f.tokens is not None]
     if scope:
         match = f"{{scope}} : ({' AND '.join(scope)}) AND {match}"
@@ -88,10 +103,36 @@ def ranked(
     where = "".join(f" AND {c.where}" for c in conditions)
     weights = ", ".join(str(w) for w in (*target.weights, 0.0))  # scope weighs nothing
     score = f"-bm25({fts}, {weights})" if plan.scored else "0.0"
-    inner = (
-        f"SELECT f.rowid AS id, {score} AS score FROM {fts} AS f{join} "
-        f"WHERE {fts} MATCH :match{where} ORDER BY f.rowid DESC LIMIT :window"
-    )
+    low = _phrase_floor(conn, target, plan)
+    if low is None:
+        inner = (
+            f"SELECT f.rowid AS id, {score} AS score FROM {fts} AS f{join} "
+            f"WHERE {fts} MATCH :match{where} ORDER BY f.rowid DESC LIMIT :window"
+        )
+    else:
+        # The phrases' matches among the newest rows only, ranked by bm25 of each phrase's
+        # rarest word: bm25 counts the rows of each of its terms in the whole store (IDF), the
+        # cost this bounds, for a word by reading its list of rows.
+        shares = plan.estimate.words if plan.estimate is not None else {}
+        rarest = {
+            p: min(_WORD.findall(p), key=lambda w: shares.get(w, 0.0))
+            for g in plan.query.groups for p in g if _several_words(p)
+        }  # fmt: skip
+        words = f"{{{columns}}} : ({expression(plan.query, instead=rarest)})"
+        params.update(low=low, words=words)
+        scored = (
+            f"SELECT s.rowid AS id, {score} AS score FROM {fts} AS s "
+            f"WHERE {fts} MATCH :words AND s.rowid > :low"
+        )
+        # Materialized: joined row by row, FTS5 would run the words' query (and its IDF) again
+        # for each match.
+        inner = (
+            f"WITH m AS MATERIALIZED (SELECT f.rowid AS id FROM {fts} AS f{join} "
+            f"WHERE {fts} MATCH :match{where} AND f.rowid > :low ORDER BY f.rowid DESC "
+            f"LIMIT :window), w AS MATERIALIZED ({scored}) "
+            "SELECT m.id AS id, coalesce(w.score, 0.0) AS score FROM m "
+            "LEFT JOIN w ON w.id = m.id ORDER BY m.id DESC"
+        )
     expand = [bindparam(name, expanding=True) for c in conditions for name in c.expanding]
     rows: list[Any] = []
     if limit > 0:
@@ -106,17 +147,48 @@ def ranked(
         ).bindparams(*expand)
         rows = conn.execute(page, {**params, "limit": limit, "offset": offset}).all()
     if rows:
-        return rows[0].n, [(r.id, float(r.score)) for r in rows], True
-    counted = text(f"SELECT count(*) FROM ({inner}) AS c").bindparams(*expand)
-    return conn.execute(counted, params).scalar_one(), [], True
+        found = rows[0].n
+    else:
+        counted = text(f"SELECT count(*) FROM ({inner}) AS c").bindparams(*expand)
+        found = conn.execute(counted, params).scalar_one()
+    # Older rows were not searched: unless the window filled, there may be more matches.
+    complete = low is None or found > window
+    return found, [(r.id, float(r.score)) for r in rows], complete
 
 
-def expression(query: Query) -> str:
-    """FTS5 syntax for ``query``: every phrase a quoted string, so no input is an operator."""
+def _phrase_floor(conn: Connection, target: Target, plan: Plan) -> int | None:
+    """The row id above which a query with phrases of several words is searched: None for the
+    whole store, when fewer than ``MAX_PHRASE_CHECKS`` rows hold all the words it needs."""
+    estimate = plan.estimate
+    if estimate is None or not any(_several_words(p) for g in plan.query.groups for p in g):
+        return None
+    share = 1.0
+    for group in plan.query.groups:
+        share *= min(1.0, sum(estimate.held.get(p, estimate.shares.get(p, 0.0)) for p in group))
+    if share <= 0:
+        return None
+    newest = conn.execute(text(f"SELECT max(id) FROM {target.table}_fts_docsize")).scalar() or 0
+    span = int(MAX_PHRASE_CHECKS / share)
+    return newest - span if span < newest else None
+
+
+def _several_words(phrase: str) -> bool:
+    return len(_WORD.findall(phrase)) > 1
+
+
+def _words(phrase: str) -> str:
+    """FTS5 syntax for the words of ``phrase``, each required, in any order."""
+    return " AND ".join(string(w) for w in _WORD.findall(phrase)) or string(phrase)
+
+
+def expression(query: Query, *, instead: dict[str, str] | None = None) -> str:
+    """FTS5 syntax for ``query``: every phrase a quoted string, so no input is an operator.
+    ``instead``: phrases to replace (by one of their words), and nothing excluded: what ranks."""
     found = " AND ".join(
-        "(" + " OR ".join(string(p) for p in group) + ")" for group in query.groups
+        "(" + " OR ".join(string((instead or {}).get(p, p)) for p in group) + ")"
+        for group in query.groups
     )
-    for phrase in query.excluded:
+    for phrase in query.excluded if instead is None else ():
         found = f"({found}) NOT {string(phrase)}"
     return found
 

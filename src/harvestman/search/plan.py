@@ -21,6 +21,7 @@ class Target:
     columns: tuple[str, ...]
     weights: tuple[float, ...]
     rank_vector: str = "search_vector"  # PostgreSQL: the vector ts_rank_cd reads
+    pair_vector: str | None = None  # PostgreSQL: neighbouring word pairs (migration 0011)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +49,13 @@ class Filter:
 @dataclass(frozen=True, slots=True)
 class Estimate:
     """How common the query's phrases are: the share of ``rows`` holding each; on PostgreSQL
-    also each word's share (what its GIN index lists)."""
+    also each word's share (what its GIN index lists); on SQLite, of each phrase of several
+    words, the share of rows holding all its words (``held``: the rows a phrase costs)."""
 
     rows: float
     shares: dict[str, float]
     words: dict[str, float] = field(default_factory=dict)
+    held: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,13 +67,11 @@ def rank(
         return Ranked(0, True, [], query)
     sqlite = conn.dialect.name == "sqlite"
     backend = fts5 if sqlite else tsvector
-    # Only words can be stop words: a quoted phrase is asked for on purpose. PostgreSQL also
-    # estimates the phrases (free, from its statistics) to choose its scan.
+    # Only words can be stop words: a quoted phrase is asked for on purpose. The phrases are
+    # estimated to bound their cost (and on PostgreSQL to choose its scan).
     phrases = tuple(dict.fromkeys(p for group in query.groups for p in group))
-    words = tuple(p for p in phrases if " " not in p)
 
-    estimate = backend.estimate(conn, target, words if sqlite else phrases, SAMPLE_ROWS,
-                                MIN_SAMPLE)  # fmt: skip
+    estimate = backend.estimate(conn, target, phrases, SAMPLE_ROWS, MIN_SAMPLE)
     kept, ignored, scored = _without_stop_words(query, estimate)
     fraction = None
     if estimate is not None:

@@ -24,7 +24,8 @@ MAX_LIMIT = 100
 
 # On PostgreSQL pages are ranked on a short vector (title, description, the text's first 1,000
 # characters; migration 0008): reading each match's whole vector cost 55 ms a query.
-PAGES = Target("crawled_pages", ("title", "description", "text"), (10.0, 4.0, 1.0), "rank_vector")
+PAGES = Target("crawled_pages", ("title", "description", "text"), (10.0, 4.0, 1.0),
+               "rank_vector", "pair_vector")  # fmt: skip
 PRODUCTS = Target("products", ("name", "brand", "category", "description"), (10.0, 5.0, 3.0, 1.0))
 
 H = TypeVar("H")

@@ -1,4 +1,5 @@
-"""PostgreSQL: match with the ``search_vector`` GIN index, rank with ts_rank_cd.
+"""PostgreSQL: match with the ``search_vector`` and ``pair_vector`` GIN indexes, rank with
+ts_rank_cd.
 
 PostgreSQL's planner misjudges full-text queries: it costs ``@@`` on a row as cheap, when each
 check reads the row's vector out of TOAST (a few µs), so it walks the primary key backwards
@@ -9,14 +10,19 @@ newest rows until ``window`` match, when that checks fewer rows than the GIN ind
 (a common query without a narrow filter); otherwise reading the GIN index (and the filters'
 B-tree indexes) within the newest rows expected to hold ``window`` matches, then, while they
 fall short, within older ranges four times as wide. The GIN index cannot tell a phrase from
-its words, so each row holding them all is checked; past ``MAX_PHRASE_CHECKS`` such rows the
-search stops there and says its total is a lower bound.
+its words, so pages keep a second vector of neighbouring word pairs (``pair_vector``, migration
+0011): a two-word phrase is its pair, found in that GIN index with no row to check; a longer
+one is checked on the rows holding all its pairs. A phrase the parser does not split into
+neighbours is checked on each row holding its words; past ``MAX_PHRASE_CHECKS`` rows to check
+the search stops there and says its total is a lower bound.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, text
@@ -44,7 +50,7 @@ MAX_PHRASE_CHECKS = 10_000
 # jit_above_cost, and compiling costs tens of ms a query), no parallel workers (their start
 # costs more than the scan here), and bitmaps that stay exact (a lossy one makes PostgreSQL
 # check ``@@`` on every row of its pages, each read out of storage).
-SESSION = (("jit", "off"), ("max_parallel_workers_per_gather", "0"), ("work_mem", "'64MB'"))
+SESSION = (("jit", "off"), ("max_parallel_workers_per_gather", "0"), ("work_mem", "64MB"))
 _WORD = re.compile(r"\w+")
 
 
@@ -70,7 +76,32 @@ def estimate(
     known = dict(zip(stats.words, stats.shares, strict=False))
     words = {w: known.get(w, 0.0) for p in phrases for w in _WORD.findall(p.lower())}
     shares = {p: _phrase_share([words[w] for w in _WORD.findall(p.lower())]) for p in phrases}
+    pairs = [p for p in phrases if len(_WORD.findall(p)) == 2]
+    if target.pair_vector is not None and pairs:
+        shares.update(_pair_shares(conn, target, pairs, shares))
     return Estimate(stats.rows, shares, words)
+
+
+def _pair_shares(
+    conn: Connection, target: Target, phrases: list[str], guesses: dict[str, float]
+) -> dict[str, float]:
+    """Two-word phrases' shares from the statistics of the pairs' vector: a pair it does not
+    list is rarer than those it does, so the guess is capped at the least common listed."""
+    stats = conn.execute(
+        text(
+            "SELECT most_common_elems::text::text[] AS pairs, most_common_elem_freqs AS shares "
+            "FROM pg_stats WHERE schemaname = current_schema() AND tablename = :table "
+            "AND attname = :column"
+        ),
+        {"table": target.table, "column": target.pair_vector},
+    ).first()
+    if stats is None or stats.pairs is None:
+        return {}
+    known = dict(zip(stats.pairs, stats.shares, strict=False))
+    floor = min(known.values(), default=0.0)
+    return {
+        p: known.get(" ".join(_WORD.findall(p.lower())), min(guesses[p], floor)) for p in phrases
+    }
 
 
 def _phrase_share(word_shares: list[float]) -> float:
@@ -84,10 +115,10 @@ def ranked(
     """How many rows matched (counting stops at ``window + 1``), the page of ranked rows, and
     whether every row was searched (not when a phrase had more than ``MAX_PHRASE_CHECKS``
     rows to check)."""
-    tsq = tsquery(conn, plan.query)
-    if tsq is None:
+    match = tsquery(conn, plan.query, pairs=target.pair_vector is not None)
+    if match is None:
         return 0, [], True
-    params: dict[str, Any] = {"tsq": tsq, "window": window + 1}
+    params: dict[str, Any] = {"tsq": match.words, "pairs": match.pairs, "window": window + 1}
     expanding: list[str] = []
     for f in plan.filters:
         params.update(f.params)
@@ -95,14 +126,20 @@ def ranked(
     where = "".join(f" AND {f.where}" for f in plan.filters)
     top = conn.execute(text(f"SELECT max(id) FROM {target.table}")).scalar() or 0
     fraction = _matching_fraction(conn, target, plan)
-    walk = _walks(plan, fraction, window)
-    settings = ("enable_bitmapscan",) if walk else ("enable_indexscan", "enable_seqscan")
-    for setting in settings:
-        conn.exec_driver_sql(f"SET LOCAL {setting} = off")
-    for setting, value in SESSION:
-        conn.exec_driver_sql(f"SET LOCAL {setting} = {value}")
+    walk = match.pairs is None and _walks(plan, fraction, window)
+    scans = ("enable_bitmapscan",) if walk else ("enable_indexscan", "enable_seqscan")
+    settings = [*((s, "off") for s in scans), *SESSION]
+    # One round trip (set_config with is_local is SET LOCAL), not one a setting.
+    conn.exec_driver_sql(
+        "SELECT " + ", ".join(f"set_config('{name}', '{value}', true)" for name, value in settings)
+    )
+    matches = []
+    if match.words is not None:
+        matches.append("p.search_vector @@ CAST(:tsq AS tsquery)")
+    if match.pairs is not None:
+        matches.append(f"p.{target.pair_vector} @@ CAST(:pairs AS tsquery)")
     newest = (
-        f"SELECT p.id FROM {target.table} AS p WHERE p.search_vector @@ CAST(:tsq AS tsquery)"
+        f"SELECT p.id FROM {target.table} AS p WHERE {' AND '.join(matches)}"
         f"{where}{{within}} ORDER BY p.id DESC LIMIT :window"
     )
     expand = [bindparam(name, expanding=True) for name in expanding]
@@ -112,7 +149,7 @@ def ranked(
     # whose words are common but rarely neighbours would otherwise check every row holding
     # its words.
     span = int(2 * (window + 1) / fraction) if fraction and not walk else top
-    checks = _phrase_check_share(plan)
+    checks = _phrase_check_share(plan, match.checked)
     most = max(1, int(MAX_PHRASE_CHECKS / checks)) if checks else None
     if most is not None:
         span = min(span, most)
@@ -143,21 +180,23 @@ def ranked(
         f"FROM {target.table} WHERE id = ANY(CAST(:ids AS bigint[])) "
         "ORDER BY score DESC, id DESC LIMIT :limit OFFSET :offset"
     )
-    rows = conn.execute(page, {"tsq": tsq, "ids": ids, "limit": limit, "offset": offset})
+    rows = conn.execute(page, {"tsq": match.full, "ids": ids, "limit": limit, "offset": offset})
     return found, [(r.id, float(r.score)) for r in rows], complete
 
 
-def _phrase_check_share(plan: Plan) -> float | None:
+def _phrase_check_share(plan: Plan, checked: frozenset[str]) -> float | None:
     """The share of rows a query with a phrase of several words checks (rows holding all its
-    words, by the statistics); None without such a phrase or when its words are rare."""
-    if plan.estimate is None or not any(
-        len(_WORD.findall(p)) > 1 for group in plan.query.groups for p in group
-    ):
+    words, by the statistics); None without such a phrase in ``checked`` (phrases not answered
+    by their pairs alone) or when its words are rare."""
+    estimate = plan.estimate
+    if estimate is None or not any(len(_WORD.findall(p)) > 1 for p in checked):
         return None
     share = 1.0
     for group in plan.query.groups:
         held = (
-            math.prod(plan.estimate.words.get(w, 0.0) for w in _WORD.findall(p.lower()))
+            math.prod(estimate.words.get(w, 0.0) for w in _WORD.findall(p.lower()))
+            if p in checked or len(_WORD.findall(p)) == 1
+            else estimate.shares.get(p, 0.0)
             for p in group
         )
         share *= min(1.0, sum(held))
@@ -207,23 +246,86 @@ def _walks(plan: Plan, fraction: float | None, window: int) -> bool:
     return (window + 1) / fraction * ROW_CHECK_US < postings * POSTING_US
 
 
-def tsquery(conn: Connection, query: Query) -> str | None:
-    """The tsquery text for ``query``, or None when no phrase has a lexeme.
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A query as tsquery texts: ``full`` (every phrase with its positions) ranks; rows match
+    ``words`` on ``search_vector`` and ``pairs`` on the pairs' vector (either may be None).
+    ``checked``: the phrases of several words ``words`` checks row by row."""
 
-    Each phrase goes through ``phraseto_tsquery`` (the parser that built the vectors), so
-    ``e-mail`` or ``don't`` are split as the pages were; the result comes back as text so the
-    main query carries it as a constant the planner can estimate.
+    full: str
+    words: str | None
+    pairs: str | None
+    checked: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Phrase:
+    text: str
+    tsquery: str  # '' when the parser finds no lexeme in it
+    pairs: tuple[str, ...]  # the tsquery lexemes of its neighbouring pairs, if it has some
+
+    @property
+    def exact(self) -> bool:
+        """Whether its one pair is the phrase: two lexemes, neighbours."""
+        return len(self.pairs) == 1 and self.tsquery.count("<->") == 1
+
+
+def tsquery(conn: Connection, query: Query, *, pairs: bool = False) -> Match | None:
+    """The tsquery texts for ``query``, or None when no phrase has a lexeme.
+
+    Each phrase goes through ``phraseto_tsquery`` and ``to_tsvector`` (the parser that built
+    the vectors), so ``e-mail`` or ``don't`` are split as the pages were; the texts are sent
+    back as constants the planner can estimate. With ``pairs`` (the table has a pairs' vector,
+    migration 0011), a group whose phrases all have neighbouring pairs is matched on the pairs:
+    a two-word phrase by its pair alone, a longer one by its pairs and then its positions.
     """
-    params: dict[str, str] = {}
+    phrases = list(dict.fromkeys(p for g in (*query.groups, query.excluded) for p in g))
+    parsed = conn.execute(
+        text(
+            f"SELECT o.p, CAST(phraseto_tsquery('{CONFIG}', o.p) AS text) AS tsq, ARRAY("
+            f"SELECT u.lexeme FROM unnest(to_tsvector('{CONFIG}', o.p)) AS u, "
+            "unnest(u.positions) AS at ORDER BY at) AS lexemes "
+            "FROM unnest(CAST(:phrases AS text[])) AS o(p)"
+        ),
+        {"phrases": phrases},
+    ).all()
+    found = {row.p: _phrase(row.p, row.tsq, row.lexemes) for row in parsed}
+    # Phrases without a lexeme in PostgreSQL's parser drop out of their group, as they would
+    # of && and || in SQL.
+    kept = ([found[p] for p in group if found[p].tsquery] for group in query.groups)
+    groups = [g for g in kept if g]
+    if not groups:
+        return None
+    excluded = [found[p].tsquery for p in query.excluded if found[p].tsquery]
+    full = _and([_or([p.tsquery for p in g]) for g in groups], excluded)
+    by_words, by_pairs, checked = [], [], set()
+    for group in groups:
+        if pairs and all(p.pairs for p in group):
+            by_pairs.append(_or([_and(list(p.pairs), []) for p in group]))
+            if all(p.exact for p in group):
+                continue
+        by_words.append(_or([p.tsquery for p in group]))
+        checked.update(p.text for p in group)
+    words = _and(by_words, excluded) if by_words or excluded else None
+    return Match(full, words, _and(by_pairs, []) if by_pairs else None, frozenset(checked))
 
-    def phrase(value: str) -> str:
-        name = f"p{len(params)}"
-        params[name] = value
-        return f"phraseto_tsquery('{CONFIG}', :{name})"
 
-    # Phrases without a lexeme in PostgreSQL's parser drop out of && and || by themselves.
-    found = " && ".join(f"({' || '.join(phrase(p) for p in group)})" for group in query.groups)
-    for excluded in query.excluded:
-        found = f"({found}) && !!{phrase(excluded)}"
-    value = conn.execute(text(f"SELECT CAST({found} AS text)"), params).scalar_one()
-    return value or None
+def _phrase(phrase: str, tsq: str, lexemes: list[str]) -> _Phrase:
+    # Lexemes never hold a space (the parser splits there), so "a b" names a pair and only one.
+    pairs = tuple(dict.fromkeys(f"{a} {b}" for a, b in itertools.pairwise(lexemes)))
+    # Neighbours only: a parser that skipped a word would leave a gap ('a' <2> 'b').
+    if tsq.count("<->") != len(lexemes) - 1 or "<" in tsq.replace("<->", ""):
+        pairs = ()
+    return _Phrase(phrase, tsq, tuple(_lexeme(p) for p in pairs))
+
+
+def _lexeme(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _or(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else "(" + " | ".join(parts) + ")"
+
+
+def _and(parts: list[str], excluded: list[str]) -> str:
+    return " & ".join([*(f"({p})" for p in parts), *(f"!({e})" for e in excluded)])
