@@ -9,7 +9,9 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from testsite import EXPECTED, EXPECTED_HITS, TestSite
@@ -110,6 +112,41 @@ async def test_invalid_settings_exit_with_status_2_and_a_clear_message(tmp_path:
     code, _, err = await run_cli("export", "--db", db, "--format", "xml")
     assert code == 2
     assert "unknown format" in err
+
+
+def test_starting_the_command_loads_no_store_network_or_settings_library() -> None:
+    # They load inside the commands that use them: `--help` and a typo do not wait for them.
+    heavy = ("sqlalchemy", "alembic", "aiohttp", "pydantic", "pydantic_settings", "asyncio")
+    probe = f"import sys, harvestman.cli; print([m for m in {heavy!r} if m in sys.modules])"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert (result.returncode, result.stdout.strip(), result.stderr) == (0, "[]", "")
+
+
+def test_every_command_shows_its_help() -> None:
+    # Typer resolves each command's annotations when it builds the help: a parameter typed with
+    # an import kept for type checkers only would fail here.
+    from typer.core import TyperGroup
+    from typer.main import get_command
+    from typer.testing import CliRunner
+
+    from harvestman import config
+    from harvestman.cli import CONFIG_ENV, app
+
+    def paths(group: TyperGroup, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+        for name, command in group.commands.items():
+            yield (*prefix, name)
+            if isinstance(command, TyperGroup):
+                yield from paths(command, (*prefix, name))
+
+    runner = CliRunner(env={"COLUMNS": "200"})
+    shown: dict[tuple[str, ...], tuple[int, bool]] = {}
+    for path in paths(get_command(app)):
+        result = runner.invoke(app, [*path, "--help"])
+        shown[path] = (result.exit_code, "Usage:" in result.stdout)
+    assert len(shown) > 20
+    assert set(shown.values()) == {(0, True)}, shown
+    assert CONFIG_ENV == config.CONFIG_ENV  # --config names the variable the settings read
+    assert f"env var: {CONFIG_ENV}" in runner.invoke(app, ["stats", "--help"]).stdout
 
 
 async def test_config_file_and_environment_and_flags_take_precedence_in_order(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -10,19 +9,24 @@ import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.logging import RichHandler
 
-from harvestman.config import CONFIG_ENV, Settings, load_settings
-from harvestman.display import CrawlProgress, render_report, render_status, summary_table
-from harvestman.errors import ConfigError, HarvestmanError
-from harvestman.export import FORMATS, WHAT, export_pages, page_summary
-from harvestman.resilience import STALL_EXIT_CODE, StoreUnavailable
-from harvestman.store import SqlStore
-from harvestman.store import migrate as migrations
+from harvestman.errors import STALL_EXIT_CODE, ConfigError, HarvestmanError, StoreUnavailable
+
+if TYPE_CHECKING:
+    from harvestman.config import Settings
+    from harvestman.store import SqlStore
+
+# Every command imports what it runs on (SQLAlchemy, aiohttp, pydantic, ...) inside its body:
+# importing them here cost each call, `--help` included, ~0.6 s before its first line of work.
+# Typer reads the parameter annotations at start-up, so those stay on cheap types (Path, str).
+
+# The variable harvestman.config reads the settings file from; spelled out here so that
+# declaring --config does not import the settings model (pydantic); a test checks they agree.
+CONFIG_ENV = "HARVESTMAN_CONFIG"
 
 app = typer.Typer(
     name="harvestman",
@@ -55,6 +59,8 @@ VerboseOption = Annotated[int, typer.Option("--verbose", "-v", count=True, help=
 
 
 def _setup_logging(verbose: int) -> None:
+    from rich.logging import RichHandler
+
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(
         level=level,
@@ -73,6 +79,8 @@ def _database_url(db: Path | None, database_url: str | None) -> str | None:
 
 
 def _settings(config: Path | None, **overrides: Any) -> Settings:
+    from harvestman.config import load_settings
+
     if config is not None:
         os.environ[CONFIG_ENV] = str(config)
     try:
@@ -203,12 +211,19 @@ def _run(coro: Any) -> Any:
     try:
         import uvloop
     except ImportError:
+        import asyncio
+
         return asyncio.run(coro)
     return uvloop.run(coro)
 
 
 async def _crawl(settings: Settings, seeds: list[str], output: Path | None, live: bool) -> int:
+    import asyncio
+
+    from harvestman.display import CrawlProgress, summary_table
     from harvestman.engine import Engine
+    from harvestman.export import page_summary
+    from harvestman.store import SqlStore
 
     out = output.open("ab") if output else None
     async with SqlStore(settings.database_url) as store:
@@ -323,7 +338,10 @@ def _coordinator(settings: Settings, store: SqlStore, worker_id: str) -> Any:
 
 
 async def _work(settings: Settings, exit_when_done: bool) -> int:
+    import asyncio
+
     from harvestman.engine import Engine
+    from harvestman.store import SqlStore
 
     async with SqlStore(settings.database_url) as store:
         await store.check_schema()  # a worker never migrates: that is `harvestman db upgrade`
@@ -394,6 +412,7 @@ async def _seed(
 
     from harvestman.errors import UrlError
     from harvestman.records import NewUrl
+    from harvestman.store import SqlStore
     from harvestman.urls import UrlNormalizer, host_key, url_hash
 
     normalizer = UrlNormalizer(settings.url_tracking_params, settings.url_max_length)
@@ -432,12 +451,17 @@ def status(
 
         sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     else:
+        from harvestman.display import render_status
+
         Console().print(render_status(report))
 
 
 async def _status(settings: Settings) -> dict[str, Any]:
+    import asyncio
     import time
     from dataclasses import asdict
+
+    from harvestman.store import SqlStore
 
     async with SqlStore(settings.database_url) as store:
         await store.check_schema()
@@ -509,9 +533,11 @@ def rebuild_cache(
 
 
 async def _rebuild(settings: Settings) -> dict[str, Any]:
+    import asyncio
     import time
 
     from harvestman.coord.redis import RedisCoordinator
+    from harvestman.store import SqlStore
 
     async with SqlStore(settings.database_url) as store:
         await store.check_schema()
@@ -553,6 +579,9 @@ def export(
 ) -> None:
     """Write every stored page (product, parser record) of a crawl, streaming; WARC from the
     raw archive."""
+    from harvestman.export import FORMATS, WHAT, export_pages
+    from harvestman.store import SqlStore
+
     if fmt not in (*FORMATS, "warc"):
         err.print(
             f"[red]error:[/red] unknown format {fmt!r}; choose one of {', '.join(FORMATS)}, warc"
@@ -679,6 +708,8 @@ def _stored_crawl(
     config: Path | None, db: Path | None, database_url: str | None, name: str | None
 ) -> Iterator[tuple[SqlStore, int]]:
     """The store and the id of an existing crawl, errors turned into exit statuses."""
+    from harvestman.store import SqlStore
+
     settings = _settings(config, database_url=_database_url(db, database_url), crawl_name=name)
     with _errors_exit():
         store = SqlStore(settings.database_url)
@@ -698,6 +729,8 @@ def maintenance(
     import time
 
     from harvestman.lifecycle import RetentionRules, apply_retention
+    from harvestman.store import SqlStore
+    from harvestman.store import migrate as migrations
 
     settings = _settings(config, database_url=_database_url(db, database_url))
     rules = RetentionRules.from_settings(settings)
@@ -748,6 +781,8 @@ def restore(
 ) -> None:
     """Restore the SQLite store from a backup (refused while any process has it open)."""
     from harvestman.lifecycle import restore_sqlite
+    from harvestman.store import SqlStore
+    from harvestman.store import migrate as migrations
 
     settings = _settings(config, database_url=_database_url(db, database_url))
     with _errors_exit():
@@ -788,6 +823,10 @@ def replay(
 
 
 def _existing_crawl(store: SqlStore, settings: Settings) -> int:
+    import asyncio
+
+    from harvestman.store import migrate as migrations
+
     migrations.check_current(store.engine)
     crawl_id = asyncio.run(_find(store, settings.crawl_name))
     if crawl_id is None:
@@ -809,6 +848,7 @@ def stats(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Print what the store holds for a crawl: URLs by status, pages, statuses, errors, hosts."""
+    from harvestman.store import SqlStore
 
     settings = _settings(config, database_url=_database_url(db, database_url), crawl_name=name)
     with _errors_exit():
@@ -823,6 +863,8 @@ def stats(
 
         sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     else:
+        from harvestman.display import render_report
+
         Console().print(render_report(report))
 
 
@@ -861,6 +903,8 @@ def search(
     from harvestman.lifecycle import parse_since
     from harvestman.search import require_query, search_pages, search_products
     from harvestman.search.terminal import hit_record, render_hits
+    from harvestman.store import SqlStore
+    from harvestman.store import migrate as migrations
 
     def usage(message: str) -> typer.Exit:
         err.print(f"[red]error:[/red] {message}")
@@ -913,6 +957,9 @@ def db_upgrade(
     config: ConfigOption = None,
 ) -> None:
     """Migrate the schema up (to the newest revision by default)."""
+    from harvestman.store import SqlStore
+    from harvestman.store import migrate as migrations
+
     settings = _settings(config, database_url=_database_url(db, database_url))
     with _errors_exit():
         store = SqlStore(settings.database_url)
@@ -928,6 +975,9 @@ def db_downgrade(
     config: ConfigOption = None,
 ) -> None:
     """Migrate the schema down to REVISION."""
+    from harvestman.store import SqlStore
+    from harvestman.store import migrate as migrations
+
     settings = _settings(config, database_url=_database_url(db, database_url))
     with _errors_exit():
         store = SqlStore(settings.database_url)
@@ -942,6 +992,9 @@ def db_current(
     config: ConfigOption = None,
 ) -> None:
     """Print the schema revision of the database and of the code."""
+    from harvestman.store import SqlStore
+    from harvestman.store import migrate as migrations
+
     settings = _settings(config, database_url=_database_url(db, database_url))
     with _errors_exit():
         store = SqlStore(settings.database_url)

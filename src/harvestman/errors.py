@@ -125,6 +125,14 @@ class StoreError(HarvestmanError):
     pass
 
 
+STALL_EXIT_CODE = 75
+"""Exit status when the store stays unusable (EX_TEMPFAIL): a supervisor should restart us."""
+
+
+class StoreUnavailable(StoreError):
+    """The store failed its check and a reconnect did not help; the process should exit."""
+
+
 class SchemaOutdated(StoreError):
     pass
 

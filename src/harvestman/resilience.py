@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from harvestman.errors import NetworkError, StoreError
+from harvestman.errors import STALL_EXIT_CODE, NetworkError, StoreUnavailable
 
 __all__ = [
     "STALL_EXIT_CODE",
@@ -42,14 +42,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-STALL_EXIT_CODE = 75
-"""Exit status when the store stays unusable (EX_TEMPFAIL): a supervisor should restart us."""
-
-
-class StoreUnavailable(StoreError):
-    """The store failed its check and a reconnect did not help; the process should exit."""
-
 
 # -- circuit breakers ---------------------------------------------------------------------------
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from harvestman.config import Settings, load_settings
-
 if TYPE_CHECKING:
     from harvestman.api.settings import ApiSettings
+    from harvestman.config import Settings
     from harvestman.lifecycle import RetentionRules
 from harvestman.errors import ConfigError, HarvestmanError
 
@@ -40,6 +38,7 @@ def serve(
     """Run the API, the scheduler and its maintenance sweeps in one process."""
     from harvestman.api.auth import resolve_secret
     from harvestman.api.settings import ApiSettings
+    from harvestman.config import load_settings
 
     try:
         settings = load_settings(database_url=database_url)
@@ -61,6 +60,8 @@ def _run(coro: Coroutine[Any, Any, None]) -> None:
     try:
         import uvloop
     except ImportError:
+        import asyncio
+
         asyncio.run(coro)
         return
     uvloop.run(coro)
@@ -125,6 +126,7 @@ def token_create(
 ) -> None:
     """Print a bearer token signed with the api_jwt_secret setting (HARVESTMAN_API_JWT_SECRET)."""
     from harvestman.api.auth import Role, create_token, resolve_secret
+    from harvestman.config import load_settings
 
     if role not in (Role.ADMIN.value, Role.USER.value):
         raise _fail("--role must be admin or user")
