@@ -27,6 +27,7 @@ from harvestman.search import (
     snippet,
     tsvector,
 )
+from harvestman.search.targets import PAGES
 from harvestman.store import dialect, migrate
 from harvestman.store.schema import metadata
 
@@ -271,6 +272,29 @@ def test_a_word_in_most_pages_is_a_stop_word_left_out_of_a_query_that_has_others
     }
     assert result.ignored == ("common",)
     assert names(engine, "zephyr OR common") == names(engine, "zephyr")  # from an OR too
+
+
+def test_a_word_the_statistics_do_not_list_is_estimated_rarer_than_those_they_do(
+    pg_schema_url: str,
+) -> None:
+    # PostgreSQL picks its scan from these shares: a share of 0 left the scan unbounded, and a
+    # word just short of the statistics' list then listed all its rows from the GIN index.
+    engine = dialect.make_engine(pg_schema_url)
+    migrate.upgrade(engine)
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO crawls (name, created_at, seeds) VALUES ('one', 0, '[]')"))
+    write(engine, *(page(f"bulk-{i}", text=f"{'common ' if i < 700 else ''}{FILLER}")
+                    for i in range(1200)))  # fmt: skip
+    analyze(engine)
+
+    with engine.connect() as conn:
+        found = tsvector.estimate(conn, PAGES, ("common", "unlisted"), 0, 1000)
+
+    assert found is not None
+    assert 0.5 < found.words["common"] < 0.7
+    assert 0 < found.words["unlisted"] < found.words["common"]
+    assert found.shares["unlisted"] == found.words["unlisted"]
+    engine.dispose()
 
 
 def test_a_query_of_stop_words_alone_lists_the_newest_matches_unranked(engine: Engine) -> None:

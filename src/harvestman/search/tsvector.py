@@ -74,7 +74,11 @@ def estimate(
     if stats is None or stats.words is None or stats.rows < min_sample:
         return None
     known = dict(zip(stats.words, stats.shares, strict=False))
-    words = {w: known.get(w, 0.0) for p in phrases for w in _WORD.findall(p.lower())}
+    # A word the statistics do not list is rarer than those they do; as PostgreSQL's own
+    # estimate (ts_selfuncs.c), half the least common listed. Not 0: a share of 0 leaves the
+    # scan unbounded, and a word just short of the list then lists all its rows (200+ ms).
+    unlisted = min(known.values(), default=0.0) / 2
+    words = {w: known.get(w, unlisted) for p in phrases for w in _WORD.findall(p.lower())}
     shares = {p: _phrase_share([words[w] for w in _WORD.findall(p.lower())]) for p in phrases}
     pairs = [p for p in phrases if len(_WORD.findall(p)) == 2]
     if target.pair_vector is not None and pairs:
