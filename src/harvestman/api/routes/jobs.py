@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
@@ -17,10 +18,15 @@ router = APIRouter(tags=["jobs"])
 JobState = Literal["pending", "scheduled", "running", "completed", "failed", "paused", "cancelled"]
 
 
+async def _adapted(ctx: ApiContext, jobs: Sequence[Job]) -> Mapping[int, float]:
+    """The interval adaptive scheduling chose for each adaptive job's source."""
+    adaptive = [job.source_id for job in jobs if job.adaptive_scheduling]
+    return await ctx.job_store.sources.adapted_intervals(adaptive)
+
+
 async def _out(ctx: ApiContext, *jobs: Job) -> list[JobOut]:
     """Jobs as the API shows them, with the interval adaptive scheduling chose for each."""
-    adaptive = [job.source_id for job in jobs if job.adaptive_scheduling]
-    adapted = await ctx.job_store.sources.adapted_intervals(adaptive)
+    adapted = await _adapted(ctx, jobs)
     return [JobOut.of(job, adapted) for job in jobs]
 
 
@@ -47,10 +53,8 @@ async def list_jobs(
             offset=offset,
             with_total=False,
         )
-        jobs = page.items
-        adaptive = [job.source_id for job in jobs if job.adaptive_scheduling]
-        adapted = await ctx.job_store.sources.adapted_intervals(adaptive)
-        return [JobOut.item(job, adapted) for job in jobs], page.next_after, None
+        adapted = await _adapted(ctx, page.items)
+        return [JobOut.item(job, adapted) for job in page.items], page.next_after, None
 
     page = await paging.paged(
         ctx.counts,
