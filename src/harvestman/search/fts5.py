@@ -12,20 +12,18 @@ by bm25 of its rarest word, and the total is then a lower bound.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, text
 
 from harvestman.search.plan import Estimate, Filter, Plan, Target
-from harvestman.search.query import Query
+from harvestman.search.query import Query, has_several_words, phrase_words
 
 RARE_FRACTION = 0.1  # a filter keeping less of the newest rows is matched in the index
 # A query with phrases of several words is searched among the newest rows expected to hold at
 # most this many rows with all their words (~4 µs each to check, plus their ranking).
 MAX_PHRASE_CHECKS = 5_000
-_WORD = re.compile(r"\w+")
 
 
 def estimate(
@@ -44,9 +42,9 @@ def estimate(
         found = conn.execute(count, {"match": f"{{{columns}}} : ({match})", "low": low})
         return found.scalar_one() / sample
 
-    shares = {p: share(string(p)) for p in phrases if not _several_words(p)}
-    held = {p: share(_words(p)) for p in phrases if _several_words(p)}
-    words = {w: share(string(w)) for p in held for w in _WORD.findall(p)}
+    shares = {p: share(string(p)) for p in phrases if not has_several_words(p)}
+    held = {p: share(_words(p)) for p in phrases if has_several_words(p)}
+    words = {w: share(string(w)) for p in held for w in phrase_words(p)}
     return Estimate(sample, shares, words, held)
 
 
@@ -115,8 +113,8 @@ def ranked(
         # cost this bounds, for a word by reading its list of rows.
         shares = plan.estimate.words if plan.estimate is not None else {}
         rarest = {
-            p: min(_WORD.findall(p), key=lambda w: shares.get(w, 0.0))
-            for g in plan.query.groups for p in g if _several_words(p)
+            p: min(phrase_words(p), key=lambda w: shares.get(w, 0.0))
+            for g in plan.query.groups for p in g if has_several_words(p)
         }  # fmt: skip
         words = f"{{{columns}}} : ({expression(plan.query, instead=rarest)})"
         params.update(low=low, words=words)
@@ -160,7 +158,7 @@ def _phrase_floor(conn: Connection, target: Target, plan: Plan) -> int | None:
     """The row id above which a query with phrases of several words is searched: None for the
     whole store, when fewer than ``MAX_PHRASE_CHECKS`` rows hold all the words it needs."""
     estimate = plan.estimate
-    if estimate is None or not any(_several_words(p) for g in plan.query.groups for p in g):
+    if estimate is None or not any(has_several_words(p) for g in plan.query.groups for p in g):
         return None
     share = 1.0
     for group in plan.query.groups:
@@ -172,13 +170,9 @@ def _phrase_floor(conn: Connection, target: Target, plan: Plan) -> int | None:
     return newest - span if span < newest else None
 
 
-def _several_words(phrase: str) -> bool:
-    return len(_WORD.findall(phrase)) > 1
-
-
 def _words(phrase: str) -> str:
     """FTS5 syntax for the words of ``phrase``, each required, in any order."""
-    return " AND ".join(string(w) for w in _WORD.findall(phrase)) or string(phrase)
+    return " AND ".join(string(w) for w in phrase_words(phrase)) or string(phrase)
 
 
 def expression(query: Query, *, instead: dict[str, str] | None = None) -> str:

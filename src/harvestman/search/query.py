@@ -36,6 +36,20 @@ _NO_MARKS = dict.fromkeys((ord(MARK_START), ord(MARK_END)), " ")
 SNIPPET_SCAN_CHARS = 100_000  # the indexes read no further into a text (migration 0006)
 
 
+def phrase_words(phrase: str) -> list[str]:
+    """The words of a phrase (runs of word characters), as both stores' parsers split it.
+
+    >>> phrase_words("heat-pump, 2 kW"), has_several_words("heat pump")
+    (['heat', 'pump', '2', 'kW'], True)
+    """
+    return _WORD.findall(phrase)
+
+
+def has_several_words(phrase: str) -> bool:
+    """Whether a phrase asks for words as neighbours (a single word does not)."""
+    return len(_WORD.findall(phrase)) > 1
+
+
 @dataclass(frozen=True, slots=True)
 class Query:
     """A parsed query: every group must match (one of its phrases), no excluded phrase may.

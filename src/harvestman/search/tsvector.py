@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, text
 
 from harvestman.search.plan import Estimate, Plan, Target
-from harvestman.search.query import Query
+from harvestman.search.query import Query, has_several_words, phrase_words
 
 CONFIG = "simple"  # the migration's text search configuration: no stemming, no stop words
 # Measured on 500,000 pages (bench/bench_search.py): checking ``@@`` on a row read out of TOAST,
@@ -51,7 +50,6 @@ MAX_PHRASE_CHECKS = 10_000
 # costs more than the scan here), and bitmaps that stay exact (a lossy one makes PostgreSQL
 # check ``@@`` on every row of its pages, each read out of storage).
 SESSION = (("jit", "off"), ("max_parallel_workers_per_gather", "0"), ("work_mem", "64MB"))
-_WORD = re.compile(r"\w+")
 
 
 def estimate(
@@ -78,9 +76,9 @@ def estimate(
     # estimate (ts_selfuncs.c), half the least common listed. Not 0: a share of 0 leaves the
     # scan unbounded, and a word just short of the list then lists all its rows (200+ ms).
     unlisted = min(known.values(), default=0.0) / 2
-    words = {w: known.get(w, unlisted) for p in phrases for w in _WORD.findall(p.lower())}
-    shares = {p: _phrase_share([words[w] for w in _WORD.findall(p.lower())]) for p in phrases}
-    pairs = [p for p in phrases if len(_WORD.findall(p)) == 2]
+    words = {w: known.get(w, unlisted) for p in phrases for w in phrase_words(p.lower())}
+    shares = {p: _phrase_share([words[w] for w in phrase_words(p.lower())]) for p in phrases}
+    pairs = [p for p in phrases if len(phrase_words(p)) == 2]
     if target.pair_vector is not None and pairs:
         shares.update(_pair_shares(conn, target, pairs, shares))
     return Estimate(stats.rows, shares, words)
@@ -104,7 +102,7 @@ def _pair_shares(
     known = dict(zip(stats.pairs, stats.shares, strict=False))
     floor = min(known.values(), default=0.0)
     return {
-        p: known.get(" ".join(_WORD.findall(p.lower())), min(guesses[p], floor)) for p in phrases
+        p: known.get(" ".join(phrase_words(p.lower())), min(guesses[p], floor)) for p in phrases
     }
 
 
@@ -193,13 +191,13 @@ def _phrase_check_share(plan: Plan, checked: frozenset[str]) -> float | None:
     words, by the statistics); None without such a phrase in ``checked`` (phrases not answered
     by their pairs alone) or when its words are rare."""
     estimate = plan.estimate
-    if estimate is None or not any(len(_WORD.findall(p)) > 1 for p in checked):
+    if estimate is None or not any(has_several_words(p) for p in checked):
         return None
     share = 1.0
     for group in plan.query.groups:
         held = (
-            math.prod(estimate.words.get(w, 0.0) for w in _WORD.findall(p.lower()))
-            if p in checked or len(_WORD.findall(p)) == 1
+            math.prod(estimate.words.get(w, 0.0) for w in phrase_words(p.lower()))
+            if p in checked or len(phrase_words(p)) == 1
             else estimate.shares.get(p, 0.0)
             for p in group
         )
@@ -236,14 +234,14 @@ def _walks(plan: Plan, fraction: float | None, window: int) -> bool:
     check the whole table (seconds)."""
     if not fraction or plan.estimate is None or any(f.narrow for f in plan.filters):
         return False
-    if any(len(_WORD.findall(p)) > 1 for group in plan.query.groups for p in group):
+    if any(has_several_words(p) for group in plan.query.groups for p in group):
         return False
     postings = (
         sum(
             plan.estimate.words.get(w, 0.0)
             for group in plan.query.groups
             for phrase in group
-            for w in _WORD.findall(phrase.lower())
+            for w in phrase_words(phrase.lower())
         )
         * plan.estimate.rows
     )
