@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Column, Engine, MetaData, Text, inspect, text
+from sqlalchemy import Column, Engine, MetaData, Text, event, inspect, text
 
 import harvestman.jobs.models  # noqa: F401  (its tables join the metadata)
 from harvestman.search import (
@@ -190,6 +190,39 @@ def test_domain_filter_takes_the_host_and_its_www_form_only(engine: Engine) -> N
     ]  # fmt: skip
     assert names(engine, "zephyr", domain="other.test") == ["www.other.test"]
     assert names(engine, "zephyr", domain="nowhere.test") == []
+
+
+def test_a_host_and_its_www_form_give_their_newest_matches_together(engine: Engine) -> None:
+    # 1,200 pages of another host, then 30 of the site alternating between its two forms.
+    # PostgreSQL walks such a host newest first, in each form's part of the crawl's host index,
+    # and merges the two (checking 30 rows beats listing the word's 1,230 from the GIN index).
+    write(engine, *(page(f"bulk-{i}", text=f"zephyr {FILLER}", host="b.test") for i in range(1200)))
+    write(engine, *(page(f"site-{i}", text=f"zephyr {FILLER}",
+                         host="www.c.test" if i % 2 else "c.test") for i in range(30)))  # fmt: skip
+    analyze(engine)
+    statements: list[str] = []
+    event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+
+    newest = search_pages(engine, 1, "zephyr", domain="c.test", window=10, limit=10)
+    every = names(engine, "zephyr", domain="c.test", limit=100)
+
+    # zephyr is in nearly every page (a stop word alone): the newest matches, unranked.
+    assert [h.requested_url.rsplit("/", 1)[1] for h in newest.hits] == [
+        f"site-{i}" for i in range(29, 19, -1)
+    ]
+    assert (newest.total, newest.total_is_exact) == (10, False)
+    assert every == [f"site-{i}" for i in range(29, -1, -1)]
+    if engine.dialect.name == "postgresql":
+        assert any("UNION ALL" in s and "host = " in s for s in statements)
+
+
+def test_a_scan_reads_every_match_when_that_costs_less_than_bounding_it() -> None:
+    top = 500_000
+    # A common word: the newest rows that should hold twice the matches needed.
+    assert tsvector._span(0.3, 1001, top) == int(2 * 1001 / 0.3)
+    # A rare one: its ~1,000 matches, wherever they are, rather than list 500,000 ids.
+    assert tsvector._span(0.002, 1001, top) == top
+    assert tsvector._span(0.0, 1001, top) == top
 
 
 def test_date_filter_is_since_inclusive_until_exclusive(engine: Engine) -> None:

@@ -33,8 +33,10 @@ class Filter:
     counts the rows of the tokens as of any phrase, which costs more than checking the
     condition on each candidate when most rows pass (a crawl in a store of one crawl).
     ``narrow``: the filter usually keeps few rows (a host), so walking the newest rows until
-    enough pass would be slow (PostgreSQL then reads the indexes). ``equals``: (column, value)
-    of an equality, whose share of rows PostgreSQL's statistics tell.
+    enough pass would be slow (PostgreSQL then reads the indexes). ``equals``: (column, values)
+    of an equality to one of the values, whose share of rows PostgreSQL's statistics tell.
+    ``walkable``: an index lists the rows of each of those values newest first (PostgreSQL may
+    then walk them, checking each, rather than read the GIN index, however narrow the filter).
     """
 
     where: str
@@ -43,7 +45,8 @@ class Filter:
     expanding: tuple[str, ...] = ()
     tokens_if_rare: bool = False
     narrow: bool = False
-    equals: tuple[str, Any] | None = None
+    equals: tuple[str, tuple[Any, ...]] | None = None
+    walkable: bool = False
 
 
 @dataclass(frozen=True, slots=True)

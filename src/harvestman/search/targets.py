@@ -99,7 +99,8 @@ def search_pages(
     _check_page(limit, offset)
     filters = _crawl_filter(crawl_id)
     if domain:
-        filters.append(_host_filter(domain, "p.host"))
+        # Pages of a host are indexed by crawl, host and id: a crawl's are walked newest first.
+        filters.append(_host_filter(domain, "p.host", "host", walkable=crawl_id is not None))
     if since is not None:
         filters.append(Filter("p.fetched_at >= :since", {"since": since}))
     if until is not None:
@@ -153,7 +154,7 @@ def search_products(
     sqlite = engine.dialect.name == "sqlite"
     if domain:
         host = "split_part(split_part(p.page_url, '://', 2), '/', 1)"
-        filters.append(_host_filter(domain, host))
+        filters.append(_host_filter(domain, host, None))
     # pysqlite binds no Decimal; SQLite compares its NUMERIC column as a REAL anyway.
     convert = float if sqlite else Decimal
     if min_price is not None:
@@ -216,18 +217,24 @@ def _crawl_filter(crawl_id: int | None) -> list[Filter]:
     crawl = int(crawl_id)
     return [
         Filter("p.crawl_id = :crawl_id", {"crawl_id": crawl}, f"c{crawl}", tokens_if_rare=True,
-               equals=("crawl_id", crawl))
+               equals=("crawl_id", (crawl,)))
     ]  # fmt: skip
 
 
-def _host_filter(domain: str, host_sql: str) -> Filter:
+def _host_filter(
+    domain: str, host_sql: str, column: str | None, *, walkable: bool = False
+) -> Filter:
+    """``column``: the table's own host column, if it has one (its statistics size the scan)."""
     host = domain.strip().lower().rstrip(".")
+    hosts = (host, f"www.{host}")
     # The SQLite index holds each page's host and its host without "www." (migration 0006).
     return Filter(
         f"{host_sql} IN (:host, :www_host)",
-        {"host": host, "www_host": f"www.{host}"},
+        {"host": host, "www_host": hosts[1]},
         _token("h", host),
         narrow=True,
+        equals=(column, hosts) if column else None,
+        walkable=walkable,
     )
 
 

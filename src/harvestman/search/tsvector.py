@@ -5,40 +5,47 @@ PostgreSQL's planner misjudges full-text queries: it costs ``@@`` on a row as ch
 check reads the row's vector out of TOAST (a few µs), so it walks the primary key backwards
 through tens of thousands of rows for a word in one page of twenty (190 ms), and through the
 whole table for a rare phrase (seconds). So the scan is chosen here, with ``SET LOCAL`` for the
-transaction, from ANALYZE's statistics of the vector and of the filtered columns: walking the
-newest rows until ``window`` match, when that checks fewer rows than the GIN index would list
-(a common query without a narrow filter); otherwise reading the GIN index (and the filters'
-B-tree indexes) within the newest rows expected to hold ``window`` matches, then, while they
-fall short, within older ranges four times as wide. The GIN index cannot tell a phrase from
-its words, so pages keep a second vector of neighbouring word pairs (``pair_vector``, migration
-0011): a two-word phrase is its pair, found in that GIN index with no row to check; a longer
-one is checked on the rows holding all its pairs. A phrase the parser does not split into
-neighbours is checked on each row holding its words; past ``MAX_PHRASE_CHECKS`` rows to check
-the search stops there and says its total is a lower bound.
+transaction, from ANALYZE's statistics of the vector and of the filtered columns, by the
+measured cost of each step: walking the newest rows of the crawl (or of a host, in each of its
+two forms' part of the index) until ``window`` match, when that checks few rows (a common word);
+otherwise reading the GIN index (and the filters' B-tree indexes), for every match when they
+are few, else within the newest rows expected to hold twice the window, then, while they fall
+short, within the newest rows the matches found say would. Each GIN read lists all of a word's
+rows again, so the ranges are sized to need one. The kept rows are ranked by ts_rank_cd in the
+same statement. The GIN index cannot tell a phrase from its words, so pages keep a second
+vector of neighbouring word pairs (``pair_vector``, migration 0011): a two-word phrase is its
+pair, found in that GIN index with no row to check; a longer one is checked on the rows
+holding all its pairs. A phrase the parser does not split into neighbours is checked on each
+row holding its words; past ``MAX_PHRASE_CHECKS`` rows to check the search stops there and
+says its total is a lower bound.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, text
 
-from harvestman.search.plan import Estimate, Plan, Target
+from harvestman.search.plan import Estimate, Filter, Plan, Target
 from harvestman.search.query import Query, has_several_words, phrase_words
 
 CONFIG = "simple"  # the migration's text search configuration: no stemming, no stop words
-# Measured on 500,000 pages (bench/bench_search.py): checking ``@@`` on a row read out of TOAST,
-# and listing one row of a word from the GIN index.
-ROW_CHECK_US = 4.0
-POSTING_US = 0.12
+# Measured on 500,000 pages (bench/bench_search.py, warm caches), in µs: checking ``@@`` on a
+# row read out of TOAST (walking); listing one row of a word from the GIN index into a bitmap;
+# listing one row of an id range from a B-tree into a bitmap; reading one matching row of a
+# bitmap from the table. Only their ratios matter: they choose between scans.
+ROW_CHECK_US = 7.0
+POSTING_US = 0.15
+RANGE_US = 0.15
+FETCH_US = 7.0
 # Of the pages holding each word of a phrase, the share holding them as neighbours: a guess
-# (0.09 for "the <word>", far less for two rarer words) that only sets where the index scan
-# starts; the scan widens WIDEN times at each step while it finds too few.
+# (0.09 for "the <word>", far less for two rarer words) that only sizes the first index scan;
+# the next ones are sized by the matches found.
 NEIGHBOURS = 0.1
-WIDEN = 4
 # At most this many rows holding all the words of a phrase are checked for it (~30 ms): each
 # check reads the row's vector out of TOAST, and a phrase of two common words that are rarely
 # neighbours ("the" and a word in one page in ten) has 50,000 such rows in 500,000 pages. Past
@@ -140,50 +147,57 @@ def ranked(
         matches.append("p.search_vector @@ CAST(:tsq AS tsquery)")
     if match.pairs is not None:
         matches.append(f"p.{target.pair_vector} @@ CAST(:pairs AS tsquery)")
-    newest = (
-        f"SELECT p.id FROM {target.table} AS p WHERE {' AND '.join(matches)}"
-        f"{where}{{within}} ORDER BY p.id DESC LIMIT :window"
-    )
+    arms = _walked_arms(plan.filters, params) if walk else [where]
+
+    # The newest matches are ranked as they are found: their short vector rides along past the
+    # LIMIT, so it is read once and only for the rows kept (reading the rows again by id cost
+    # a few ms more).
+    vector = f", p.{target.rank_vector} AS vector" if plan.scored else ""
+    score = "ts_rank_cd(n.vector, CAST(:rank AS tsquery), 1)" if plan.scored else "0.0"
+    params["rank"] = match.full
+
+    def newest(within: str) -> str:
+        selects = [
+            f"SELECT p.id{vector} FROM {target.table} AS p WHERE {' AND '.join(matches)}{arm}"
+            f"{within} ORDER BY p.id DESC LIMIT :window"
+            for arm in arms
+        ]
+        found = selects[0]
+        if len(selects) > 1:
+            union = " UNION ALL ".join(f"({s})" for s in selects)
+            found = f"SELECT * FROM ({union}) AS u ORDER BY id DESC LIMIT :window"
+        return f"SELECT n.id, {score} AS score FROM ({found}) AS n"
+
     expand = [bindparam(name, expanding=True) for name in expanding]
-    ids: list[int] = []
     # Read the index within the newest rows that should hold the window's matches, then, while
-    # they fall short, within older and wider ranges (never the same row twice): a phrase
+    # they fall short, within the newest rows the matches found so far say would: a phrase
     # whose words are common but rarely neighbours would otherwise check every row holding
-    # its words.
-    span = int(2 * (window + 1) / fraction) if fraction and not walk else top
+    # its words. Each scan lists the words' GIN postings again, so it is sized to be the last.
+    span = top if walk or not fraction else _span(fraction, window + 1, top)
     checks = _phrase_check_share(plan, match.checked)
     most = max(1, int(MAX_PHRASE_CHECKS / checks)) if checks else None
     if most is not None:
         span = min(span, most)
-    high: int | None = None
     complete = True
-    while len(ids) <= window:
+    while True:
         low = top - span
-        within = (" AND p.id > :low" if low > 0 else "") + (
-            " AND p.id <= :high" if high is not None else ""
-        )
-        scan = text(newest.format(within=within)).bindparams(*expand)
-        more = {"low": low, "high": high, "window": window + 1 - len(ids)}
-        ids.extend(conn.execute(scan, {**params, **more}).scalars())
-        if low <= 0:
+        scan = text(newest(" AND p.id > :low" if low > 0 else "")).bindparams(*expand)
+        rows = conn.execute(scan, {**params, "low": low}).all()
+        if len(rows) > window or low <= 0:
             break
         if most is not None and span >= most:
-            complete = len(ids) > window
+            complete = False
             break
-        high, span = low, span * WIDEN if most is None else min(span * WIDEN, most)
-    found, ids = len(ids), ids[:window]
-    if limit <= 0 or not ids:
-        return found, [], complete
-    if not plan.scored:
-        return found, [(i, 0.0) for i in ids[offset : offset + limit]], complete
-    # One array parameter: a thousand bound values cost milliseconds to render and parse.
-    page = text(
-        f"SELECT id, ts_rank_cd({target.rank_vector}, CAST(:tsq AS tsquery), 1) AS score "
-        f"FROM {target.table} WHERE id = ANY(CAST(:ids AS bigint[])) "
-        "ORDER BY score DESC, id DESC LIMIT :limit OFFSET :offset"
-    )
-    rows = conn.execute(page, {"tsq": match.full, "ids": ids, "limit": limit, "offset": offset})
-    return found, [(r.id, float(r.score)) for r in rows], complete
+        # None found says the matches are rarer than one in ``span`` rows.
+        span = max(span * 2, _span(max(len(rows), 0.5) / span, window + 1, top))
+        if most is not None:
+            span = min(span, most)
+    # The window is the newest ``window`` matches; the one past it only says there are more.
+    kept = sorted(rows, key=lambda r: r.id, reverse=True)[:window]
+    if plan.scored:
+        kept.sort(key=lambda r: (r.score, r.id), reverse=True)  # ties to the newer row
+    page = kept[offset : offset + limit] if limit > 0 else []
+    return len(rows), [(r.id, float(r.score)) for r in page], complete
 
 
 def _phrase_check_share(plan: Plan, checked: frozenset[str]) -> float | None:
@@ -207,45 +221,83 @@ def _phrase_check_share(plan: Plan, checked: frozenset[str]) -> float | None:
 
 def _matching_fraction(conn: Connection, target: Target, plan: Plan) -> float | None:
     """The share of rows the query and its equality filters keep, by the statistics."""
-    if plan.fraction is None:
-        return None
+    if plan.fraction is None or plan.estimate is None:
+        return plan.fraction
+    equals = dict(f.equals for f in plan.filters if f.equals is not None)
+    if not equals:
+        return plan.fraction
+    stats = conn.execute(
+        text(
+            "SELECT attname, most_common_vals::text::text[] AS vals, most_common_freqs AS shares, "
+            "n_distinct, null_frac FROM pg_stats WHERE schemaname = current_schema() "
+            "AND tablename = :table AND attname = ANY(:columns)"
+        ),
+        {"table": target.table, "columns": list(equals)},
+    ).all()
     fraction = plan.fraction
-    for f in plan.filters:
-        if f.equals is not None:
-            column, value = f.equals
-            stats = conn.execute(
-                text(
-                    "SELECT most_common_vals::text::text[] AS vals, most_common_freqs AS shares "
-                    "FROM pg_stats WHERE schemaname = current_schema() AND tablename = :table "
-                    "AND attname = :column"
-                ),
-                {"table": target.table, "column": column},
-            ).first()
-            if stats is not None and stats.vals is not None:
-                known = dict(zip(stats.vals, stats.shares, strict=False))
-                fraction *= known.get(str(value), 0.0)
+    for row in stats:
+        known = dict(zip(row.vals or (), row.shares or (), strict=False))
+        # A value the statistics do not list shares what they leave with the other unlisted
+        # values, as PostgreSQL's own estimate of an equality does (var_eq_const).
+        distinct = row.n_distinct if row.n_distinct > 0 else -row.n_distinct * plan.estimate.rows
+        left = max(0.0, 1.0 - sum(known.values()) - row.null_frac)
+        unlisted = left / max(1.0, distinct - len(known))
+        fraction *= min(1.0, sum(known.get(str(v), unlisted) for v in equals[row.attname]))
     return fraction
 
 
+def _span(density: float, needed: int, top: int) -> int:
+    """How many of the newest rows a scan should read to find ``needed`` matches where a row
+    matches with ``density``; ``top`` (every row) when reading all the matches costs less than
+    listing the range's ids to read twice the matches needed in it."""
+    span = int(2 * needed / density) if density > 0 else top
+    bounded = span * (RANGE_US + density * FETCH_US)
+    return top if span >= top or density * top * FETCH_US <= bounded else span
+
+
 def _walks(plan: Plan, fraction: float | None, window: int) -> bool:
-    """Whether walking the newest rows (checking each) beats listing the words' rows from the
-    GIN index, by the measured cost of each. Never under a narrow filter, nor for a phrase of
-    several words: words found together are far rarer as neighbours, and the walk would then
-    check the whole table (seconds)."""
-    if not fraction or plan.estimate is None or any(f.narrow for f in plan.filters):
+    """Whether walking the newest rows of the filters' own indexes (checking each) beats
+    listing the words' rows from the GIN index and reading the newest matches, by the measured
+    cost of each. A walk checks the rows its index lists: those of a crawl, or of a crawl's
+    host, until the window is full. Never under a narrow filter no index walks, nor for a
+    phrase of several words: words found together are far rarer as neighbours, and the walk
+    would then check the whole table (seconds)."""
+    estimate = plan.estimate
+    if not plan.fraction or not fraction or estimate is None:
+        return False
+    if any(f.narrow and not f.walkable for f in plan.filters):
         return False
     if any(has_several_words(p) for group in plan.query.groups for p in group):
         return False
     postings = (
         sum(
-            plan.estimate.words.get(w, 0.0)
+            estimate.words.get(w, 0.0)
             for group in plan.query.groups
             for phrase in group
             for w in phrase_words(phrase.lower())
         )
-        * plan.estimate.rows
+        * estimate.rows
     )
-    return (window + 1) / fraction * ROW_CHECK_US < postings * POSTING_US
+    filtered = fraction / plan.fraction * estimate.rows  # the rows the equality filters keep
+    walked = min((window + 1) / plan.fraction, filtered)
+    read = min(fraction * estimate.rows, 2 * (window + 1))
+    return walked * ROW_CHECK_US < postings * POSTING_US + read * FETCH_US
+
+
+def _walked_arms(filters: Sequence[Filter], params: dict[str, Any]) -> list[str]:
+    """The conditions of a walk, one set per value of a walkable filter of several values
+    (a host and its ``www.`` form: each is walked in its own part of the index, and the parts
+    merged), adding the values to ``params``."""
+    arms = [""]
+    for i, f in enumerate(filters):
+        if f.walkable and f.equals is not None:
+            column, values = f.equals
+            names = [f"walk{i}_{j}" for j in range(len(values))]
+            params.update(zip(names, values, strict=True))
+            arms = [f"{arm} AND p.{column} = :{name}" for arm in arms for name in names]
+        else:
+            arms = [f"{arm} AND {f.where}" for arm in arms]
+    return arms
 
 
 @dataclass(frozen=True, slots=True)
