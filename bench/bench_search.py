@@ -26,8 +26,8 @@ it is there, which is faster than generating them again).
   benchmark's.
 
 Run: ``.venv/bin/python bench/bench_search.py [--store sqlite|postgresql|both] [--pages 500000]``
-(building takes ~15 min for SQLite and ~45 min for PostgreSQL under load the first time;
-queries ~2 min). Exit status 1 if the bar is missed.
+(building takes ~4 min for SQLite and ~25 min for PostgreSQL on an idle machine, ~15 and ~45
+min under load, the first time; queries ~2 min). Exit status 1 if the bar is missed.
 """
 
 from __future__ import annotations
