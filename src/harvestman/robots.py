@@ -315,7 +315,10 @@ def _compile_rule(pattern: str, allow: bool) -> tuple[str, tuple[int, int, tuple
     """
     score = 2 * len(pattern) + allow
     anchored = pattern.endswith("$")
-    head, star, rest = (pattern[:-1] if anchored else pattern).partition("*")
+    # A "$" before the end is a plain character; paths carry it as "%24" (see _path_of), so a
+    # rule's "%24" and its inner "$" both match a literal "$" (RFC 9309 §2.2.3's examples).
+    body = (pattern[:-1] if anchored else pattern).replace("$", "%24")
+    head, star, rest = body.partition("*")
     if not star:
         return head, (score, _EXACT if anchored else _PREFIX, (), "")
     pieces = rest.split("*")
@@ -420,9 +423,23 @@ def _path_and_query(url: str) -> str:
 
 
 def _path_of(url: str) -> str:
-    """The normalized path and query of ``url``, as rules are matched against."""
+    """The normalized path and query of ``url``, as rules are matched against.
+
+    A literal ``*`` or ``$`` is written ``%2A`` / ``%24``: in a rule those two are special, and
+    their escaped forms are how a rule names the literal characters (RFC 9309 §2.2.3).
+    """
     canonical = _CANONICAL_URL.fullmatch(url)
     if canonical is not None:  # already normalized, as harvestman.urls hands URLs out
         path = canonical.group(1)
-        return path if path.startswith("/") else "/" + path
-    return _normalize(_path_and_query(url))
+        if not path.startswith("/"):
+            path = "/" + path
+    else:
+        path = _normalize(_path_and_query(url))
+    return _escape_specials(path)
+
+
+def _escape_specials(path: str) -> str:
+    """``*`` and ``$`` as ``%2A`` and ``%24``, the forms a rule matches them by."""
+    if "*" in path or "$" in path:
+        return path.replace("*", "%2A").replace("$", "%24")
+    return path
