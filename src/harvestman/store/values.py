@@ -14,8 +14,8 @@ column type                            the value is...
 ``SmallInteger``, ``Integer``,         within the signed 16-, 32- or 64-bit range, else cleared
 ``BigInteger``                         (clamped when NOT NULL)
 ``Numeric(p, s)``                      finite and, rounded to s places, under 10**(p - s);
-                                       else cleared
-``Float``                              finite, else cleared
+                                       else cleared (left to the store when NOT NULL)
+``Float``                              finite, else cleared (the same)
 =====================================  ========================================================
 
 What was changed is said in a note per record (an ``error_logs`` row, ``UnstorableValue``) and,
@@ -146,6 +146,8 @@ class ColumnRule:
         return value, None
 
     def _refuse(self, value: Any, why: str) -> tuple[Any, str | None]:
+        if not self.nullable:  # nothing to put in its place: the store decides (isolation)
+            return value, None
         return None, f"cleared: {_shown(value)} {why}"
 
 
