@@ -84,7 +84,12 @@ async def run_cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
         *CLI, *args, env={**os.environ, "COLUMNS": "200", **env},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    out, err = await process.communicate()
+    try:
+        out, err = await process.communicate()
+    finally:
+        if process.returncode is None:  # the test was cancelled (its timeout): leave no process
+            process.kill()
+            await process.wait()
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
 
