@@ -38,7 +38,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Context, Decimal
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 from sqlalchemy import BigInteger, Column, Float, Integer, Numeric, SmallInteger, String, Table
 
@@ -56,7 +56,6 @@ from harvestman.store.schema import (
 __all__ = ["CheckedBatch", "ColumnRule", "Note", "check_batch", "rule_for"]
 
 T = TypeVar("T")
-Kind = Literal["text", "integer", "numeric", "float", "other"]
 
 # Signed ranges by integer type, narrowest first (BigInteger and SmallInteger are Integers).
 _INTEGER_RANGES: Final = (
@@ -72,36 +71,36 @@ _SHOWN: Final = 40  # characters of a refused value quoted in a reason
 class ColumnRule:
     """What one column accepts; ``check(value)`` answers ``(value to write, reason or None)``.
 
-    ``high`` and ``low`` bound an integer column; ``digits`` (10**(p - s)) and ``scale`` a
-    numeric one; ``length`` a string one.
+    This base accepts anything (a Boolean); a subclass per kind of type checks its values.
     """
 
+    kind: ClassVar[str] = "other"
     column: str
     type_name: str
-    kind: Kind
     nullable: bool
-    length: int | None = None
-    low: int = 0
-    high: int = 0
-    digits: Decimal | None = None
-    scale: int = 0
 
     def check(self, value: Any) -> tuple[Any, str | None]:
-        if value is None:
-            return None, None
-        if self.kind == "text":
-            return self._text(value) if isinstance(value, str) else (value, None)
-        if self.kind == "integer":
-            if isinstance(value, int) and not isinstance(value, bool):
-                return self._integer(value)
-            return value, None
-        if self.kind == "numeric":
-            return self._numeric(value)
-        if self.kind == "float" and isinstance(value, float) and not math.isfinite(value):
-            return self._refuse(value, "is not a finite number")
         return value, None
 
-    def _text(self, value: str) -> tuple[Any, str | None]:
+    def _refuse(self, value: Any, why: str) -> tuple[Any, str | None]:
+        if not self.nullable:  # nothing to put in its place: the store decides (isolation)
+            return value, None
+        return None, f"cleared: {_shown(value)} {why}"
+
+
+@dataclass(frozen=True, slots=True)
+class TextRule(ColumnRule):
+    """``String(length)``, or ``Text`` (``length`` None)."""
+
+    kind: ClassVar[str] = "text"
+    length: int | None = None
+
+    def check(self, value: Any) -> tuple[Any, str | None]:
+        if type(value) is not str:
+            return value, None
+        fits = self.length is None or len(value) <= self.length
+        if fits and "\x00" not in value and value.isascii():  # the common case: two C scans
+            return value, None
         reasons = []
         if "\x00" in value:
             value = value.replace("\x00", "")
@@ -119,15 +118,33 @@ class ColumnRule:
             reasons.append(f"cut to {self.length} characters ({self.type_name})")
         return value, "; ".join(reasons) or None
 
-    def _integer(self, value: int) -> tuple[Any, str | None]:
-        if self.low <= value <= self.high:
+
+@dataclass(frozen=True, slots=True)
+class IntegerRule(ColumnRule):
+    """``SmallInteger``, ``Integer``, ``BigInteger``: signed ``low`` to ``high``."""
+
+    kind: ClassVar[str] = "integer"
+    low: int = 0
+    high: int = 0
+
+    def check(self, value: Any) -> tuple[Any, str | None]:
+        if type(value) is not int or self.low <= value <= self.high:
             return value, None
         if self.nullable:
             return self._refuse(value, f"is outside {self.type_name}")
         clamped = min(max(value, self.low), self.high)
         return clamped, f"{_shown(value)} clamped to {clamped} ({self.type_name})"
 
-    def _numeric(self, value: Any) -> tuple[Any, str | None]:
+
+@dataclass(frozen=True, slots=True)
+class NumericRule(ColumnRule):
+    """``Numeric(p, s)``: ``digits`` is 10**(p - s) (None: no precision), ``scale`` is s."""
+
+    kind: ClassVar[str] = "numeric"
+    digits: Decimal | None = None
+    scale: int = 0
+
+    def check(self, value: Any) -> tuple[Any, str | None]:
         if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
             return value, None
         number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
@@ -136,19 +153,23 @@ class ColumnRule:
         if self.digits is None or number.is_zero():
             return value, None
         # PostgreSQL rounds to the scale first, then checks the size (half away from zero).
-        limit = self.digits.adjusted()
         if (
-            number.adjusted() >= limit
+            number.adjusted() >= self.digits.adjusted()
             or abs(number.quantize(Decimal(1).scaleb(-self.scale), ROUND_HALF_UP, _WIDE))
             >= self.digits
         ):
             return self._refuse(value, f"is outside {self.type_name}")
         return value, None
 
-    def _refuse(self, value: Any, why: str) -> tuple[Any, str | None]:
-        if not self.nullable:  # nothing to put in its place: the store decides (isolation)
-            return value, None
-        return None, f"cleared: {_shown(value)} {why}"
+
+@dataclass(frozen=True, slots=True)
+class FloatRule(ColumnRule):
+    kind: ClassVar[str] = "float"
+
+    def check(self, value: Any) -> tuple[Any, str | None]:
+        if type(value) is float and not math.isfinite(value):
+            return self._refuse(value, "is not a finite number")
+        return value, None
 
 
 def _shown(value: Any) -> str:
@@ -169,53 +190,63 @@ def _rules(table: Table) -> Mapping[str, ColumnRule]:
 
 
 def _derive(table: Table, column: Column[Any]) -> ColumnRule:
-    kind_of = column.type
-    name = f"{table.name}.{column.name}"
-    type_name = str(kind_of)
-    nullable = bool(column.nullable)
-    if isinstance(kind_of, String):
-        return ColumnRule(name, type_name, "text", nullable, length=kind_of.length)
-    if isinstance(kind_of, Integer):
-        for integer, low, high in _INTEGER_RANGES:
-            if isinstance(kind_of, integer):
-                return ColumnRule(name, type_name, "integer", nullable, low=low, high=high)
-    if isinstance(kind_of, Float):  # a Numeric too: ask first
-        return ColumnRule(name, type_name, "float", nullable)
-    if isinstance(kind_of, Numeric):
-        precision, scale = kind_of.precision, kind_of.scale or 0
+    of = column.type
+    name, type_name, nullable = f"{table.name}.{column.name}", str(of), bool(column.nullable)
+    if isinstance(of, String):
+        return TextRule(name, type_name, nullable, length=of.length)
+    if isinstance(of, Integer):
+        low, high = next((low, high) for kind, low, high in _INTEGER_RANGES if isinstance(of, kind))
+        return IntegerRule(name, type_name, nullable, low=low, high=high)
+    if isinstance(of, Float):  # a Numeric too: ask first
+        return FloatRule(name, type_name, nullable)
+    if isinstance(of, Numeric):
+        precision, scale = of.precision, of.scale or 0
         digits = None if precision is None else Decimal(10) ** (precision - scale)
-        return ColumnRule(name, type_name, "numeric", nullable, digits=digits, scale=scale)
-    return ColumnRule(name, type_name, "other", nullable)
+        return NumericRule(name, type_name, nullable, digits=digits, scale=scale)
+    return ColumnRule(name, type_name, nullable)
 
 
 # -- a batch ----------------------------------------------------------------------------------
 
+Plan = tuple[tuple[str, ColumnRule], ...]  # (a record's field, the rule of its column)
+
+
+def _plan(table: Table, fields: Mapping[str, str]) -> Plan:
+    rules = _rules(table)
+    return tuple((name, rules[column]) for name, column in fields.items())
+
+
 # Which field of each record is written to which column. A page is its table's row by design.
-_PAGE_FIELDS: Final = {
-    f.name: f.name
-    for f in dataclasses.fields(PageRecord)
-    if f.name in crawled_pages.c and f.name != "redirects"  # redirects: written as JSON
-}
-_URL_FIELDS: Final = {
+_PAGE: Final = _plan(
+    crawled_pages,
+    {
+        f.name: f.name
+        for f in dataclasses.fields(PageRecord)
+        if f.name in crawled_pages.c and f.name != "redirects"  # redirects: written as JSON
+    },
+)
+_URL: Final = _plan(urls, {
     name: name
     for name in ("next_crawl_at", "attempts", "status_code", "error_class", "error",
                  "content_hash", "etag", "last_modified")
-}  # fmt: skip
-_NEW_URL_FIELDS: Final = {
+})  # fmt: skip
+_NEW_URL: Final = _plan(urls, {
     name: name for name in ("url", "url_hash", "host", "depth", "priority", "kind", "lastmod")
-}
-_PRODUCT_FIELDS: Final = {
+})  # fmt: skip
+_PRODUCT: Final = _plan(products, {
     **{name: name
        for name in ("name", "description", "price", "currency", "availability", "rating",
                     "review_count", "brand", "category", "sku", "gtin", "source")},
     "url": "product_url",
-}  # fmt: skip
-_IMAGE_FIELDS: Final = {"url": "url", "alt": "alt", "width": "width", "height": "height"}
-_RECORD_FIELDS: Final = {
+})  # fmt: skip
+_IMAGE: Final = _plan(images, {"url": "url", "alt": "alt", "width": "width", "height": "height"})
+_RECORD: Final = _plan(parsed_records, {
     "kind": "kind", "parser": "parser", "parser_version": "parser_version", "key": "record_key",
-}  # fmt: skip
-_RUN_FIELDS: Final = {"parser": "parser", "version": "parser_version"}
-_FAILURE_FIELDS: Final = {"message": "message", "traceback": "stack_trace", "url": "task"}
+})  # fmt: skip
+_RUN: Final = _plan(parser_stats, {"parser": "parser", "version": "parser_version"})
+_FAILURE: Final = _plan(
+    error_logs, {"message": "message", "traceback": "stack_trace", "url": "task"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +273,7 @@ def check_batch(outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl]) -> Chec
     """Check every value the batch writes (see the module docstring)."""
     checked = CheckedBatch([], [])
     for row in new_urls:
-        cleaned, reasons = _checked(row, urls, _NEW_URL_FIELDS)
+        cleaned, reasons = _checked(row, _NEW_URL)
         if reasons:
             message = "discovered URL dropped: " + "; ".join(reasons)
             checked.notes.append(Note(cleaned.url, message, dropped=True))
@@ -257,17 +288,14 @@ def check_batch(outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl]) -> Chec
     return checked
 
 
-def _checked(
-    record: T, table: Table, fields: Mapping[str, str], label: str = ""
-) -> tuple[T, list[str]]:
-    rules = _rules(table)
+def _checked(record: T, plan: Plan, label: str = "") -> tuple[T, list[str]]:
     changes: dict[str, Any] = {}
     reasons: list[str] = []
-    for name, column in fields.items():
+    for name, rule in plan:
         value = getattr(record, name)
         if value is None:
             continue
-        new, reason = rules[column].check(value)
+        new, reason = rule.check(value)
         if reason is not None:
             changes[name] = new
             reasons.append(f"{label}{name} {reason}")
@@ -277,10 +305,10 @@ def _checked(
 
 
 def _checked_outcome(outcome: Outcome) -> tuple[Outcome, list[str]]:
-    clean, reasons = _checked(outcome, urls, _URL_FIELDS)
+    clean, reasons = _checked(outcome, _URL)
     changes: dict[str, Any] = {}
     if outcome.page is not None:
-        page, found = _checked(outcome.page, crawled_pages, _PAGE_FIELDS, "page ")
+        page, found = _checked(outcome.page, _PAGE, "page ")
         if found:
             changes["page"] = page
             reasons.extend(found)
@@ -291,17 +319,15 @@ def _checked_outcome(outcome: Outcome) -> tuple[Outcome, list[str]]:
         if any(found for _, found in found_products):
             changes["products"] = [product for product, _ in found_products]
             reasons.extend(reason for _, found in found_products for reason in found)
-    for name, table, fields in (
-        ("records", parsed_records, _RECORD_FIELDS),
-        ("parser_runs", parser_stats, _RUN_FIELDS),
-        ("parse_failures", error_logs, _FAILURE_FIELDS),
+    for name, plan in (
+        ("records", _RECORD),
+        ("parser_runs", _RUN),
+        ("parse_failures", _FAILURE),
     ):
         items = getattr(outcome, name)
         if not items:
             continue
-        found_items = [
-            _checked(item, table, fields, f"{name}[{i}] ") for i, item in enumerate(items)
-        ]
+        found_items = [_checked(item, plan, f"{name}[{i}] ") for i, item in enumerate(items)]
         if any(found for _, found in found_items):
             changes[name] = [item for item, _ in found_items]
             reasons.extend(reason for _, found in found_items for reason in found)
@@ -312,10 +338,10 @@ def _checked_outcome(outcome: Outcome) -> tuple[Outcome, list[str]]:
 
 def _checked_product(product: Any, position: int) -> tuple[Any, list[str]]:
     """A product with its values fitted, each change also kept in its own ``errors``."""
-    clean, own = _checked(product, products, _PRODUCT_FIELDS)
+    clean, own = _checked(product, _PRODUCT)
     pictures: list[Any] = []
     for i, image in enumerate(getattr(product, "image_details", None) or ()):
-        picture, found = _checked(image, images, _IMAGE_FIELDS, f"image {i} ")
+        picture, found = _checked(image, _IMAGE, f"image {i} ")
         pictures.append(picture)
         own.extend(found)
     if not own:
