@@ -21,7 +21,14 @@ from sqlalchemy import exc as sa
 
 from harvestman.errors import StoreError
 from harvestman.extract.products import Product
-from harvestman.records import CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus
+from harvestman.records import (
+    CrawlRequest,
+    DomainRecord,
+    NewUrl,
+    Outcome,
+    PageRecord,
+    UrlStatus,
+)
 from harvestman.store import SqlStore
 from harvestman.store.transient import is_transient
 from harvestman.urls import host_key, url_hash
@@ -139,6 +146,16 @@ async def test_a_refused_record_is_dead_lettered_and_the_rest_of_its_batch_is_wr
     )
     assert code == 0, err
     assert "re-queued 1 URLs" in err
+
+
+async def test_a_robots_txt_holding_nul_is_stored_without_it(store: SqlStore) -> None:
+    robots = DomainRecord("a.test", "User-agent: *\x00\nDisallow: /private\n", 200, NOW)
+
+    await store.save_robots(robots, NOW)
+
+    stored = await store.get_domain("a.test")
+    assert stored is not None
+    assert stored.robots_txt == "User-agent: *\nDisallow: /private\n"
 
 
 async def test_a_batch_of_healthy_records_is_one_transaction(store: SqlStore) -> None:

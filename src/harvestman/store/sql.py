@@ -53,6 +53,7 @@ from harvestman.store.schema import (
     urls,
     workers,
 )
+from harvestman.store.values import fit_domain
 
 T = TypeVar("T")
 
@@ -641,6 +642,7 @@ class SqlStore:
 
     async def save_robots(self, record: DomainRecord, now: float) -> None:
         """Store a host's robots.txt (creating the domain row on first sight)."""
+        record = fit_domain(record)
 
         def _save() -> None:
             values = {

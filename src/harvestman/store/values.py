@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,9 +43,10 @@ from typing import Any, ClassVar, Final, TypeVar
 
 from sqlalchemy import BigInteger, Column, Float, Integer, Numeric, SmallInteger, String, Table
 
-from harvestman.records import NewUrl, Outcome, PageRecord
+from harvestman.records import DomainRecord, NewUrl, Outcome, PageRecord
 from harvestman.store.schema import (
     crawled_pages,
+    domains,
     error_logs,
     images,
     parsed_records,
@@ -53,7 +55,9 @@ from harvestman.store.schema import (
     urls,
 )
 
-__all__ = ["CheckedBatch", "ColumnRule", "Note", "check_batch", "rule_for"]
+__all__ = ["CheckedBatch", "ColumnRule", "Note", "check_batch", "fit_domain", "rule_for"]
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -247,6 +251,21 @@ _RUN: Final = _plan(parser_stats, {"parser": "parser", "version": "parser_versio
 _FAILURE: Final = _plan(
     error_logs, {"message": "message", "traceback": "stack_trace", "url": "task"}
 )
+
+
+_DOMAIN: Final = _plan(domains, {
+    name: name
+    for name in ("host", "robots_txt", "robots_status", "robots_fetched_at", "crawl_delay")
+})  # fmt: skip
+
+
+def fit_domain(record: DomainRecord) -> DomainRecord:
+    """A host's robots.txt record with its values fitted (a robots.txt may hold NUL, which
+    PostgreSQL refuses: the host would never be crawled); what changed is logged."""
+    fitted, reasons = _checked(record, _DOMAIN)
+    if reasons:
+        log.warning("robots.txt of %s: %s", record.host, "; ".join(reasons))
+    return fitted
 
 
 @dataclass(frozen=True, slots=True)
