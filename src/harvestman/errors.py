@@ -18,7 +18,9 @@ where they occur, so a recorded failure always carries one of these stable class
     │   └── HttpStatusError          a final response with a 4xx/5xx status
     ├── RobotsDenied                 robots.txt disallows the URL
     ├── QueryError                   a search query finds nothing by its form; ``reason`` says why
+    ├── UnstorableValue              a value its column cannot hold was cleared, cut or cleaned
     └── StoreError                   the store failed or is unusable
+        ├── StoreRejected            the store refused one record; it was dead-lettered
         └── SchemaOutdated           the database schema is behind the code
 """
 
@@ -137,13 +139,25 @@ class SchemaOutdated(StoreError):
     pass
 
 
+class StoreRejected(StoreError):
+    """The store refused a record for a reason no retry helps (a broken constraint, a value it
+    cannot hold). Never raised out of a batch write: the record's URL is dead-lettered with this
+    class and the database's message, and the rest of the batch is written."""
+
+
+class UnstorableValue(HarvestmanError, ValueError):
+    """A value its column cannot hold: out of the column's range, longer than it, holding NUL.
+    Recorded, not raised: the value is cleared, cut or cleaned before the write."""
+
+
 # Each recorded failure belongs to one category of ``error_logs``.
 _CATEGORIES = {
     "network": ("NetworkError", "FetchTimeout", "ContentDecodingError"),
     "http": ("HttpStatusError", "TooManyRedirects", "RedirectLoop", "RedirectRefused",
              "BodyTooLarge"),
-    "validation": ("ContentRejected", "RobotsUnavailable"),
-    "storage": ("StoreError", "SchemaOutdated", "StoreUnavailable", "ArchiveError"),
+    "validation": ("ContentRejected", "RobotsUnavailable", "UnstorableValue"),
+    "storage": ("StoreError", "SchemaOutdated", "StoreUnavailable", "ArchiveError",
+                "StoreRejected"),
 }  # fmt: skip
 _CATEGORY_OF = {name: category for category, names in _CATEGORIES.items() for name in names}
 

@@ -20,7 +20,9 @@ class Store(Protocol):
 
     Contract: every method is safe to call from the event loop (it never blocks it); rows leased
     by one worker are never leased by another until released, recovered or expired; ``record``
-    is atomic (a batch is written whole or not at all).
+    is atomic (a batch is written whole or not at all) and raises only when the store is away
+    (a transient error, ``store.transient``): a record the store refuses is dead-lettered and
+    the rest of its batch written (``store.isolation``).
     """
 
     async def ensure_crawl(self, name: str, seeds: Sequence[str] = ()) -> int: ...

@@ -38,7 +38,7 @@ from harvestman.records import (
     Outcome,
     UrlStatus,
 )
-from harvestman.store import dialect, history, keyset, migrate, parsed
+from harvestman.store import dialect, history, isolation, keyset, migrate, parsed
 from harvestman.store.keyset import Key
 from harvestman.store.lists import RowFilter, columns
 from harvestman.store.schema import (
@@ -53,6 +53,7 @@ from harvestman.store.schema import (
     urls,
     workers,
 )
+from harvestman.store.values import fit_domain
 
 T = TypeVar("T")
 
@@ -357,15 +358,22 @@ class SqlStore:
     async def record(
         self, crawl_id: int, outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl], now: float
     ) -> None:
-        """Write a batch in one transaction: discovered URLs, URL states and pages."""
+        """Write a batch in one transaction: discovered URLs, URL states and pages.
 
-        def _record() -> None:
-            with self._begin() as conn:
-                self._insert_urls(conn, crawl_id, new_urls, now)
-                if outcomes:
-                    self._write_outcomes(conn, crawl_id, outcomes, now)
+        Values are fitted to their columns first; a record the store still refuses is
+        dead-lettered and the rest written (``store.isolation``). Raises only transient errors.
+        """
 
-        await self._run(_record)
+        def _write(
+            conn: Connection, outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl]
+        ) -> None:
+            self._insert_urls(conn, crawl_id, new_urls, now)
+            if outcomes:
+                self._write_outcomes(conn, crawl_id, outcomes, now)
+
+        await self._run(
+            isolation.write_batch, self._begin, _write, crawl_id, outcomes, new_urls, now
+        )
 
     def _write_outcomes(
         self, conn: Connection, crawl_id: int, outcomes: Sequence[Outcome], now: float
@@ -634,6 +642,7 @@ class SqlStore:
 
     async def save_robots(self, record: DomainRecord, now: float) -> None:
         """Store a host's robots.txt (creating the domain row on first sight)."""
+        record = fit_domain(record)
 
         def _save() -> None:
             values = {
