@@ -15,6 +15,7 @@ from harvestman.store.crawl.outcomes import PRODUCTS_PARSER, OutcomeRepository
 from harvestman.store.crawl.reports import ReportRepository
 from harvestman.store.crawl.sessions import SessionRepository
 from harvestman.store.crawl.workers import WorkerRepository
+from harvestman.store.search.repository import SearchRepository
 
 __all__ = ["PRODUCTS_PARSER", "SqlStore"]
 
@@ -27,5 +28,6 @@ class SqlStore(
     HostRepository,
     SessionRepository,
     ReportRepository,
+    SearchRepository,
 ):
     """The store on a SQLAlchemy engine. Use as ``async with SqlStore(url) as store``."""

@@ -30,8 +30,8 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, text
 
-from harvestman.search.plan import Estimate, Filter, Plan, Target
 from harvestman.search.query import Query, has_several_words, phrase_words
+from harvestman.store.search.plan import Estimate, Filter, Plan, Target
 
 CONFIG = "simple"  # the migration's text search configuration: no stemming, no stop words
 # Measured on 500,000 pages (bench/bench_search.py: the table far larger than shared_buffers,

@@ -17,8 +17,8 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, text
 
-from harvestman.search.plan import Estimate, Filter, Plan, Target
 from harvestman.search.query import Query, has_several_words, phrase_words
+from harvestman.store.search.plan import Estimate, Filter, Plan, Target
 
 RARE_FRACTION = 0.1  # a filter keeping less of the newest rows is matched in the index
 # A query with phrases of several words is searched among the newest rows expected to hold at
