@@ -15,6 +15,7 @@ from harvestman.store.crawl.outcomes import PRODUCTS_PARSER, OutcomeRepository
 from harvestman.store.crawl.reports import ReportRepository
 from harvestman.store.crawl.sessions import SessionRepository
 from harvestman.store.crawl.workers import WorkerRepository
+from harvestman.store.lifecycle.repository import LifecycleRepository
 from harvestman.store.search.repository import SearchRepository
 
 __all__ = ["PRODUCTS_PARSER", "SqlStore"]
@@ -29,5 +30,6 @@ class SqlStore(
     SessionRepository,
     ReportRepository,
     SearchRepository,
+    LifecycleRepository,
 ):
     """The store on a SQLAlchemy engine. Use as ``async with SqlStore(url) as store``."""
