@@ -63,6 +63,14 @@ class StoreConnection:
         except SQLAlchemyError as exc:
             raise StoreError(f"{type(exc).__name__}: {exc}") from exc
 
+    async def in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a synchronous call on this store (a read such as ``list_rows``, or an admin
+        write) in a thread of its own, beside the store's threads, with errors translated."""
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+
     async def upgrade(self) -> None:
         """Bring the schema to the code's head revision (Alembic)."""
         await self._run(migrate.upgrade, self.engine)

@@ -8,6 +8,7 @@ writes arrive in batches (``record``): one transaction per batch, ``executemany`
 
 from __future__ import annotations
 
+from harvestman.store.crawl.admin import AdminRepository
 from harvestman.store.crawl.crawls import CrawlRepository
 from harvestman.store.crawl.frontier import FrontierRepository
 from harvestman.store.crawl.hosts import HostRepository
@@ -15,6 +16,7 @@ from harvestman.store.crawl.outcomes import PRODUCTS_PARSER, OutcomeRepository
 from harvestman.store.crawl.reports import ReportRepository
 from harvestman.store.crawl.sessions import SessionRepository
 from harvestman.store.crawl.workers import WorkerRepository
+from harvestman.store.failures import FailureRepository
 from harvestman.store.lifecycle.repository import LifecycleRepository
 from harvestman.store.search.repository import SearchRepository
 
@@ -31,5 +33,7 @@ class SqlStore(
     ReportRepository,
     SearchRepository,
     LifecycleRepository,
+    AdminRepository,
+    FailureRepository,
 ):
     """The store on a SQLAlchemy engine. Use as ``async with SqlStore(url) as store``."""
