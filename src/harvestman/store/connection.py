@@ -32,15 +32,15 @@ class StoreConnection:
         # never waits behind a long lease or flush (a late heartbeat reads as a dead worker).
         self._threads = 1 if dialect.is_sqlite(self.engine) else max(1, threads)
         self._executor: ThreadPoolExecutor | None = None
+        self.schema = migrate.Schema(self.engine)
 
     def _begin(self) -> contextlib.AbstractContextManager[Connection]:
         """A write transaction (``store.transaction``: the locking rules)."""
         return transaction(self.engine)
 
-    @property
-    def is_sqlite(self) -> bool:
-        """Whether the store is the embedded SQLite one (it sets its schema up itself)."""
-        return dialect.is_sqlite(self.engine)
+    def dispose(self) -> None:
+        """Close every pooled connection: the end of a store used without ``async with``."""
+        self.engine.dispose()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -78,6 +78,15 @@ class StoreConnection:
     async def check_schema(self) -> None:
         """Raise SchemaOutdated when the database is behind the code."""
         await self._run(migrate.check_current, self.engine)
+
+    async def prepare_schema(self) -> None:
+        """Ready the schema for a crawl or the service: the embedded store (SQLite) migrates
+        itself to the code's head; a shared one (PostgreSQL) is migrated by its operator
+        (``harvestman db upgrade``), so it is only checked (SchemaOutdated)."""
+        if dialect.is_sqlite(self.engine):
+            await self.upgrade()
+        else:
+            await self.check_schema()
 
     async def check(self) -> None:
         """Prove the database answers on a NEW connection (a pooled SQLite connection keeps a

@@ -82,3 +82,16 @@ def insert_ignore(engine: Engine, table: Table, *conflict: str) -> Insert:
 def lock_suffix(engine: Engine) -> str:
     """Row locking for a lease SELECT: SKIP LOCKED on PostgreSQL; SQLite has one writer."""
     return "" if is_sqlite(engine) else " FOR UPDATE SKIP LOCKED"
+
+
+def safe_url(database_url: str) -> str:
+    """``database_url`` as it may be shown or logged: its password masked."""
+    return make_url(database_url).render_as_string(hide_password=True)
+
+
+def sqlite_path(database_url: str) -> Path | None:
+    """The file of a SQLite database URL; None for another database."""
+    url = make_url(database_url)
+    if url.get_backend_name() != "sqlite" or not url.database:
+        return None
+    return Path(url.database)
