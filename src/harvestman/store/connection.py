@@ -97,11 +97,11 @@ class StoreConnection:
                 import sqlite3
 
                 path = self.engine.url.database or ""
-                conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=5)
+                fresh = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=5)
                 try:
-                    conn.execute("SELECT 1 FROM crawls LIMIT 1").fetchall()
+                    fresh.execute("SELECT 1 FROM crawls LIMIT 1").fetchall()
                 finally:
-                    conn.close()
+                    fresh.close()
                 return
             with self.engine.connect() as conn:
                 conn.execute(text("SELECT 1"))

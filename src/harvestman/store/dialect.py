@@ -11,7 +11,6 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Table, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.sql import Insert
 
 from harvestman.errors import ConfigError
 
@@ -68,13 +67,18 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
-def insert(engine: Engine, table: Table) -> Insert:
+Upsert = sqlite.Insert | postgresql.Insert
+"""An INSERT that knows ON CONFLICT (``on_conflict_do_update``, ``excluded``) on both stores."""
+
+
+def insert(engine: Engine, table: Table) -> Upsert:
     """The dialect's INSERT, which knows ON CONFLICT."""
-    module = sqlite if is_sqlite(engine) else postgresql
-    return module.insert(table)
+    if is_sqlite(engine):
+        return sqlite.insert(table)
+    return postgresql.insert(table)
 
 
-def insert_ignore(engine: Engine, table: Table, *conflict: str) -> Insert:
+def insert_ignore(engine: Engine, table: Table, *conflict: str) -> Upsert:
     """INSERT ... ON CONFLICT (conflict) DO NOTHING."""
     return insert(engine, table).on_conflict_do_nothing(index_elements=list(conflict))
 

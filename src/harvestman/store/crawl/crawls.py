@@ -46,7 +46,8 @@ class CrawlRepository(StoreConnection):
         def _seeds() -> list[str]:
             with self.engine.connect() as conn:
                 value = conn.execute(select(crawls.c.seeds).where(crawls.c.id == crawl_id)).scalar()
-            return json.loads(value or "[]")
+            seeds: list[str] = json.loads(value or "[]")
+            return seeds
 
         return await self._run(_seeds)
 

@@ -114,7 +114,7 @@ def replay(
 def _plan_batch(
     conn: Connection,
     plan: ReplayPlan,
-    pages: Sequence[Row[Any]],
+    pages: Sequence[Row[*tuple[Any, ...]]],
     depth_for_missing: int | None,
     sample_size: int,
     now: float | None,
@@ -129,8 +129,8 @@ def _plan_batch(
             )
         ).all()
     )
-    queued: list[Row[Any]] = []
-    missing: list[Row[Any]] = []
+    queued: list[Row[*tuple[Any, ...]]] = []
+    missing: list[Row[*tuple[Any, ...]]] = []
     for page in pages:
         status = states.get(page.url_hash)
         if status is None:

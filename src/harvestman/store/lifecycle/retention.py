@@ -264,7 +264,7 @@ class _Run:
         failed = UrlStatus.FAILED.value
         columns = [urls.c[name] for name in FAILED_FIELDS if name != "crawl"]
 
-        def encode(rows: Sequence[Row[Any]]) -> bytes:
+        def encode(rows: Sequence[Row[*tuple[Any, ...]]]) -> bytes:
             text = io.StringIO()
             writer = csv.writer(text, lineterminator="\n")
             for row in rows:
@@ -284,7 +284,7 @@ class _Run:
             )
         )
 
-    def _as_jsonl(self, rows: Sequence[Row[Any]]) -> bytes:
+    def _as_jsonl(self, rows: Sequence[Row[*tuple[Any, ...]]]) -> bytes:
         """Whole rows as JSON lines, each with its crawl's name as ``crawl``."""
         lines = []
         for row in rows:
@@ -322,7 +322,7 @@ class _Run:
         query: Select[Any],
         rule: tuple[ColumnElement[bool], ...],
         spool: GzipSpool,
-        encode: Callable[[Sequence[Row[Any]]], bytes],
+        encode: Callable[[Sequence[Row[*tuple[Any, ...]]]], bytes],
     ) -> tuple[int, int, Path | None]:
         exported = deleted = 0
         with spool:

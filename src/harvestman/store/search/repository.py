@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from harvestman.search.hits import PageHit, ProductHit, SearchResult
 from harvestman.store.connection import StoreConnection
-from harvestman.store.search.targets import (
-    PageHit,
-    ProductHit,
-    SearchResult,
-    search_pages,
-    search_products,
-)
+from harvestman.store.search.targets import search_pages, search_products
 
 
 class SearchRepository(StoreConnection):
