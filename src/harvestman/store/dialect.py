@@ -1,6 +1,6 @@
 """Where SQLite and PostgreSQL differ: engine set-up, upserts and row locking.
 
-Everything dialect-specific in the store lives here, so the queries in ``sql.py`` exist once.
+Everything dialect-specific in the store lives here, so each of its queries exists once.
 """
 
 from __future__ import annotations

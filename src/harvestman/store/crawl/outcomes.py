@@ -45,7 +45,7 @@ class OutcomeRepository(StoreConnection):
         self, conn: Connection, crawl_id: int, outcomes: Sequence[Outcome], now: float
     ) -> None:
         # In id order, the order every statement that waits on urls rows locks them in (see
-        # _locked_ids): a batch write and a lease extension once deadlocked on each other.
+        # store.transaction.locked_ids): a batch write and a lease extension once deadlocked.
         outcomes = sorted(outcomes, key=lambda o: o.request.id)
         conn.execute(
             update(urls)
