@@ -12,9 +12,9 @@ from sqlalchemy import Engine, insert, select
 
 from apiclient import Api, running_api
 from conftest import SettingsFactory
-from harvestman.lifecycle.batches import write_transaction
 from harvestman.store.history import add_counts
 from harvestman.store.schema import error_logs, urls
+from harvestman.store.transaction import transaction as write_transaction
 from storerows import NOW, add_crawl, add_url
 
 

@@ -19,7 +19,7 @@ from harvestman.config import Settings
 from harvestman.display import render_report
 from harvestman.engine import Engine
 from harvestman.export import export_pages
-from harvestman.lifecycle.replay import replay
+from harvestman.lifecycle import replay
 from harvestman.store import SqlStore
 from siteparsers import write_distribution
 from test_engine_yield import run_cli

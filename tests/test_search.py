@@ -19,17 +19,16 @@ from harvestman.search import (
     MARK_START,
     RANK_WINDOW,
     Query,
-    fts5,
     include_name,
     parse_query,
     search_pages,
     search_products,
     snippet,
-    tsvector,
 )
-from harvestman.search.targets import PAGES
 from harvestman.store import dialect, migrate
 from harvestman.store.schema import metadata
+from harvestman.store.search import fts5, tsvector
+from harvestman.store.search.targets import PAGES
 
 FILLER = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor"
 

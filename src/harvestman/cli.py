@@ -227,10 +227,7 @@ async def _crawl(settings: Settings, seeds: list[str], output: Path | None, live
 
     out = output.open("ab") if output else None
     async with SqlStore(settings.database_url) as store:
-        if store.engine.dialect.name == "sqlite":
-            await store.upgrade()  # the embedded store sets itself up
-        else:
-            await store.check_schema()
+        await store.prepare_schema()
 
         def write_pages(outcomes: Any) -> None:
             if out is not None:
@@ -371,9 +368,9 @@ async def _work(settings: Settings, exit_when_done: bool) -> int:
 
 
 def _safe_url(url: str) -> str:
-    from sqlalchemy.engine import make_url
+    from harvestman.store.dialect import safe_url
 
-    return make_url(url).render_as_string(hide_password=True)
+    return safe_url(url)
 
 
 @app.command()
@@ -604,7 +601,7 @@ def export(
         finally:
             if output:
                 target.close()
-            store.engine.dispose()
+            store.dispose()
     err.print(f"exported {n} {what}")
 
 
@@ -640,12 +637,8 @@ def dead_list(
     limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
 ) -> None:
     """URLs that failed for good, with their error."""
-    from harvestman.store.failures import dead_letters
-
     with _stored_crawl(config, db, database_url, name) as (store, crawl_id):
-        rows, total = dead_letters(
-            store.engine, crawl_id, host=host, error_class=error_class, limit=limit
-        )
+        rows, total = store.dead_letters(crawl_id, host=host, error_class=error_class, limit=limit)
     for row in rows:
         typer.echo(f"{row['url']}\t{row['error_class']}\t{row['error']}")
     err.print(f"{len(rows)} of {total} failed URLs shown")
@@ -666,11 +659,9 @@ def dead_requeue(
     """Put failed URLs back into the frontier (retries reset); the next crawl fetches them."""
     import time
 
-    from harvestman.store.failures import requeue_dead_letters
-
     with _stored_crawl(config, db, database_url, name) as (store, crawl_id):
-        n = requeue_dead_letters(
-            store.engine, crawl_id, time.time(), host=host, error_class=error_class,
+        n = store.requeue_dead_letters(
+            crawl_id, time.time(), host=host, error_class=error_class,
             dry_run=dry_run,
         )  # fmt: skip
     err.print(f"{'would re-queue' if dry_run else 're-queued'} {n} URLs")
@@ -692,11 +683,9 @@ def errors(
     limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
 ) -> None:
     """The newest errors a crawl recorded, by category."""
-    from harvestman.store.failures import error_rows
-
     with _stored_crawl(config, db, database_url, name) as (store, crawl_id):
-        rows = error_rows(
-            store.engine, crawl_id=crawl_id, category=category, error_class=error_type,
+        rows = store.error_rows(
+            crawl_id=crawl_id, category=category, error_class=error_type,
             host=host, limit=limit,
         )  # fmt: skip
     for row in rows:
@@ -716,7 +705,7 @@ def _stored_crawl(
         try:
             yield store, _existing_crawl(store, settings)
         finally:
-            store.engine.dispose()
+            store.dispose()
 
 
 @app.command()
@@ -728,30 +717,29 @@ def maintenance(
     """Apply the retention rules (export, then delete old rows) and compact the store."""
     import time
 
-    from harvestman.lifecycle import RetentionRules, apply_retention
+    from harvestman.lifecycle import RetentionRules
     from harvestman.store import SqlStore
-    from harvestman.store import migrate as migrations
 
     settings = _settings(config, database_url=_database_url(db, database_url))
     rules = RetentionRules.from_settings(settings)
     with _errors_exit():
         store = SqlStore(settings.database_url)
         try:
-            migrations.check_current(store.engine)
-            report = apply_retention(store.engine, rules, time.time())
+            store.schema.check_current()
+            report = store.apply_retention(rules, time.time())
         finally:
-            store.engine.dispose()
+            store.dispose()
     err.print(report)
 
 
 def _sqlite_path(settings: Settings) -> Path:
-    from sqlalchemy.engine import make_url
+    from harvestman.store.dialect import sqlite_path
 
-    url = make_url(settings.database_url)
-    if url.get_backend_name() != "sqlite" or not url.database:
+    path = sqlite_path(settings.database_url)
+    if path is None:
         raise ConfigError("backup and restore are for the SQLite store; PostgreSQL: see "
                           "docs/OPERATIONS.md (pg_dump / pg_restore)")  # fmt: skip
-    return Path(url.database)
+    return path
 
 
 @app.command()
@@ -782,16 +770,15 @@ def restore(
     """Restore the SQLite store from a backup (refused while any process has it open)."""
     from harvestman.lifecycle import restore_sqlite
     from harvestman.store import SqlStore
-    from harvestman.store import migrate as migrations
 
     settings = _settings(config, database_url=_database_url(db, database_url))
     with _errors_exit():
         report = restore_sqlite(source, _sqlite_path(settings), force=force)
         store = SqlStore(settings.database_url)
         try:
-            migrations.check_current(store.engine)
+            store.schema.check_current()
         finally:
-            store.engine.dispose()
+            store.dispose()
     err.print(report)
 
 
@@ -809,7 +796,6 @@ def replay(
     import time
 
     from harvestman.lifecycle import parse_since
-    from harvestman.lifecycle import replay as replay_pages
 
     now = time.time()
     try:
@@ -818,16 +804,14 @@ def replay(
         err.print(f"[red]error:[/red] --since: {exc}")
         raise typer.Exit(2) from None
     with _stored_crawl(config, db, database_url, name) as (store, crawl_id):
-        plan = replay_pages(store.engine, crawl_id, domain, since_at, dry_run=dry_run, now=now)
+        plan = store.replay(crawl_id, domain, since_at, dry_run=dry_run, now=now)
     err.print(plan)
 
 
 def _existing_crawl(store: SqlStore, settings: Settings) -> int:
     import asyncio
 
-    from harvestman.store import migrate as migrations
-
-    migrations.check_current(store.engine)
+    store.schema.check_current()
     crawl_id = asyncio.run(_find(store, settings.crawl_name))
     if crawl_id is None:
         raise ConfigError(f"no crawl named {settings.crawl_name!r} in {settings.database_url}")
@@ -857,7 +841,7 @@ def stats(
             crawl_id = _existing_crawl(store, settings)
             report = store.report(crawl_id)
         finally:
-            store.engine.dispose()
+            store.dispose()
     if as_json:
         import orjson
 
@@ -901,10 +885,9 @@ def search(
 
     from harvestman.errors import QueryError
     from harvestman.lifecycle import parse_since
-    from harvestman.search import require_query, search_pages, search_products
+    from harvestman.search import require_query
     from harvestman.search.terminal import hit_record, render_hits
     from harvestman.store import SqlStore
-    from harvestman.store import migrate as migrations
 
     def usage(message: str) -> typer.Exit:
         err.print(f"[red]error:[/red] {message}")
@@ -927,19 +910,19 @@ def search(
         store = SqlStore(settings.database_url)
         try:
             crawl_id = _existing_crawl(store, settings) if name else None
-            migrations.check_current(store.engine)
+            store.schema.check_current()
             if what == "pages":
-                result: Any = search_pages(store.engine, crawl_id, query, domain=domain,
-                                           limit=limit, offset=offset, **at)  # fmt: skip
+                result: Any = store.search_pages(crawl_id, query, domain=domain,
+                                                 limit=limit, offset=offset, **at)  # fmt: skip
             else:
-                result = search_products(
-                    store.engine, crawl_id, query, domain=domain, currency=currency,
+                result = store.search_products(
+                    crawl_id, query, domain=domain, currency=currency,
                     min_price=None if min_price is None else Decimal(str(min_price)),
                     max_price=None if max_price is None else Decimal(str(max_price)),
                     availability=availability, limit=limit, offset=offset, **at,
                 )  # fmt: skip
         finally:
-            store.engine.dispose()
+            store.dispose()
     if as_json:
         import orjson
 
@@ -958,13 +941,12 @@ def db_upgrade(
 ) -> None:
     """Migrate the schema up (to the newest revision by default)."""
     from harvestman.store import SqlStore
-    from harvestman.store import migrate as migrations
 
     settings = _settings(config, database_url=_database_url(db, database_url))
     with _errors_exit():
         store = SqlStore(settings.database_url)
-        migrations.upgrade(store.engine, revision)
-        err.print(f"schema at {migrations.current_revision(store.engine)}")
+        store.schema.upgrade(revision)
+        err.print(f"schema at {store.schema.current_revision()}")
 
 
 @db_app.command("downgrade")
@@ -976,13 +958,12 @@ def db_downgrade(
 ) -> None:
     """Migrate the schema down to REVISION."""
     from harvestman.store import SqlStore
-    from harvestman.store import migrate as migrations
 
     settings = _settings(config, database_url=_database_url(db, database_url))
     with _errors_exit():
         store = SqlStore(settings.database_url)
-        migrations.downgrade(store.engine, revision)
-        err.print(f"schema at {migrations.current_revision(store.engine) or 'base'}")
+        store.schema.downgrade(revision)
+        err.print(f"schema at {store.schema.current_revision() or 'base'}")
 
 
 @db_app.command("current")
@@ -993,13 +974,12 @@ def db_current(
 ) -> None:
     """Print the schema revision of the database and of the code."""
     from harvestman.store import SqlStore
-    from harvestman.store import migrate as migrations
 
     settings = _settings(config, database_url=_database_url(db, database_url))
     with _errors_exit():
         store = SqlStore(settings.database_url)
-        current = migrations.current_revision(store.engine)
-        head = migrations.head_revision(store.engine)
+        current = store.schema.current_revision()
+        head = store.schema.head_revision()
     typer.echo(f"database: {current or 'empty'}\ncode:     {head}")
     if current != head:
         typer.echo("run `harvestman db upgrade` to migrate")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from harvestman.errors import StoreError
 from harvestman.records import CrawlRequest
-from harvestman.store import Store
+from harvestman.store import FrontierStore
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +73,11 @@ class HostQueue:
 
 
 class Frontier:
-    """Per-host politeness and batched leasing over a ``Store``."""
+    """Per-host politeness and batched leasing over a ``FrontierStore``."""
 
     def __init__(
         self,
-        store: Store,
+        store: FrontierStore,
         crawl_id: int,
         worker_id: str,
         *,

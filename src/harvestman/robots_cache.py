@@ -18,7 +18,7 @@ from harvestman.errors import FetchError
 from harvestman.fetch import Fetcher, RetryPolicy, parse_retry_after
 from harvestman.records import DomainRecord
 from harvestman.robots import RobotsRules, parse_robots
-from harvestman.store import Store
+from harvestman.store import HostRecords
 from harvestman.urls import robots_url
 
 
@@ -46,7 +46,7 @@ class RobotsCache:
 
     def __init__(
         self,
-        store: Store,
+        store: HostRecords,
         fetcher: Fetcher,
         *,
         user_agent: str,

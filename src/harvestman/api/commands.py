@@ -78,10 +78,7 @@ async def _serve(
     from harvestman.store import SqlStore
 
     async with SqlStore(settings.database_url) as store:
-        if store.engine.dialect.name == "sqlite":
-            await store.upgrade()  # the embedded store sets itself up
-        else:
-            await store.check_schema()
+        await store.prepare_schema()
         async with JobStore(store.engine) as job_store:
             events = make_source_events(api_settings.redis_url, api_settings.redis_prefix)
             scheduler = Scheduler(

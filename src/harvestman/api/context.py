@@ -53,14 +53,7 @@ class ApiContext:
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a synchronous read of the crawl store off the event loop."""
-        from sqlalchemy.exc import SQLAlchemyError
-
-        from harvestman.errors import StoreError
-
-        try:
-            return await asyncio.to_thread(fn, *args)
-        except SQLAlchemyError as exc:
-            raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+        return await self.sql_store.in_thread(fn, *args)
 
 
 def context_of(request: Request) -> ApiContext:

@@ -13,13 +13,13 @@ from typing import Any
 
 from harvestman.coord import WorkerStatus
 from harvestman.records import DomainRecord
-from harvestman.store import SqlStore
+from harvestman.store import HostRecords
 
 
 class StoreCoordinator:
     shared = True
 
-    def __init__(self, store: SqlStore, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: HostRecords, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.clock = clock
 

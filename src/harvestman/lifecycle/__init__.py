@@ -1,13 +1,16 @@
 """The data lifecycle: retention, compaction, backup and restore, replay.
 
-Every entry point is synchronous and takes the store's SQLAlchemy ``Engine`` (``SqlStore.engine``)
-or, for backups, the SQLite file: run them from the CLI directly, or in a thread from the service.
+Retention, compaction and replay speak SQL, so they live in the store (``store/lifecycle/``) and
+are re-exported here; callers holding a ``SqlStore`` call its methods (``store.apply_retention``,
+``store.replay``). Backups work on the SQLite file. Every entry point is synchronous: run them
+from the CLI directly, or in a thread from the service.
 """
 
 from harvestman.lifecycle.backup import BackupReport, RestoreRefused, backup_sqlite, restore_sqlite
-from harvestman.lifecycle.compaction import CompactionReport, compact
-from harvestman.lifecycle.replay import ReplayPlan, parse_since, replay
-from harvestman.lifecycle.retention import RetentionReport, RetentionRules, apply_retention
+from harvestman.lifecycle.since import parse_since
+from harvestman.store.lifecycle.compaction import CompactionReport, compact
+from harvestman.store.lifecycle.replay import ReplayPlan, replay
+from harvestman.store.lifecycle.retention import RetentionReport, RetentionRules, apply_retention
 
 __all__ = [
     "BackupReport",

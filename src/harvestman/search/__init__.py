@@ -1,16 +1,21 @@
 """Full-text search over crawled pages and products, on SQLite (FTS5) and PostgreSQL (tsvector).
 
-The database keeps the index (migration 0006): triggers feed FTS5 tables on SQLite, generated
-``search_vector`` columns with GIN indexes on PostgreSQL. So writing a page or a product row is
-all it takes to index it, and re-crawls, deletes and retention re-index or unindex by themselves.
+The SQL lives in the store (``harvestman.store.search``); this package holds the query language,
+the hits, snippets and their rendering, and re-exports the searches. The database keeps the
+index (migration 0006): triggers feed FTS5 tables on SQLite, generated ``search_vector`` columns
+with GIN indexes on PostgreSQL. So writing a page or a product row is all it takes to index it,
+and re-crawls, deletes and retention re-index or unindex by themselves.
 
-    result = search_pages(store.engine, crawl_id, 'solar "heat pump" -diesel', domain="a.com")
+    result = store.search_pages(crawl_id, 'solar "heat pump" -diesel', domain="a.com")
     for hit in result.hits:
         print(hit.rank, hit.url, hit.snippet)
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from harvestman.search.hits import RANK_WINDOW, PageHit, ProductHit, SearchResult
 from harvestman.search.query import (
     MARK_END,
     MARK_START,
@@ -19,14 +24,9 @@ from harvestman.search.query import (
     require_query,
     snippet,
 )
-from harvestman.search.targets import (
-    RANK_WINDOW,
-    PageHit,
-    ProductHit,
-    SearchResult,
-    search_pages,
-    search_products,
-)
+
+if TYPE_CHECKING:
+    from harvestman.store.search.targets import search_pages, search_products
 
 __all__ = [
     "MARK_END",
@@ -43,6 +43,19 @@ __all__ = [
     "search_products",
     "snippet",
 ]
+
+# The store's search modules import this package's query language, so the searches are
+# imported on first use: importing either package first then works.
+_FROM_STORE = ("search_pages", "search_products")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _FROM_STORE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from harvestman.store.search import targets
+
+    return getattr(targets, name)
+
 
 _INDEX_TABLES = ("crawled_pages_fts", "products_fts")
 

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harvestman.search.highlight import to_plain
-from harvestman.search.targets import PageHit, ProductHit, SearchResult
+from harvestman.search.hits import PageHit, ProductHit, SearchResult
 
 MARK_STYLE = "bold yellow"
 

@@ -1,56 +1,50 @@
-"""The store: the single source of truth for every URL, page and host.
+"""The store: the single source of truth for every URL, page and host, and the only package
+that speaks SQL.
 
-``Store`` is the seam the engine talks to. ``SqlStore`` implements it on SQLite (the embedded
-default) and PostgreSQL with one schema and one set of Alembic migrations.
+The interfaces (``store.interfaces``) say what each caller needs: ``FrontierStore``,
+``OutcomeWriter``, ``HostRecords``, ``SessionStore``, ``WorkerRegistry``, ``CrawlRecords``,
+``StoreHealth``, and ``Store`` combining them. ``SqlStore`` implements them on SQLite (the
+embedded default) and PostgreSQL with one schema and one set of Alembic migrations.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
-
-from harvestman.records import CrawlCounts, CrawlRequest, DomainRecord, NewUrl, Outcome
+from harvestman.store.interfaces import (
+    CrawlRecords,
+    FrontierStore,
+    HostRecords,
+    OutcomeWriter,
+    SessionStore,
+    Store,
+    StoreHealth,
+    WorkerRegistry,
+)
 from harvestman.store.sql import SqlStore
 
-__all__ = ["SqlStore", "Store"]
+__all__ = [
+    "CrawlRecords",
+    "FrontierStore",
+    "HostRecords",
+    "OutcomeWriter",
+    "SessionStore",
+    "SqlStore",
+    "Store",
+    "StoreHealth",
+    "WorkerRegistry",
+]
 
 
-class Store(Protocol):
-    """What the engine needs from a store.
-
-    Contract: every method is safe to call from the event loop (it never blocks it); rows leased
-    by one worker are never leased by another until released, recovered or expired; ``record``
-    is atomic (a batch is written whole or not at all) and raises only when the store is away
-    (a transient error, ``store.transient``): a record the store refuses is dead-lettered and
-    the rest of its batch written (``store.isolation``).
-    """
-
-    async def ensure_crawl(self, name: str, seeds: Sequence[str] = ()) -> int: ...
-    async def crawl_seeds(self, crawl_id: int) -> list[str]: ...
-    async def add_urls(self, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None: ...
-    async def pending_hosts(self, crawl_id: int) -> dict[str, float]: ...
-    async def lease(
-        self, crawl_id: int, wanted: dict[str, int], now: float, lease_until: float, worker_id: str
-    ) -> tuple[list[CrawlRequest], dict[str, float | None]]: ...
-    async def record(
-        self, crawl_id: int, outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl], now: float
-    ) -> None: ...
-    async def release(self, worker_id: str, now: float) -> int: ...
-    async def recover(self, now: float, dead_workers: Iterable[str] = ()) -> int: ...
-    async def register_worker(
-        self, worker_id: str, hostname: str, pid: int, now: float
-    ) -> None: ...
-    async def heartbeat(
-        self, worker_id: str, now: float, lease_until: float, info: dict | None = None
-    ) -> bool: ...
-    async def workers(self) -> list[tuple[str, str, int, float]]: ...
-    async def unregister_workers(self, worker_ids: Iterable[str]) -> None: ...
-    async def get_domain(self, host: str) -> DomainRecord | None: ...
-    async def save_robots(self, record: DomainRecord, now: float) -> None: ...
-    async def add_stats(
-        self, crawl_id: int, buckets: Mapping[float, Mapping[str, int]]
-    ) -> None: ...
-    async def counts(self, crawl_id: int) -> CrawlCounts: ...
-    async def ping(self) -> None: ...
-    async def check(self) -> None: ...
-    async def reconnect(self) -> None: ...
+def _implements(
+    store: SqlStore,
+) -> tuple[
+    CrawlRecords,
+    FrontierStore,
+    OutcomeWriter,
+    HostRecords,
+    SessionStore,
+    WorkerRegistry,
+    StoreHealth,
+    Store,
+]:
+    """Never called: mypy checks here that ``SqlStore`` implements every interface."""
+    return store, store, store, store, store, store, store, store

@@ -1,6 +1,6 @@
 """Where SQLite and PostgreSQL differ: engine set-up, upserts and row locking.
 
-Everything dialect-specific in the store lives here, so the queries in ``sql.py`` exist once.
+Everything dialect-specific in the store lives here, so each of its queries exists once.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Table, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.sql import Insert
 
 from harvestman.errors import ConfigError
 
@@ -68,13 +67,18 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
-def insert(engine: Engine, table: Table) -> Insert:
+Upsert = sqlite.Insert | postgresql.Insert
+"""An INSERT that knows ON CONFLICT (``on_conflict_do_update``, ``excluded``) on both stores."""
+
+
+def insert(engine: Engine, table: Table) -> Upsert:
     """The dialect's INSERT, which knows ON CONFLICT."""
-    module = sqlite if is_sqlite(engine) else postgresql
-    return module.insert(table)
+    if is_sqlite(engine):
+        return sqlite.insert(table)
+    return postgresql.insert(table)
 
 
-def insert_ignore(engine: Engine, table: Table, *conflict: str) -> Insert:
+def insert_ignore(engine: Engine, table: Table, *conflict: str) -> Upsert:
     """INSERT ... ON CONFLICT (conflict) DO NOTHING."""
     return insert(engine, table).on_conflict_do_nothing(index_elements=list(conflict))
 
@@ -82,3 +86,16 @@ def insert_ignore(engine: Engine, table: Table, *conflict: str) -> Insert:
 def lock_suffix(engine: Engine) -> str:
     """Row locking for a lease SELECT: SKIP LOCKED on PostgreSQL; SQLite has one writer."""
     return "" if is_sqlite(engine) else " FOR UPDATE SKIP LOCKED"
+
+
+def safe_url(database_url: str) -> str:
+    """``database_url`` as it may be shown or logged: its password masked."""
+    return make_url(database_url).render_as_string(hide_password=True)
+
+
+def sqlite_path(database_url: str) -> Path | None:
+    """The file of a SQLite database URL; None for another database."""
+    url = make_url(database_url)
+    if url.get_backend_name() != "sqlite" or not url.database:
+        return None
+    return Path(url.database)

@@ -4,7 +4,8 @@
 ``task``); the dead letters are the frontier rows that failed for good (``status = failed``:
 retries exhausted, or an error no retry helps). The CLI (``harvestman errors``, ``harvestman
 dead-letter``) and the API (``/api/errors``, ``/api/dead-letter``) both read and change them
-through these functions. Synchronous SQLAlchemy Core on the store's engine.
+through these functions, as ``SqlStore`` methods (``FailureRepository``). Synchronous
+SQLAlchemy Core on the store's engine.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, Engine, func, or_, select, update
 
 from harvestman.records import UrlStatus
-from harvestman.store import dialect
+from harvestman.store.connection import StoreConnection
 from harvestman.store.schema import crawls, error_logs, urls
+from harvestman.store.transaction import locked_ids, transaction
 
 CATEGORIES = ("network", "http", "parse", "validation", "storage")
 MAX_IDS = 1000  # ids per re-queue request: one IN list, far below SQLite's parameter limit
@@ -170,14 +172,28 @@ def requeue_dead_letters(
             return int(
                 conn.execute(select(func.count()).select_from(urls).where(*where)).scalar_one()
             )
-    with engine.connect() as conn:
-        conn.execution_options(**dialect.write_options(engine))
-        with conn.begin():
-            changed = conn.execute(
-                update(urls)
-                .where(*where)
-                .values(
-                    status=UrlStatus.PENDING.value, attempts=0, next_crawl_at=now, updated_at=now
-                )
-            ).rowcount
+    with transaction(engine) as conn:
+        changed = conn.execute(
+            update(urls)
+            .where(locked_ids(*where))
+            .values(status=UrlStatus.PENDING.value, attempts=0, next_crawl_at=now, updated_at=now)
+        ).rowcount
     return int(changed or 0)
+
+
+class FailureRepository(StoreConnection):
+    """The functions above as store methods (synchronous: run them off the event loop)."""
+
+    def error_rows(self, **filters: Any) -> list[dict[str, Any]]:
+        return error_rows(self.engine, **filters)
+
+    def error_summary(
+        self, *, crawl_id: int | None = None, since: float | None = None
+    ) -> dict[str, Any]:
+        return error_summary(self.engine, crawl_id=crawl_id, since=since)
+
+    def dead_letters(self, crawl_id: int, **filters: Any) -> tuple[list[dict[str, Any]], int]:
+        return dead_letters(self.engine, crawl_id, **filters)
+
+    def requeue_dead_letters(self, crawl_id: int, now: float, **filters: Any) -> int:
+        return requeue_dead_letters(self.engine, crawl_id, now, **filters)

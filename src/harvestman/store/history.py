@@ -148,7 +148,7 @@ def page_points(
     return [_point({name: row.get(name) for name in ("slot", *COUNTERS)}, bucket) for row in found]
 
 
-def _point(row: Mapping[str, Any], bucket: float) -> dict[str, Any]:
+def _point(row: Mapping[Any, Any], bucket: float) -> dict[str, Any]:
     point: dict[str, Any] = {"t": float(row["slot"]) * bucket}
     for name in COUNTERS:
         value = row[name]

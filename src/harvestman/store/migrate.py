@@ -54,3 +54,27 @@ def check_current(engine: Engine) -> None:
             f"the database schema is at {current or 'nothing'}, the code needs {head}: "
             "run `harvestman db upgrade`"
         )
+
+
+class Schema:
+    """The migrations of one store's database (``SqlStore.schema``), for callers that hold the
+    store rather than its engine: ``harvestman db``, the start-up checks."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def upgrade(self, revision: str = "head") -> None:
+        upgrade(self._engine, revision)
+
+    def downgrade(self, revision: str) -> None:
+        downgrade(self._engine, revision)
+
+    def current_revision(self) -> str | None:
+        return current_revision(self._engine)
+
+    def head_revision(self) -> str | None:
+        return head_revision(self._engine)
+
+    def check_current(self) -> None:
+        """Raise SchemaOutdated when the database is not at the code's head revision."""
+        check_current(self._engine)

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 
-from harvestman.api import paging, queries
+from harvestman.api import paging
 from harvestman.api.context import ApiContext, context_of
 from harvestman.api.errors import ApiError
 from harvestman.api.paging import PageResponse
@@ -92,7 +92,7 @@ async def stats(request: Request, _: Anonymous, crawl: str | None = CrawlName) -
     """Crawl statistics (all crawls unless ``crawl`` names one) and the jobs per state."""
     ctx = context_of(request)
     crawl_id = None if crawl is None else await _crawl(ctx, crawl)
-    values = await ctx.read(queries.crawl_stats, ctx.sql_store.engine, crawl_id, time.time())
+    values = await ctx.read(ctx.sql_store.crawl_stats, crawl_id, time.time())
     values["jobs"] = await ctx.job_store.jobs.status_counts()
     return values
 
@@ -111,9 +111,7 @@ async def stats_timeseries(
     ctx = context_of(request)
     crawl_id = None if crawl is None else await _crawl(ctx, crawl)
     since = time.time() - minutes * 60
-    points = await ctx.read(
-        queries.timeseries, ctx.sql_store.engine, crawl_id, since, float(bucket_seconds)
-    )
+    points = await ctx.read(ctx.sql_store.timeseries, crawl_id, since, float(bucket_seconds))
     return {"since": since, "bucket_seconds": bucket_seconds, "points": points}
 
 
@@ -126,7 +124,7 @@ async def frontier_stats(
 ) -> dict[str, Any]:
     ctx = context_of(request)
     crawl_id = await _crawl(ctx, crawl)
-    return await ctx.read(queries.frontier_stats, ctx.sql_store.engine, crawl_id, time.time())
+    return await ctx.read(ctx.sql_store.frontier_stats, crawl_id, time.time())
 
 
 @router.get("/api/frontier/urls", response_model=Page[dict[str, Any]])
@@ -192,7 +190,7 @@ async def frontier_clear(
     """Delete the crawl's pending URLs."""
     ctx = context_of(request)
     crawl_id = await _crawl(ctx, crawl)
-    deleted = await ctx.read(queries.clear_frontier, ctx.sql_store.engine, crawl_id)
+    deleted = await ctx.read(ctx.sql_store.clear_frontier, crawl_id)
     ctx.counts.forget("urls")
     return {"deleted": deleted}
 
@@ -236,9 +234,7 @@ async def delete_pages(
     """Delete stored pages of a crawl (of one host, fetched before a time)."""
     ctx = context_of(request)
     crawl_id = await _crawl(ctx, crawl)
-    deleted = await ctx.read(
-        lambda: queries.delete_pages(ctx.sql_store.engine, crawl_id, host=host, before=before)
-    )
+    deleted = await ctx.read(lambda: ctx.sql_store.delete_pages(crawl_id, host=host, before=before))
     ctx.counts.forget("pages")
     return {"deleted": deleted}
 
@@ -261,8 +257,8 @@ async def list_domains(
 
     def count_errors(items: list[dict[str, Any]]) -> None:
         hosts = [item["host"] for item in items]
-        engine = ctx.sql_store.engine
-        failures = {} if crawl_id is None else queries.host_failures(engine, crawl_id, hosts)
+        store = ctx.sql_store
+        failures = {} if crawl_id is None else store.host_failures(crawl_id, hosts)
         for item in items:
             item["errors"] = failures.get(item["host"], 0)
 
@@ -297,7 +293,7 @@ async def domain_robots(request: Request, domain: str, _: User) -> dict[str, Any
 async def reset_domain(request: Request, domain: str, _: Admin) -> dict[str, int]:
     """Re-enable a host: allowed, gate and robots.txt cache cleared, failed URLs pending."""
     ctx = context_of(request)
-    done = await ctx.read(queries.reset_domain, ctx.sql_store.engine, domain[:300], time.time())
+    done = await ctx.read(ctx.sql_store.reset_domain, domain[:300], time.time())
     if done is None:
         raise ApiError(404, f"no domain {domain!r}", details={"domain": domain[:300]})
     ctx.counts.forget("urls")

@@ -64,8 +64,7 @@ async def list_errors(
     ctx = context_of(request)
     crawl_id = None if crawl is None else await _crawl_id(ctx, crawl)
     rows = await ctx.read(
-        lambda: failures.error_rows(
-            ctx.sql_store.engine,
+        lambda: ctx.sql_store.error_rows(
             crawl_id=crawl_id,
             category=category,
             error_class=error_type,
@@ -89,9 +88,7 @@ async def errors_summary(
     """Recorded errors counted by category and by type (error class), most first."""
     ctx = context_of(request)
     crawl_id = None if crawl is None else await _crawl_id(ctx, crawl)
-    return await ctx.read(
-        lambda: failures.error_summary(ctx.sql_store.engine, crawl_id=crawl_id, since=since)
-    )
+    return await ctx.read(lambda: ctx.sql_store.error_summary(crawl_id=crawl_id, since=since))
 
 
 @router.get("/api/dead-letter")
@@ -108,8 +105,7 @@ async def list_dead_letters(
     ctx = context_of(request)
     crawl_id = await _crawl_id(ctx, crawl)
     items, total = await ctx.read(
-        lambda: failures.dead_letters(
-            ctx.sql_store.engine,
+        lambda: ctx.sql_store.dead_letters(
             crawl_id,
             host=host,
             error_class=error_type,
@@ -149,8 +145,7 @@ async def requeue_dead_letters(request: Request, body: RequeueIn, _: Admin) -> d
     name = body.crawl or ctx.settings.crawl_name
     crawl_id = await _crawl_id(ctx, name)
     matched = await ctx.read(
-        lambda: failures.requeue_dead_letters(
-            ctx.sql_store.engine,
+        lambda: ctx.sql_store.requeue_dead_letters(
             crawl_id,
             time.time(),
             ids=body.ids,

@@ -15,33 +15,24 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
-from sqlalchemy import Engine, func, select
 from sse_starlette import EventSourceResponse
 
-from harvestman.api import queries
 from harvestman.api.context import ApiContext, context_of
 from harvestman.api.params import User
 from harvestman.api.routes.health import WORKER_TIMEOUT, health_report
 from harvestman.api.routes.scheduler import scheduler_metrics
 from harvestman.errors import HarvestmanError
 from harvestman.records import UrlStatus
-from harvestman.store.schema import crawled_pages
 
 router = APIRouter(prefix="/sse", tags=["events"])
 
 Snapshot = Callable[[ApiContext], Awaitable[dict[str, Any]]]
 
 
-def _bytes_downloaded(engine: Engine) -> int:
-    with engine.connect() as conn:
-        total = conn.execute(select(func.sum(crawled_pages.c.content_length))).scalar()
-    return int(total or 0)
-
-
 async def _crawler(ctx: ApiContext) -> dict[str, Any]:
     now = time.time()
-    stats = await ctx.read(queries.crawl_stats, ctx.sql_store.engine, None, now)
-    stats["bytes"] = await ctx.read(_bytes_downloaded, ctx.sql_store.engine)
+    stats = await ctx.read(ctx.sql_store.crawl_stats, None, now)
+    stats["bytes"] = await ctx.read(ctx.sql_store.bytes_downloaded)
     stats["robots_denials"] = stats["urls"].get(UrlStatus.BLOCKED.value, 0)
     workers = []
     for row in await ctx.sql_store.worker_rows():

@@ -15,7 +15,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from harvestman.api import queries
 from harvestman.api.context import context_of
 from harvestman.api.params import User
 from harvestman.api.routes.scheduler import scheduler_metrics
@@ -97,7 +96,7 @@ class _Snapshot(Collector):
 async def metrics(request: Request, _: User) -> Response:
     ctx = context_of(request)
     now = time.time()
-    crawl = await ctx.read(queries.crawl_stats, ctx.sql_store.engine, None, now)
+    crawl = await ctx.read(ctx.sql_store.crawl_stats, None, now)
     sched = await scheduler_metrics(ctx)
     rows = await ctx.sql_store.worker_rows()
     workers = sum(1 for r in rows if r["heartbeat_at"] >= now - 30.0)

@@ -24,12 +24,10 @@ from harvestman.search import (
     ProductHit,
     SearchResult,
     require_query,
-    search_pages,
-    search_products,
 )
 from harvestman.search.highlight import to_html
+from harvestman.search.hits import MAX_LIMIT
 from harvestman.search.query import MAX_QUERY_CHARS
-from harvestman.search.targets import MAX_LIMIT
 
 router = APIRouter(tags=["search"])
 
@@ -112,7 +110,7 @@ async def search(
         raise ApiError(422, exc.reason, code="invalid_query", details={"q": q[:200]}) from None
     _check_filters(target, since, until, min_price, max_price, currency, availability)
     ctx = context_of(request)
-    engine = ctx.sql_store.engine
+    store = ctx.sql_store
     crawl_id = None
     if crawl is not None:
         crawl_id = await ctx.sql_store.find_crawl(crawl)
@@ -122,14 +120,14 @@ async def search(
     result: SearchResult[PageHit] | SearchResult[ProductHit]
     if target == "pages":
         result = pages = await ctx.read(
-            lambda: search_pages(engine, crawl_id, q, domain=domain, since=since, until=until,
+            lambda: store.search_pages(crawl_id, q, domain=domain, since=since, until=until,
                                  limit=limit, offset=offset)
         )  # fmt: skip
         items = [_page_out(hit) for hit in pages.hits]
     else:
         result = products = await ctx.read(
-            lambda: search_products(
-                engine, crawl_id, q, domain=domain, since=since, until=until,
+            lambda: store.search_products(
+                crawl_id, q, domain=domain, since=since, until=until,
                 min_price=None if min_price is None else Decimal(str(min_price)),
                 max_price=None if max_price is None else Decimal(str(max_price)),
                 currency=currency, availability=availability, limit=limit, offset=offset,

@@ -8,31 +8,24 @@ Rows robots.txt blocks stay blocked. A page whose frontier row retention has del
 as a pending row at ``depth_for_missing`` when that is given, else only counted.
 
 A dry run reads the same rows, counts them and lists a sample, and changes nothing. Work goes in
-batches of ``batch_size`` pages, one short transaction each::
-
-    >>> parse_since("36h", now=1_000_000.0), parse_since("2024-05-01", now=0.0)
-    (870400.0, 1714521600.0)
+batches of ``batch_size`` pages, one short transaction each (``store.transaction``).
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Row, select, update
 
-from harvestman.lifecycle.batches import write_transaction
 from harvestman.records import UrlStatus
 from harvestman.store import dialect
 from harvestman.store.schema import crawled_pages, urls
+from harvestman.store.transaction import locked_ids, transaction
 from harvestman.urls import host_key, normalize_url
 
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
-_AGO = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 # Rows left alone: being fetched right now, or denied by robots.txt.
 _KEPT = (UrlStatus.IN_PROGRESS.value, UrlStatus.BLOCKED.value)
 NEW_ROW_PRIORITY = 2  # the store's default priority for a URL with no other claim
@@ -112,7 +105,7 @@ def replay(
             with engine.connect() as conn:
                 _plan_batch(conn, plan, pages, depth_for_missing, sample_size, now=None)
         else:
-            with write_transaction(engine) as conn:
+            with transaction(engine) as conn:
                 _plan_batch(conn, plan, pages, depth_for_missing, sample_size, now=now)
     plan.seconds = time.monotonic() - started
     return plan
@@ -121,7 +114,7 @@ def replay(
 def _plan_batch(
     conn: Connection,
     plan: ReplayPlan,
-    pages: Sequence[Row[Any]],
+    pages: Sequence[Row[*tuple[Any, ...]]],
     depth_for_missing: int | None,
     sample_size: int,
     now: float | None,
@@ -136,8 +129,8 @@ def _plan_batch(
             )
         ).all()
     )
-    queued: list[Row[Any]] = []
-    missing: list[Row[Any]] = []
+    queued: list[Row[*tuple[Any, ...]]] = []
+    missing: list[Row[*tuple[Any, ...]]] = []
     for page in pages:
         status = states.get(page.url_hash)
         if status is None:
@@ -161,10 +154,12 @@ def _plan_batch(
         conn.execute(
             update(urls)
             .where(
-                urls.c.crawl_id == plan.crawl_id,
-                urls.c.url_hash.in_([page.url_hash for page in queued]),
-                # Checked again: a row leased since it was read stays with its worker.
-                urls.c.status.not_in(_KEPT),
+                locked_ids(
+                    urls.c.crawl_id == plan.crawl_id,
+                    urls.c.url_hash.in_([page.url_hash for page in queued]),
+                    # Checked again: a row leased since it was read stays with its worker.
+                    urls.c.status.not_in(_KEPT),
+                )
             )
             .values(
                 status=UrlStatus.PENDING.value,
@@ -199,25 +194,3 @@ def _plan_batch(
                 for page in recreate
             ],
         )
-
-
-def parse_since(value: str, *, now: float) -> float:
-    """``--since`` as epoch seconds: an age (``90m``, ``36h``, ``7d``, ``2w``) before ``now``,
-    an ISO 8601 date or time (UTC unless it says otherwise), or epoch seconds.
-
-    Raises ``ValueError`` for anything else.
-    """
-    text = value.strip()
-    if match := _AGO.fullmatch(text):
-        return now - float(match[1]) * _UNITS[match[2]]
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"--since {value!r}: use an age (36h, 7d), an ISO date or epoch") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()

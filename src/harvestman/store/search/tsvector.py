@@ -28,10 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import BindParameter, Connection, bindparam, text
 
-from harvestman.search.plan import Estimate, Filter, Plan, Target
 from harvestman.search.query import Query, has_several_words, phrase_words
+from harvestman.store.search.plan import Estimate, Filter, Plan, Target
 
 CONFIG = "simple"  # the migration's text search configuration: no stemming, no stop words
 # Measured on 500,000 pages (bench/bench_search.py: the table far larger than shared_buffers,
@@ -170,7 +170,7 @@ def ranked(
             found = f"SELECT * FROM ({union}) AS u ORDER BY id DESC LIMIT :window"
         return f"SELECT n.id, {score} AS score FROM ({found}) AS n"
 
-    expand = [bindparam(name, expanding=True) for name in expanding]
+    expand: list[BindParameter[Any]] = [bindparam(name, expanding=True) for name in expanding]
     # Read the index within the newest rows that should hold the window's matches, then, while
     # they fall short, within the newest rows the matches found so far say would: a phrase
     # whose words are common but rarely neighbours would otherwise check every row holding
@@ -354,7 +354,9 @@ def tsquery(conn: Connection, query: Query, *, pairs: bool = False) -> Match | N
         return None
     excluded = [found[p].tsquery for p in query.excluded if found[p].tsquery]
     full = _and([_or([p.tsquery for p in g]) for g in groups], excluded)
-    by_words, by_pairs, checked = [], [], set()
+    by_words: list[str] = []
+    by_pairs: list[str] = []
+    checked: set[str] = set()
     for group in groups:
         if pairs and all(p.pairs for p in group):
             by_pairs.append(_or([_and(list(p.pairs), []) for p in group]))

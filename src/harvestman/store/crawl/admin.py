@@ -1,9 +1,9 @@
 """Admin queries and aggregate reads of the crawl store for the API: frontier and crawl
 stats, clearing the frontier, resetting a domain, deleting pages, the time series.
 
-Synchronous SQLAlchemy Core on the store's engine, run off the event loop by
-``ApiContext.read``. The paged lists (pages, frontier rows, domains) live in the store
-(``SqlStore.list_rows`` over ``store.lists``), beside ``iter_pages`` and ``host_states``.
+Synchronous SQLAlchemy Core on the store's engine; ``AdminRepository`` makes them ``SqlStore``
+methods, which the API runs off the event loop (``ApiContext.read``). The paged lists (pages,
+frontier rows, domains) are ``SqlStore.list_rows`` over ``store.lists``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from sqlalchemy import Engine, and_, delete, func, select, update
 
 from harvestman.records import UrlStatus
 from harvestman.store import history
+from harvestman.store.connection import StoreConnection
 from harvestman.store.schema import crawled_pages, domains, urls
+from harvestman.store.transaction import locked_ids, transaction
 
 
 def host_failures(engine: Engine, crawl: int, hosts: list[str]) -> dict[str, int]:
@@ -64,9 +66,11 @@ def frontier_stats(engine: Engine, crawl: int, now: float) -> dict[str, Any]:
 
 def clear_frontier(engine: Engine, crawl: int) -> int:
     """Delete a crawl's pending rows; returns how many."""
-    with engine.begin() as conn:
+    with transaction(engine) as conn:
         result = conn.execute(
-            delete(urls).where(urls.c.crawl_id == crawl, urls.c.status == UrlStatus.PENDING.value)
+            delete(urls).where(
+                locked_ids(urls.c.crawl_id == crawl, urls.c.status == UrlStatus.PENDING.value)
+            )
         )
         return result.rowcount or 0
 
@@ -76,7 +80,7 @@ def reset_domain(engine: Engine, host: str, now: float) -> dict[str, int] | None
     robots.txt is fetched again), its failed and blocked URLs pending again. None when the
     host is unknown."""
     host = host.lower()
-    with engine.begin() as conn:
+    with transaction(engine) as conn:
         changed = conn.execute(
             update(domains)
             .where(domains.c.host == host)
@@ -91,8 +95,10 @@ def reset_domain(engine: Engine, host: str, now: float) -> dict[str, int] | None
         requeued = conn.execute(
             update(urls)
             .where(
-                urls.c.host == host,
-                urls.c.status.in_([UrlStatus.FAILED.value, UrlStatus.BLOCKED.value]),
+                locked_ids(
+                    urls.c.host == host,
+                    urls.c.status.in_([UrlStatus.FAILED.value, UrlStatus.BLOCKED.value]),
+                )
             )
             .values(status=UrlStatus.PENDING.value, attempts=0, next_crawl_at=now, updated_at=now)
         ).rowcount
@@ -110,7 +116,7 @@ def delete_pages(
         conditions.append(crawled_pages.c.host == host.lower())
     if before is not None:
         conditions.append(crawled_pages.c.fetched_at < before)
-    with engine.begin() as conn:
+    with transaction(engine) as conn:
         return conn.execute(delete(crawled_pages).where(*conditions)).rowcount or 0
 
 
@@ -174,3 +180,40 @@ def timeseries(
     if history.has_history(engine, crawl):
         return history.points(engine, crawl, since, bucket)
     return history.page_points(engine, crawl, since, bucket)
+
+
+def bytes_downloaded(engine: Engine) -> int:
+    """The bytes of every stored page (their content lengths), across crawls."""
+    with engine.connect() as conn:
+        total = conn.execute(select(func.sum(crawled_pages.c.content_length))).scalar()
+    return int(total or 0)
+
+
+class AdminRepository(StoreConnection):
+    """The functions above as store methods (synchronous: run them off the event loop)."""
+
+    def host_failures(self, crawl: int, hosts: list[str]) -> dict[str, int]:
+        return host_failures(self.engine, crawl, hosts)
+
+    def frontier_stats(self, crawl: int, now: float) -> dict[str, Any]:
+        return frontier_stats(self.engine, crawl, now)
+
+    def clear_frontier(self, crawl: int) -> int:
+        return clear_frontier(self.engine, crawl)
+
+    def reset_domain(self, host: str, now: float) -> dict[str, int] | None:
+        return reset_domain(self.engine, host, now)
+
+    def delete_pages(
+        self, crawl: int, *, host: str | None = None, before: float | None = None
+    ) -> int:
+        return delete_pages(self.engine, crawl, host=host, before=before)
+
+    def crawl_stats(self, crawl: int | None, now: float) -> dict[str, Any]:
+        return crawl_stats(self.engine, crawl, now)
+
+    def timeseries(self, crawl: int | None, since: float, bucket: float) -> list[dict[str, Any]]:
+        return timeseries(self.engine, crawl, since, bucket)
+
+    def bytes_downloaded(self) -> int:
+        return bytes_downloaded(self.engine)

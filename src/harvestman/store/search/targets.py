@@ -1,81 +1,28 @@
-"""What can be searched: crawled pages and products, with their filters and their hits."""
+"""What can be searched: crawled pages and products, their filters as SQL, and the reads that
+turn ranked ids into hits (``harvestman.search.hits``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Generic, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy import Engine, bindparam, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from harvestman.errors import StoreError
-from harvestman.search.plan import Filter, Target
+from harvestman.search.hits import MAX_LIMIT, RANK_WINDOW, PageHit, ProductHit, SearchResult
 from harvestman.search.query import Query, parse_query, snippet
-from harvestman.search.ranking import Ranked, rank
-
-RANK_WINDOW = 1000
-"""How many of the newest matches are ranked (see :mod:`harvestman.search.ranking`); also the
-furthest ``offset + limit`` reaches, as web search engines stop at about a thousand results.
-Ranking costs PostgreSQL a few µs a row (pages: a short vector kept in the row)."""
-MAX_LIMIT = 100
+from harvestman.store import dialect
+from harvestman.store.search.plan import Filter, Target
+from harvestman.store.search.ranking import Ranked, rank
 
 # On PostgreSQL pages are ranked on a short vector (title, description, the text's first 1,000
 # characters; migration 0008): reading each match's whole vector cost 55 ms a query.
 PAGES = Target("crawled_pages", ("title", "description", "text"), (10.0, 4.0, 1.0),
                "rank_vector", "pair_vector")  # fmt: skip
 PRODUCTS = Target("products", ("name", "brand", "category", "description"), (10.0, 5.0, 3.0, 1.0))
-
-H = TypeVar("H")
-
-
-@dataclass(frozen=True, slots=True)
-class PageHit:
-    """A matching page. ``url`` is where the content was found (the final URL)."""
-
-    url: str
-    requested_url: str
-    title: str | None
-    snippet: str
-    rank: float
-    fetched_at: float
-    host: str
-
-
-@dataclass(frozen=True, slots=True)
-class ProductHit:
-    """A matching product. ``url`` is the product's own URL, else the page's."""
-
-    name: str | None
-    brand: str | None
-    price: Decimal | None
-    currency: str | None
-    availability: str | None
-    url: str
-    page_url: str
-    snippet: str
-    rank: float
-    updated_at: float
-    host: str
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult(Generic[H]):
-    """One page of hits, best first.
-
-    ``total`` counts the matches exactly when ``total_is_exact``; otherwise it is a lower
-    bound: more than ``RANK_WINDOW`` rows matched and ``total`` is that window, or (PostgreSQL)
-    a phrase had too many rows to check and ``total`` counts its matches among the newest; the
-    hits are the best of the newest matches. ``ignored`` are the query's stop words (in more
-    than half of the pages), left out of it (see :mod:`harvestman.search.ranking`).
-    """
-
-    total: int
-    total_is_exact: bool
-    hits: list[H]
-    ignored: tuple[str, ...] = ()
 
 
 def search_pages(
@@ -151,7 +98,7 @@ def search_products(
     """
     _check_page(limit, offset)
     filters = _crawl_filter(crawl_id)
-    sqlite = engine.dialect.name == "sqlite"
+    sqlite = dialect.is_sqlite(engine)
     if domain:
         host = "split_part(split_part(p.page_url, '://', 2), '/', 1)"
         filters.append(_host_filter(domain, host, None))

@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import BindParameter, Connection, bindparam, text
 
-from harvestman.search.plan import Estimate, Filter, Plan, Target
 from harvestman.search.query import Query, has_several_words, phrase_words
+from harvestman.store.search.plan import Estimate, Filter, Plan, Target
 
 RARE_FRACTION = 0.1  # a filter keeping less of the newest rows is matched in the index
 # A query with phrases of several words is searched among the newest rows expected to hold at
@@ -40,7 +40,7 @@ def estimate(
 
     def share(match: str) -> float:
         found = conn.execute(count, {"match": f"{{{columns}}} : ({match})", "low": low})
-        return found.scalar_one() / sample
+        return float(found.scalar_one()) / sample
 
     shares = {p: share(string(p)) for p in phrases if not has_several_words(p)}
     held = {p: share(_words(p)) for p in phrases if has_several_words(p)}
@@ -131,7 +131,9 @@ def ranked(
             "SELECT m.id AS id, coalesce(w.score, 0.0) AS score FROM m "
             "LEFT JOIN w ON w.id = m.id ORDER BY m.id DESC"
         )
-    expand = [bindparam(name, expanding=True) for c in conditions for name in c.expanding]
+    expand: list[BindParameter[Any]] = [
+        bindparam(name, expanding=True) for c in conditions for name in c.expanding
+    ]
     rows: list[Any] = []
     if limit > 0:
         # One row past the window tells whether there were more; only the window is ranked.
@@ -143,7 +145,7 @@ def ranked(
             f"SELECT id, score, n FROM ({numbered}) AS w WHERE r <= :ranked "
             "ORDER BY score DESC, id DESC LIMIT :limit OFFSET :offset"
         ).bindparams(*expand)
-        rows = conn.execute(page, {**params, "limit": limit, "offset": offset}).all()
+        rows = list(conn.execute(page, {**params, "limit": limit, "offset": offset}).all())
     if rows:
         found = rows[0].n
     else:

@@ -42,12 +42,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from sqlalchemy import ColumnElement, Connection, Engine, Row, Select, Table, select
 
-from harvestman.lifecycle.batches import table_id_ranges, write_transaction
-from harvestman.lifecycle.compaction import CompactionReport, compact
-from harvestman.lifecycle.rollup import roll_up_batch
-from harvestman.lifecycle.spool import GzipSpool
 from harvestman.records import UrlStatus
+from harvestman.store.lifecycle.batches import table_id_ranges
+from harvestman.store.lifecycle.compaction import CompactionReport, compact
+from harvestman.store.lifecycle.rollup import roll_up_batch
+from harvestman.store.lifecycle.spool import GzipSpool
 from harvestman.store.schema import crawled_pages, crawls, error_logs, stats_history, urls
+from harvestman.store.transaction import locked_ids, transaction
 
 if TYPE_CHECKING:
     from harvestman.config import Settings
@@ -226,7 +227,7 @@ class _Run:
     def _transaction(self) -> Iterator[Connection]:
         """One write transaction, timed and counted, then the pause other writers get."""
         began = time.monotonic()
-        with write_transaction(self.engine) as conn:
+        with transaction(self.engine) as conn:
             yield conn
         self.report.longest_write = max(self.report.longest_write, time.monotonic() - began)
         self.report.batches += 1
@@ -251,9 +252,11 @@ class _Run:
         for first, last in table_id_ranges(self.engine, urls, self.rules.batch_size):
             self.report.completed_deleted += self._write(
                 urls.delete().where(
-                    urls.c.id.between(first, last),
-                    urls.c.status == done,
-                    urls.c.updated_at < cutoff,
+                    locked_ids(
+                        urls.c.id.between(first, last),
+                        urls.c.status == done,
+                        urls.c.updated_at < cutoff,
+                    )
                 )
             )
 
@@ -261,7 +264,7 @@ class _Run:
         failed = UrlStatus.FAILED.value
         columns = [urls.c[name] for name in FAILED_FIELDS if name != "crawl"]
 
-        def encode(rows: Sequence[Row[Any]]) -> bytes:
+        def encode(rows: Sequence[Row[*tuple[Any, ...]]]) -> bytes:
             text = io.StringIO()
             writer = csv.writer(text, lineterminator="\n")
             for row in rows:
@@ -281,7 +284,7 @@ class _Run:
             )
         )
 
-    def _as_jsonl(self, rows: Sequence[Row[Any]]) -> bytes:
+    def _as_jsonl(self, rows: Sequence[Row[*tuple[Any, ...]]]) -> bytes:
         """Whole rows as JSON lines, each with its crawl's name as ``crawl``."""
         lines = []
         for row in rows:
@@ -319,7 +322,7 @@ class _Run:
         query: Select[Any],
         rule: tuple[ColumnElement[bool], ...],
         spool: GzipSpool,
-        encode: Callable[[Sequence[Row[Any]]], bytes],
+        encode: Callable[[Sequence[Row[*tuple[Any, ...]]]], bytes],
     ) -> tuple[int, int, Path | None]:
         exported = deleted = 0
         with spool:
@@ -334,5 +337,8 @@ class _Run:
                 exported += len(rows)
                 # Only what was written, and only if it still matches the rule now.
                 ids = [row.id for row in rows]
-                deleted += self._write(table.delete().where(table.c.id.in_(ids), *rule))
+                matching = (table.c.id.in_(ids), *rule)
+                # urls rows are locked in id order (store.transaction), like every urls write.
+                where = (locked_ids(*matching),) if table is urls else matching
+                deleted += self._write(table.delete().where(*where))
         return exported, deleted, spool.path

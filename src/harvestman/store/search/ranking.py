@@ -27,9 +27,10 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from harvestman.search import fts5, tsvector
-from harvestman.search.plan import Estimate, Filter, Plan, Target
 from harvestman.search.query import Query
+from harvestman.store import dialect
+from harvestman.store.search import fts5, tsvector
+from harvestman.store.search.plan import Estimate, Filter, Plan, Target
 
 SAMPLE_ROWS = 10_000
 MIN_SAMPLE = 1_000
@@ -65,7 +66,7 @@ def rank(
     """
     if query.is_empty:
         return Ranked(0, True, [], query)
-    sqlite = conn.dialect.name == "sqlite"
+    sqlite = dialect.is_sqlite(conn.engine)
     backend = fts5 if sqlite else tsvector
     # Only words can be stop words: a quoted phrase is asked for on purpose. The phrases are
     # estimated to bound their cost (and on PostgreSQL to choose its scan).

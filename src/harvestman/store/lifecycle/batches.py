@@ -1,7 +1,8 @@
 """Bounded batches over a table: primary-key ranges and short write transactions.
 
-Maintenance walks a table in ranges of ids, one short transaction per range, so a store of any
-size is never locked for longer than one range's work and a crawl keeps writing in between::
+Maintenance walks a table in ranges of ids, one short transaction (``store.transaction``) per
+range, so a store of any size is never locked for longer than one range's work and a crawl keeps
+writing in between::
 
     >>> list(id_ranges(1, 25, 10))
     [(1, 10), (11, 20), (21, 30)]
@@ -9,12 +10,9 @@ size is never locked for longer than one range's work and a crawl keeps writing 
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 
-from sqlalchemy import Connection, Engine, Table, func, select
-
-from harvestman.store import dialect
+from sqlalchemy import Engine, Table, func, select
 
 
 def id_ranges(low: int | None, high: int | None, size: int) -> Iterator[tuple[int, int]]:
@@ -37,13 +35,3 @@ def table_id_ranges(engine: Engine, table: Table, size: int) -> Iterator[tuple[i
     with engine.connect() as conn:
         low, high = conn.execute(select(func.min(table.c.id), func.max(table.c.id))).one()
     yield from id_ranges(low, high, size)
-
-
-@contextlib.contextmanager
-def write_transaction(engine: Engine) -> Iterator[Connection]:
-    """A write transaction; on SQLite it takes the write lock at BEGIN (IMMEDIATE), so a read
-    inside it cannot go stale before the write."""
-    with engine.connect() as conn:
-        conn.execution_options(**dialect.write_options(engine))
-        with conn.begin():
-            yield conn

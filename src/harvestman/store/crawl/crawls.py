@@ -1,0 +1,65 @@
+"""Crawl namespaces: created on first use, their seeds accumulated."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+
+from sqlalchemy import select, update
+
+from harvestman.store import dialect
+from harvestman.store.connection import StoreConnection
+from harvestman.store.schema import crawls
+
+
+class CrawlRepository(StoreConnection):
+    """The ``crawls`` table: a name, its id and its seeds."""
+
+    async def ensure_crawl(self, name: str, seeds: Sequence[str] = ()) -> int:
+        """The id of crawl namespace ``name``, created on first use; seeds accumulate."""
+
+        def _ensure() -> int:
+            with self._begin() as conn:
+                row = conn.execute(
+                    select(crawls.c.id, crawls.c.seeds).where(crawls.c.name == name)
+                ).first()
+                if row is None:
+                    stmt = dialect.insert_ignore(self.engine, crawls, "name").values(
+                        name=name, created_at=time.time(), seeds=json.dumps(list(seeds))
+                    )
+                    conn.execute(stmt)
+                    row = conn.execute(
+                        select(crawls.c.id, crawls.c.seeds).where(crawls.c.name == name)
+                    ).one()
+                known = json.loads(row.seeds)
+                merged = known + [seed for seed in seeds if seed not in known]
+                if merged != known:
+                    conn.execute(
+                        update(crawls).where(crawls.c.id == row.id).values(seeds=json.dumps(merged))
+                    )
+                return int(row.id)
+
+        return await self._run(_ensure)
+
+    async def crawl_seeds(self, crawl_id: int) -> list[str]:
+        def _seeds() -> list[str]:
+            with self.engine.connect() as conn:
+                value = conn.execute(select(crawls.c.seeds).where(crawls.c.id == crawl_id)).scalar()
+            seeds: list[str] = json.loads(value or "[]")
+            return seeds
+
+        return await self._run(_seeds)
+
+    async def find_crawl(self, name: str) -> int | None:
+        def _find() -> int | None:
+            with self.engine.connect() as conn:
+                return conn.execute(select(crawls.c.id).where(crawls.c.name == name)).scalar()
+
+        return await self._run(_find)
+
+    def crawl_ids(self) -> dict[str, int]:
+        with self.engine.connect() as conn:
+            return {
+                name: int(cid) for cid, name in conn.execute(select(crawls.c.id, crawls.c.name))
+            }

@@ -1,0 +1,253 @@
+"""The frontier: adding URLs, leasing due rows per host, and returning leases.
+
+Writes follow ``store.transaction``'s locking rules: new rows go in url-hash order on
+PostgreSQL, leases come back through ``locked_ids``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import cached_property
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    TextClause,
+    and_,
+    bindparam,
+    func,
+    or_,
+    select,
+    text,
+    update,
+)
+
+from harvestman.records import CrawlRequest, NewUrl, UrlStatus
+from harvestman.store import dialect
+from harvestman.store.connection import StoreConnection
+from harvestman.store.schema import urls
+from harvestman.store.transaction import locked_ids
+
+_LEASE_SQL = (
+    "SELECT id, url, url_hash, host, depth, priority, attempts, etag, last_modified, kind"
+    " FROM urls"
+    " WHERE crawl_id = :crawl_id AND status = 'pending' AND host = :host"
+    " AND next_crawl_at <= :now ORDER BY priority DESC, next_crawl_at, id LIMIT :limit"
+)
+_NEXT_DUE_SQL = (
+    "SELECT min(next_crawl_at) FROM urls"
+    " WHERE crawl_id = :crawl_id AND status = 'pending' AND host = :host"
+)
+
+# Hashes per re-crawl UPDATE: well under SQLite's limit of 32,766 bound parameters.
+_RECRAWL_CHUNK = 5000
+
+
+def insert_urls(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None:
+    """Add URLs to the frontier in the caller's transaction; known ones stay as they are
+    unless due for re-crawl."""
+    if not rows:
+        return
+    if not dialect.is_sqlite(conn.engine):
+        # Concurrent writers: in url_hash order, two workers' batches meet each other's new
+        # rows in the same order and cannot wait on each other in a circle (they did:
+        # deadlocks in a 2-worker crawl). SQLite has one writer: discovery order is kept.
+        rows = sorted(rows, key=lambda row: row.url_hash)
+    dated = [row for row in rows if row.lastmod is not None]
+    plain = [row for row in rows if row.lastmod is None]
+    if plain:
+        _insert_links(conn, crawl_id, plain, now)
+    if not dated:
+        return
+    stmt = dialect.insert(conn.engine, urls)
+    # A known URL is left alone unless it is completed and due for a re-crawl again: its
+    # visited TTL ran out, or a sitemap or feed says it changed since it was fetched.
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["crawl_id", "url_hash"],
+        set_={
+            "status": UrlStatus.PENDING.value,
+            "next_crawl_at": stmt.excluded.next_crawl_at,
+            "attempts": 0,
+            "lastmod": func.coalesce(stmt.excluded.lastmod, urls.c.lastmod),
+            "updated_at": stmt.excluded.updated_at,
+        },
+        where=and_(
+            urls.c.status == UrlStatus.COMPLETED.value,
+            or_(
+                urls.c.next_crawl_at <= now,
+                stmt.excluded.lastmod > func.coalesce(urls.c.last_fetched_at, 0.0),
+            ),
+        ),
+    )
+    conn.execute(
+        stmt,
+        [_pending_row(crawl_id, row, now, row.lastmod) for row in dated],
+    )
+
+
+def _insert_links(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None:
+    """Insert URLs without a lastmod (links: the bulk of ingestion).
+
+    ON CONFLICT DO NOTHING, not DO UPDATE: a DO UPDATE locks every known row it meets even
+    when its WHERE is false, so two workers ingesting overlapping links deadlocked (measured
+    by bench/pg_frontier.py: 6-8 deadlocks in 15 s with 2 workers) and wrote WAL for each
+    lock. Known rows that are completed and due again go back to pending by their hash.
+    """
+    insert = dialect.insert(conn.engine, urls).on_conflict_do_nothing(
+        index_elements=["crawl_id", "url_hash"]
+    )
+    conn.execute(
+        insert,
+        [_pending_row(crawl_id, row, now, None) for row in rows],
+    )
+    hashes = [row.url_hash for row in rows]
+    for start in range(0, len(hashes), _RECRAWL_CHUNK):
+        conn.execute(
+            update(urls)
+            .where(
+                urls.c.crawl_id == crawl_id,
+                urls.c.url_hash.in_(hashes[start : start + _RECRAWL_CHUNK]),
+                urls.c.status == UrlStatus.COMPLETED.value,
+                urls.c.next_crawl_at <= now,
+            )
+            .values(status=UrlStatus.PENDING.value, next_crawl_at=now, attempts=0, updated_at=now)
+        )
+
+
+def _pending_row(crawl_id: int, row: NewUrl, now: float, lastmod: float | None) -> dict[str, Any]:
+    """A discovered URL as a new frontier row."""
+    return {
+        "crawl_id": crawl_id,
+        "url_hash": row.url_hash,
+        "url": row.url,
+        "host": row.host,
+        "status": UrlStatus.PENDING.value,
+        "priority": row.priority,
+        "depth": row.depth,
+        "next_crawl_at": now,
+        "attempts": 0,
+        "discovered_at": now,
+        "updated_at": now,
+        "kind": row.kind,
+        "lastmod": lastmod,
+    }
+
+
+class FrontierRepository(StoreConnection):
+    """The ``urls`` rows as a queue: add, find the hosts with work, lease, release, recover."""
+
+    @cached_property
+    def _lease_sql(self) -> TextClause:
+        return text(_LEASE_SQL + dialect.lock_suffix(self.engine))
+
+    @cached_property
+    def _next_due_sql(self) -> TextClause:
+        return text(_NEXT_DUE_SQL)
+
+    async def add_urls(self, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None:
+        """Add URLs to the frontier; known ones stay as they are unless due for re-crawl."""
+
+        def _add() -> None:
+            with self._begin() as conn:
+                insert_urls(conn, crawl_id, rows, now)
+
+        await self._run(_add)
+
+    async def pending_hosts(self, crawl_id: int) -> dict[str, float]:
+        """Every host with pending rows, with the earliest time one of them is due."""
+
+        def _hosts() -> dict[str, float]:
+            with self.engine.connect() as conn:
+                result = conn.execute(
+                    select(urls.c.host, func.min(urls.c.next_crawl_at))
+                    .where(urls.c.crawl_id == crawl_id, urls.c.status == UrlStatus.PENDING.value)
+                    .group_by(urls.c.host)
+                )
+                return {host: float(due) for host, due in result}
+
+        return await self._run(_hosts)
+
+    async def lease(
+        self,
+        crawl_id: int,
+        wanted: dict[str, int],
+        now: float,
+        lease_until: float,
+        worker_id: str,
+    ) -> tuple[list[CrawlRequest], dict[str, float | None]]:
+        """Lease up to ``wanted[host]`` due rows per host, in priority order.
+
+        Returns the leased requests and, for each host that ran dry, when its next pending row
+        is due (``None``: the host has no pending rows left).
+        """
+
+        def _lease() -> tuple[list[CrawlRequest], dict[str, float | None]]:
+            leased: list[CrawlRequest] = []
+            short: list[str] = []
+            with self._begin() as conn:
+                for host, limit in wanted.items():
+                    rows = conn.execute(
+                        self._lease_sql,
+                        {"crawl_id": crawl_id, "host": host, "now": now, "limit": limit},
+                    ).all()
+                    leased.extend(CrawlRequest(*row) for row in rows)
+                    if len(rows) < limit:
+                        short.append(host)
+                if leased:
+                    conn.execute(
+                        update(urls)
+                        .where(urls.c.id == bindparam("row_id"))
+                        .values(
+                            status=UrlStatus.IN_PROGRESS.value,
+                            lease_until=lease_until,
+                            leased_by=worker_id,
+                            updated_at=now,
+                        ),
+                        [{"row_id": request.id} for request in leased],
+                    )
+                # The leased rows are in progress now: what is still pending is due later.
+                dry: dict[str, float | None] = {}
+                for host in short:
+                    due = conn.execute(
+                        self._next_due_sql, {"crawl_id": crawl_id, "host": host}
+                    ).scalar()
+                    dry[host] = None if due is None else float(due)
+            return leased, dry
+
+        return await self._run(_lease)
+
+    async def release(self, worker_id: str, now: float) -> int:
+        """Return every row leased by ``worker_id`` to pending (a clean shutdown)."""
+        return await self._return_leases(urls.c.leased_by == worker_id, now)
+
+    async def recover(self, now: float, dead_workers: Iterable[str] = ()) -> int:
+        """Return expired leases, and every lease of ``dead_workers``, to pending."""
+        dead = list(dead_workers)
+        condition = urls.c.lease_until < now
+        if dead:
+            condition = condition | urls.c.leased_by.in_(dead)
+        return await self._return_leases(condition, now)
+
+    async def _return_leases(self, condition: Any, now: float) -> int:
+        def _return() -> int:
+            with self._begin() as conn:
+                result = conn.execute(
+                    update(urls)
+                    .where(locked_ids(urls.c.status == UrlStatus.IN_PROGRESS.value, condition))
+                    .values(
+                        status=UrlStatus.PENDING.value,
+                        lease_until=None,
+                        leased_by=None,
+                        updated_at=now,
+                    )
+                )
+                return result.rowcount or 0
+
+        return await self._run(_return)
+
+    def url_hashes(self, crawl_id: int) -> list[str]:
+        """Every URL hash of a crawl (for rebuilding a shared seen set)."""
+        with self.engine.connect() as conn:
+            return list(
+                conn.execute(select(urls.c.url_hash).where(urls.c.crawl_id == crawl_id)).scalars()
+            )

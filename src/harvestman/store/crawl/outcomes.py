@@ -1,0 +1,220 @@
+"""What the crawler writes: a batch of outcomes and the URLs they discovered, in one
+transaction (``record``), with the URL states, pages, errors, products and parsed records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, func, select, update
+
+from harvestman.errors import error_category
+from harvestman.records import NewUrl, Outcome
+from harvestman.store import dialect, isolation, parsed
+from harvestman.store.connection import StoreConnection
+from harvestman.store.crawl.frontier import insert_urls
+from harvestman.store.schema import crawled_pages, domains, error_logs, images, products, urls
+
+_PAGE_COLUMNS = (
+    "url", "final_url", "host", "status_code", "content_type", "content_length", "charset",
+    "content_hash", "title", "description", "canonical", "lang", "links_count",
+    "crawl_duration_ms", "fetched_at", "error_class", "error", "validation_status",
+    "rejection_reason", "simhash", "near_duplicate_of", "proxy", "archive_path", "text",
+    "main_text",
+)  # fmt: skip
+
+
+class OutcomeRepository(StoreConnection):
+    """Batch writes of the crawl's outcomes."""
+
+    async def record(
+        self, crawl_id: int, outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl], now: float
+    ) -> None:
+        """Write a batch in one transaction: discovered URLs, URL states and pages.
+
+        Values are fitted to their columns first; a record the store still refuses is
+        dead-lettered and the rest written (``store.isolation``). Raises only transient errors.
+        """
+
+        def _write(
+            conn: Connection, outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl]
+        ) -> None:
+            insert_urls(conn, crawl_id, new_urls, now)
+            if outcomes:
+                self._write_outcomes(conn, crawl_id, outcomes, now)
+
+        await self._run(
+            isolation.write_batch, self._begin, _write, crawl_id, outcomes, new_urls, now
+        )
+
+    def _write_outcomes(
+        self, conn: Connection, crawl_id: int, outcomes: Sequence[Outcome], now: float
+    ) -> None:
+        # In id order, the order every statement that waits on urls rows locks them in (see
+        # store.transaction.locked_ids): a batch write and a lease extension once deadlocked.
+        outcomes = sorted(outcomes, key=lambda o: o.request.id)
+        conn.execute(
+            update(urls)
+            .where(urls.c.id == bindparam("row_id"))
+            .values(
+                status=bindparam("new_status"),
+                next_crawl_at=bindparam("new_next"),
+                attempts=bindparam("new_attempts"),
+                lease_until=None,
+                leased_by=None,
+                updated_at=now,
+                last_fetched_at=bindparam("fetched_at"),
+                status_code=bindparam("code"),
+                error_class=bindparam("err_class"),
+                error=bindparam("err"),
+                # A 304 carries no body: keep what the last full fetch stored.
+                content_hash=func.coalesce(bindparam("hash"), urls.c.content_hash),
+                etag=func.coalesce(bindparam("new_etag"), urls.c.etag),
+                last_modified=func.coalesce(bindparam("new_lm"), urls.c.last_modified),
+            ),
+            [
+                {
+                    "row_id": o.request.id,
+                    "new_status": o.status.value,
+                    "new_next": o.next_crawl_at,
+                    "new_attempts": o.attempts,
+                    "fetched_at": o.page.fetched_at if o.page else None,
+                    "code": o.status_code,
+                    "err_class": o.error_class,
+                    "err": o.error,
+                    "hash": o.content_hash,
+                    "new_etag": o.etag,
+                    "new_lm": o.last_modified,
+                }
+                for o in outcomes
+            ],
+        )
+        self._write_errors(conn, crawl_id, outcomes, now)
+        self._write_products(conn, crawl_id, [o for o in outcomes if o.products is not None], now)
+        parsed.write_parsed(conn, self.engine, crawl_id, outcomes, now)
+        pages = [o for o in outcomes if o.page is not None]
+        if not pages:
+            return
+        stmt = dialect.insert(self.engine, crawled_pages)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["crawl_id", "url_hash"],
+            set_={name: stmt.excluded[name] for name in (*_PAGE_COLUMNS, "redirects")},
+        )
+        rows = []
+        per_host: dict[str, int] = {}
+        for o in pages:
+            page = o.page
+            assert page is not None
+            row = {name: getattr(page, name) for name in _PAGE_COLUMNS}
+            row["crawl_id"] = crawl_id
+            row["url_hash"] = o.request.url_hash
+            row["redirects"] = json.dumps(page.redirects) if page.redirects else None
+            rows.append(row)
+            per_host[page.host] = per_host.get(page.host, 0) + 1
+        conn.execute(stmt, rows)
+        conn.execute(
+            update(domains)
+            .where(domains.c.host == bindparam("h"))
+            .values(page_count=domains.c.page_count + bindparam("n"), updated_at=now),
+            # Host order: two workers counting pages of the same hosts must not deadlock.
+            [{"h": host, "n": n} for host, n in sorted(per_host.items())],
+        )
+
+    def _write_errors(
+        self, conn: Connection, crawl_id: int, outcomes: Sequence[Outcome], now: float
+    ) -> None:
+        rows = [
+            {
+                "crawl_id": crawl_id,
+                "category": error_category(o.error_class),
+                "error_class": o.error_class,
+                "message": (o.error or o.error_class)[:4000],
+                "task": o.request.url,
+                "stack_trace": o.stack_trace,
+                "created_at": now,
+            }
+            for o in outcomes
+            if o.error_class is not None and o.error_class != "RobotsDenied"
+        ]
+        if rows:
+            conn.execute(error_logs.insert(), rows)
+
+    def _write_products(
+        self, conn: Connection, crawl_id: int, outcomes: Sequence[Outcome], now: float
+    ) -> None:
+        """Upsert each page's products by position; an unchanged one (same content hash) is
+        not rewritten, so its ``updated_at`` tells when it last changed."""
+        if not outcomes:
+            return
+        hashes = [o.request.url_hash for o in outcomes]
+        known = {
+            (row.url_hash, row.position): (row.id, row.content_hash)
+            for row in conn.execute(
+                select(products.c.id, products.c.url_hash, products.c.position,
+                       products.c.content_hash)
+                .where(products.c.crawl_id == crawl_id, products.c.url_hash.in_(hashes))
+            )
+        }  # fmt: skip
+        for outcome in outcomes:
+            url_hash = outcome.request.url_hash
+            found = outcome.products or []
+            for position, product in enumerate(found):
+                digest = product.content_hash()
+                existing = known.get((url_hash, position))
+                if existing is not None and existing[1] == digest:
+                    continue
+                values = _product_row(product, digest, now)
+                if existing is None:
+                    product_id = conn.execute(
+                        products.insert()
+                        .values(crawl_id=crawl_id, url_hash=url_hash, position=position,
+                                page_url=outcome.request.url, created_at=now, **values)
+                        .returning(products.c.id)
+                    ).scalar_one()  # fmt: skip
+                else:
+                    product_id = existing[0]
+                    conn.execute(
+                        update(products).where(products.c.id == product_id).values(**values)
+                    )
+                    conn.execute(images.delete().where(images.c.product_id == product_id))
+                if product.image_details:
+                    conn.execute(
+                        images.insert(),
+                        [
+                            {"product_id": product_id, "position": i, "url": image.url,
+                             "alt": image.alt, "width": image.width, "height": image.height}
+                            for i, image in enumerate(product.image_details)
+                        ],
+                    )  # fmt: skip
+            gone = [
+                pid for (h, pos), (pid, _) in known.items() if h == url_hash and pos >= len(found)
+            ]
+            if gone:
+                conn.execute(products.delete().where(products.c.id.in_(gone)))
+
+
+def _product_row(product: Any, digest: str, now: float) -> dict[str, Any]:
+    return {
+        "product_url": product.url,
+        "name": product.name,
+        "description": product.description,
+        "price": product.price,
+        "currency": product.currency,
+        "availability": product.availability,
+        "rating": product.rating,
+        "review_count": product.review_count,
+        "brand": product.brand,
+        "category": product.category,
+        "sku": product.sku,
+        "gtin": product.gtin,
+        "source": product.source,
+        "parser": getattr(product, "parser", None) or f"harvestman.products@{PRODUCTS_PARSER}",
+        "errors": json.dumps(product.errors) if product.errors else None,
+        "content_hash": digest,
+        "updated_at": now,
+    }
+
+
+# The built-in product extractor's version: bump it when its output changes.
+PRODUCTS_PARSER = "1"

@@ -1,0 +1,206 @@
+"""Reading a crawl back: counts and reports, per-host states, the paged lists and the exports'
+constant-memory iterators; and the stats history's minute counters."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from sqlalchemy import and_, bindparam, func, select
+
+from harvestman.records import CrawlCounts
+from harvestman.store import history, keyset, parsed
+from harvestman.store.connection import StoreConnection
+from harvestman.store.keyset import Key
+from harvestman.store.lists import RowFilter, columns
+from harvestman.store.schema import crawled_pages, domains, images, products, urls
+
+
+class ReportRepository(StoreConnection):
+    """Read-only views of a crawl (and ``add_stats``, the history's writer)."""
+
+    async def add_stats(self, crawl_id: int, buckets: Mapping[float, Mapping[str, int]]) -> None:
+        """Add per-minute counter deltas to the stats history (one additive upsert)."""
+
+        def _add() -> None:
+            with self._begin() as conn:
+                history.add_counts(conn, crawl_id, "minute", buckets)
+
+        await self._run(_add)
+
+    async def counts(self, crawl_id: int) -> CrawlCounts:
+        def _counts() -> CrawlCounts:
+            with self.engine.connect() as conn:
+                by_status = {
+                    status: int(n)
+                    for status, n in conn.execute(
+                        select(urls.c.status, func.count())
+                        .where(urls.c.crawl_id == crawl_id)
+                        .group_by(urls.c.status)
+                    )
+                }
+                pages = conn.execute(
+                    select(func.count())
+                    .select_from(crawled_pages)
+                    .where(crawled_pages.c.crawl_id == crawl_id)
+                ).scalar_one()
+            return CrawlCounts(by_status=by_status, pages=int(pages))
+
+        return await self._run(_counts)
+
+    def report(self, crawl_id: int, top: int = 20) -> dict[str, Any]:
+        """A summary of a crawl for ``harvestman stats`` (synchronous, read-only)."""
+
+        def grouped(column: Any, table: Any, *where: Any) -> dict[str, int]:
+            query = (
+                select(column, func.count())
+                .where(table.c.crawl_id == crawl_id, *where)
+                .group_by(column)
+                .order_by(func.count().desc())
+                .limit(top)
+            )
+            with self.engine.connect() as conn:
+                # A fetch that got no response has no status code.
+                return {
+                    "none" if key is None else str(key): int(n) for key, n in conn.execute(query)
+                }
+
+        with self.engine.connect() as conn:
+            pages = conn.execute(
+                select(func.count())
+                .select_from(crawled_pages)
+                .where(crawled_pages.c.crawl_id == crawl_id)
+            ).scalar_one()
+        return {
+            "urls": grouped(urls.c.status, urls),
+            "pages": int(pages),
+            "status_codes": grouped(crawled_pages.c.status_code, crawled_pages),
+            "errors": grouped(urls.c.error_class, urls, urls.c.error_class.is_not(None)),
+            "hosts": grouped(crawled_pages.c.host, crawled_pages),
+            "parsers": parsed.parser_stats_report(self.engine, crawl_id)[:top],
+            "records": parsed.record_count(self.engine, crawl_id),
+        }
+
+    def host_states(self, crawl_id: int, top: int = 20) -> list[dict[str, Any]]:
+        """Per-host frontier state for ``harvestman status``: the hosts with most pending rows."""
+        query = (
+            select(urls.c.host, urls.c.status, func.count())
+            .where(urls.c.crawl_id == crawl_id)
+            .group_by(urls.c.host, urls.c.status)
+        )
+        hosts: dict[str, dict[str, Any]] = {}
+        with self.engine.connect() as conn:
+            for host, status, n in conn.execute(query):
+                hosts.setdefault(host, {"host": host})[status] = int(n)
+            ranked = sorted(
+                hosts.values(), key=lambda h: (-h.get("pending", 0), -h.get("in_progress", 0))
+            )[:top]
+            gates = {
+                row.host: row
+                for row in conn.execute(
+                    select(domains.c.host, domains.c.crawl_delay, domains.c.next_allowed_at).where(
+                        domains.c.host.in_([h["host"] for h in ranked])
+                    )
+                )
+            }
+        for state in ranked:
+            gate = gates.get(state["host"])
+            state["crawl_delay"] = gate.crawl_delay if gate else None
+            state["next_allowed_at"] = gate.next_allowed_at if gate else None
+        return ranked
+
+    def iter_products(self, crawl_id: int, batch: int = 1000) -> Iterator[dict[str, Any]]:
+        """Every stored product of a crawl with its image URLs, in id order, constant memory."""
+        last_id = 0
+        query = (
+            select(products)
+            .where(products.c.crawl_id == crawl_id, products.c.id > bindparam("last"))
+            .order_by(products.c.id)
+            .limit(batch)
+        )
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(query, {"last": last_id}).mappings().all()
+                pictures: dict[int, list[str]] = {}
+                if rows:
+                    for product_id, url in conn.execute(
+                        select(images.c.product_id, images.c.url)
+                        .where(images.c.product_id.in_([r["id"] for r in rows]))
+                        .order_by(images.c.product_id, images.c.position)
+                    ):
+                        pictures.setdefault(product_id, []).append(url)
+            if not rows:
+                return
+            for row in rows:
+                yield {**row, "images": pictures.get(row["id"], [])}
+            last_id = rows[-1]["id"]
+
+    def iter_records(self, crawl_id: int, parser: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every record site parsers stored for a crawl, in id order, constant memory."""
+        return parsed.iter_records(self.engine, crawl_id, parser=parser)
+
+    def parser_stats(self, crawl_id: int, **filters: Any) -> list[dict[str, Any]]:
+        """Success rates per (host, parser, version): ``store.parsed.parser_stats_report``."""
+        return parsed.parser_stats_report(self.engine, crawl_id, **filters)
+
+    def list_rows(
+        self, where: RowFilter, *, after: Key | None = None, limit: int = 50, offset: int = 0
+    ) -> tuple[list[dict[str, Any]], Key | None]:
+        """One page of a browsable list (``store.lists``) and the key of the next (None at
+        the end). Synchronous: the API runs it off the event loop."""
+        query = select(*columns(where)).where(*where.page_conditions(self.engine.dialect.name))
+        with self.engine.connect() as conn:
+            rows, next_after = where.keyset.page(
+                conn, query, after=after, limit=limit, offset=offset, prefix=where.index_prefix()
+            )
+        return [dict(row) for row in rows], next_after
+
+    def count_rows(self, where: RowFilter) -> int:
+        """How many rows the list holds (exact: a scan of its index range)."""
+        with self.engine.connect() as conn:
+            return keyset.count(conn, where.table, where.conditions())
+
+    def iter_pages(self, crawl_id: int, batch: int = 1000) -> Iterator[dict[str, Any]]:
+        """Every stored page of a crawl with its URL row's depth, in id order, in constant memory.
+
+        Synchronous on purpose: exports stream straight to a file from their own thread.
+        """
+        last_id = 0
+        query = (
+            select(crawled_pages, urls.c.depth)
+            .join(
+                urls,
+                and_(
+                    urls.c.crawl_id == crawled_pages.c.crawl_id,
+                    urls.c.url_hash == crawled_pages.c.url_hash,
+                ),
+                isouter=True,
+            )
+            .where(crawled_pages.c.crawl_id == crawl_id, crawled_pages.c.id > bindparam("last"))
+            .order_by(crawled_pages.c.id)
+            .limit(batch)
+        )
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(query, {"last": last_id}).mappings().all()
+            if not rows:
+                return
+            for row in rows:
+                yield dict(row)
+            last_id = rows[-1]["id"]
+
+    def iter_urls(self, crawl_id: int, status: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every frontier row of a crawl (optionally one status), in id order."""
+        last_id = 0
+        query = select(urls).where(urls.c.crawl_id == crawl_id, urls.c.id > bindparam("last"))
+        if status:
+            query = query.where(urls.c.status == status)
+        query = query.order_by(urls.c.id).limit(1000)
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(query, {"last": last_id}).mappings().all()
+            if not rows:
+                return
+            for row in rows:
+                yield dict(row)
+            last_id = rows[-1]["id"]

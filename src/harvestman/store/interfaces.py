@@ -1,0 +1,120 @@
+"""The store's interfaces, one per caller: what each part of the crawl needs from a store.
+
+``SqlStore`` implements every one on SQLite and PostgreSQL (checked by mypy in
+``store/__init__.py``). A part asks for the smallest interface it uses, so a twin for a test
+or another backend implements only that. ``Store`` combines them for the crawler, which needs
+all.
+
+Contract for all: every method is safe to call from the event loop (it never blocks it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from harvestman.records import CrawlCounts, CrawlRequest, DomainRecord, NewUrl, Outcome
+
+
+class CrawlRecords(Protocol):
+    """Crawl namespaces: the crawler's start and end."""
+
+    async def ensure_crawl(self, name: str, seeds: Sequence[str] = ()) -> int:
+        """The id of crawl ``name``, created on first use; seeds accumulate."""
+        ...
+
+    async def crawl_seeds(self, crawl_id: int) -> list[str]: ...
+    async def counts(self, crawl_id: int) -> CrawlCounts: ...
+
+
+class FrontierStore(Protocol):
+    """What the frontier leases from: rows leased by one worker are never leased by another
+    until released, recovered or expired."""
+
+    async def add_urls(self, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None: ...
+    async def pending_hosts(self, crawl_id: int) -> dict[str, float]: ...
+    async def lease(
+        self, crawl_id: int, wanted: dict[str, int], now: float, lease_until: float, worker_id: str
+    ) -> tuple[list[CrawlRequest], dict[str, float | None]]:
+        """Up to ``wanted[host]`` due rows per host, and when each host that ran dry is due."""
+        ...
+
+    async def release(self, worker_id: str, now: float) -> int: ...
+    async def recover(self, now: float, dead_workers: Iterable[str] = ()) -> int: ...
+
+
+class OutcomeWriter(Protocol):
+    """What the crawler writes: ``record`` is atomic (a batch is written whole or not at
+    all); stats are additive (any number of workers may add to the same minute)."""
+
+    async def record(
+        self, crawl_id: int, outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl], now: float
+    ) -> None: ...
+    async def add_stats(
+        self, crawl_id: int, buckets: Mapping[float, Mapping[str, int]]
+    ) -> None: ...
+
+
+class HostRecords(Protocol):
+    """Per-host records: robots.txt, the politeness fallback when Redis is away (one request
+    at a time per host across every process on the store), and discovery state."""
+
+    async def get_domain(self, host: str) -> DomainRecord | None: ...
+    async def save_robots(self, record: DomainRecord, now: float) -> None: ...
+    async def acquire_host(self, host: str, now: float, hold: float) -> float:
+        """0.0 when ``host`` is taken for at most ``hold`` seconds, else the seconds to wait."""
+        ...
+
+    async def release_host(self, host: str, now: float, delay: float) -> None: ...
+    async def discovery_state(self, host: str) -> tuple[dict[str, Any] | None, float | None]: ...
+    async def save_discovery_state(
+        self,
+        now: float,
+        rules: dict[str, dict[str, Any]] | None = None,
+        archives_run: Sequence[str] = (),
+    ) -> None: ...
+    async def sample_urls(self, crawl_id: int, host: str, limit: int = 1000) -> list[str]: ...
+
+
+class SessionStore(Protocol):
+    """A crawl's cookies and the proxies' health, saved and loaded whole."""
+
+    async def load_cookies(self, crawl_id: int) -> list[dict[str, Any]]: ...
+    async def save_cookies(self, crawl_id: int, rows: Sequence[dict[str, Any]]) -> None: ...
+    async def load_proxies(self) -> list[dict[str, Any]]: ...
+    async def save_proxies(self, health: Sequence[dict[str, Any]], now: float) -> None: ...
+
+
+class WorkerRegistry(Protocol):
+    """Live workers: a heartbeat extends the worker's leases and says whether it is still
+    registered (False: others took it for dead)."""
+
+    async def register_worker(
+        self, worker_id: str, hostname: str, pid: int, now: float
+    ) -> None: ...
+    async def heartbeat(
+        self, worker_id: str, now: float, lease_until: float, info: dict[str, Any] | None = None
+    ) -> bool: ...
+    async def workers(self) -> list[tuple[str, str, int, float]]: ...
+    async def unregister_workers(self, worker_ids: Iterable[str]) -> None: ...
+
+
+class StoreHealth(Protocol):
+    """Whether the database answers, and starting over after it did not."""
+
+    async def ping(self) -> None: ...
+    async def check(self) -> None: ...
+    async def reconnect(self) -> None: ...
+
+
+class Store(
+    CrawlRecords,
+    FrontierStore,
+    OutcomeWriter,
+    HostRecords,
+    SessionStore,
+    WorkerRegistry,
+    StoreHealth,
+    Protocol,
+):
+    """Everything the crawler needs from a store."""

@@ -1,0 +1,22 @@
+"""The lifecycle as store methods, for callers that hold the store rather than its engine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harvestman.store.connection import StoreConnection
+from harvestman.store.lifecycle.replay import ReplayPlan, replay
+from harvestman.store.lifecycle.retention import RetentionReport, RetentionRules, apply_retention
+
+
+class LifecycleRepository(StoreConnection):
+    """Retention and replay on this store (synchronous and long-running: run them off the
+    event loop). See ``store.lifecycle.retention`` and ``store.lifecycle.replay``."""
+
+    def apply_retention(self, rules: RetentionRules, now: float) -> RetentionReport:
+        return apply_retention(self.engine, rules, now)
+
+    def replay(
+        self, crawl_id: int, domain: str, since: float, *, dry_run: bool, now: float, **options: Any
+    ) -> ReplayPlan:
+        return replay(self.engine, crawl_id, domain, since, dry_run=dry_run, now=now, **options)

@@ -1,0 +1,154 @@
+"""The store is the only door: no module outside ``harvestman/store/`` speaks SQL.
+
+Every module under src/harvestman is parsed (ast) and checked for the three ways in that the
+store closes: importing a database library (SQLAlchemy, Alembic, psycopg), naming a table
+object (``store.schema``'s, the jobs' models), and testing ``dialect.name`` (dialect
+differences live in ``store/dialect.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from sqlalchemy import Table
+
+import harvestman
+
+SRC = Path(harvestman.__file__).parent
+DATABASE_LIBRARIES = ("sqlalchemy", "alembic", "psycopg", "psycopg2")
+
+# Packages outside the store that still speak SQL, and why. Each entry is a debt.
+ALLOWED = {
+    # jobs/ moves its SQL into store/jobs/ on its own branch ("storejobs"); remove this entry
+    # when that branch is merged.
+    "harvestman.jobs",
+}
+
+
+@dataclass(frozen=True, order=True)
+class Violation:
+    module: str
+    line: int
+    what: str
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_store(module: str) -> bool:
+    return module == "harvestman.store" or module.startswith("harvestman.store.")
+
+
+def is_allowed(module: str) -> bool:
+    return any(module == allowed or module.startswith(f"{allowed}.") for allowed in ALLOWED)
+
+
+def _resolve(module: str, level: int, package: str) -> str:
+    if not level:
+        return module
+    base = package.rsplit(".", level - 1)[0] if level > 1 else package
+    return f"{base}.{module}" if module else base
+
+
+def _harvestman_object(module: str, name: str | None) -> object | None:
+    """The object ``from module import name`` (or ``import module``) binds, if it is ours."""
+    if module != "harvestman" and not module.startswith("harvestman."):
+        return None
+    try:
+        found: object = importlib.import_module(module)
+    except ImportError:
+        return None
+    if name is None:
+        return found
+    if hasattr(found, name):
+        return getattr(found, name)
+    try:
+        return importlib.import_module(f"{module}.{name}")
+    except ImportError:
+        return None
+
+
+def violations(source: str, module: str, *, package: str | None = None) -> list[Violation]:
+    """Where ``source`` (the text of ``module``) goes around the store."""
+    tree = ast.parse(source)
+    package = package or module.rpartition(".")[0]
+    found: list[Violation] = []
+    modules: dict[str, ModuleType] = {}  # local name -> one of our modules holding tables
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in DATABASE_LIBRARIES:
+                    found.append(Violation(module, node.lineno, f"imports {alias.name}"))
+                target = _harvestman_object(alias.name, None)
+                if isinstance(target, ModuleType) and alias.asname:
+                    modules[alias.asname] = target
+        elif isinstance(node, ast.ImportFrom):
+            source_module = _resolve(node.module or "", node.level, package)
+            if source_module.split(".")[0] in DATABASE_LIBRARIES:
+                found.append(Violation(module, node.lineno, f"imports {source_module}"))
+                continue
+            for alias in node.names:
+                target = _harvestman_object(source_module, alias.name)
+                if isinstance(target, Table):
+                    found.append(Violation(module, node.lineno, f"names the table {target.name}"))
+                elif isinstance(target, ModuleType):
+                    modules[alias.asname or alias.name] = target
+        elif isinstance(node, ast.Attribute):
+            value = node.value
+            if node.attr == "name" and isinstance(value, ast.Attribute) and value.attr == "dialect":
+                found.append(Violation(module, node.lineno, "tests dialect.name"))
+            if isinstance(value, ast.Name) and value.id in modules:
+                target = getattr(modules[value.id], node.attr, None)
+                if isinstance(target, Table):
+                    found.append(Violation(module, node.lineno, f"names the table {target.name}"))
+    return sorted(found)
+
+
+def test_no_module_outside_the_store_speaks_sql() -> None:
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        module = module_name(path)
+        if is_store(module) or is_allowed(module):
+            continue
+        found += violations(path.read_text(encoding="utf-8"), module)
+    assert [f"{v.module}:{v.line}: {v.what}" for v in found] == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import sqlalchemy", ["imports sqlalchemy"]),
+        ("from sqlalchemy.engine import make_url", ["imports sqlalchemy.engine"]),
+        ("def f():\n    from alembic import command", ["imports alembic"]),
+        ("import psycopg", ["imports psycopg"]),
+        ("from harvestman.store.schema import urls, metadata", ["names the table urls"]),
+        (
+            "from harvestman.store import schema\nschema.crawled_pages",
+            ["names the table crawled_pages"],
+        ),
+        ("import harvestman.store.schema as s\ns.domains.c.host", ["names the table domains"]),
+        ("from harvestman.jobs.models import jobs", ["names the table jobs"]),
+        ("if engine.dialect.name == 'sqlite': pass", ["tests dialect.name"]),
+        ("if conn.dialect.name != 'sqlite': pass", ["tests dialect.name"]),
+        ("from harvestman.store import SqlStore, dialect\ndialect.is_sqlite(e)", []),
+        ("from harvestman.store.schema import metadata", []),
+        ("from ..store.schema import urls", ["names the table urls"]),
+    ],
+)
+def test_each_way_around_the_store_is_caught(source: str, expected: list[str]) -> None:
+    found = violations(source, "harvestman.api.example", package="harvestman.api")
+    assert [v.what for v in found] == expected
+
+
+def test_the_store_and_the_allow_list_are_the_only_exceptions() -> None:
+    assert is_store("harvestman.store.crawl.frontier")
+    assert not is_store("harvestman.storefront")
+    assert is_allowed("harvestman.jobs.runner")
+    assert not is_allowed("harvestman.api.routes.crawl")
