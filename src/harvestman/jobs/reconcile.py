@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import Connection, Select, select
 
 from harvestman.errors import HarvestmanError
-from harvestman.jobs.db import JobStore
-from harvestman.jobs.models import jobs, sources
 from harvestman.jobs.records import IntervalType, JobSpec
 from harvestman.jobs.states import JobStatus
+from harvestman.store.jobs.db import JobStore
+from harvestman.store.jobs.tables import jobs, sources
 
 # A recurring job in one of these states is the source's job.
 _KEPT = (

@@ -19,6 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from harvestman.errors import StoreError
 from harvestman.store import dialect
+from harvestman.store.jobs import tables as tables  # its tables join the store's metadata
 
 T = TypeVar("T")
 
@@ -28,23 +29,25 @@ Clock = Callable[[], float]
 class JobStore:
     """Sources, jobs, executions, logs, adaptive state and scheduler leases.
 
-    Use as ``async with JobStore(engine_or_url) as store``; ``store.sources``, ``store.jobs``
-    and ``store.executions`` hold the queries. Pass the crawl store's engine
-    (``SqlStore.engine``) to share its connection pool; a URL makes an engine of its own.
+    Use as ``async with JobStore(engine_or_url) as store``; ``store.sources``, ``store.jobs``,
+    ``store.executions`` and ``store.locks`` hold the queries. Pass the
+    crawl store's engine (``SqlStore.engine``) to share its connection pool; a URL makes an
+    engine of its own.
     ``clock`` is the time every query uses (tests pass a controllable one).
     """
 
     def __init__(self, engine: Engine | str, *, threads: int = 4, clock: Clock = time.time) -> None:
-        from harvestman.jobs.executions import ExecutionRepository
-        from harvestman.jobs.locks import JobLocks
-        from harvestman.jobs.repository import JobRepository
-        from harvestman.jobs.sources import SourceRepository
+        # Here, not at the top: the repositories import harvestman.jobs's records, and that
+        # package imports JobStore while it loads.
+        from harvestman.store.jobs.executions import ExecutionRepository
+        from harvestman.store.jobs.locks import JobLocks
+        from harvestman.store.jobs.repository import JobRepository
+        from harvestman.store.jobs.sources import SourceRepository
 
         self._owns_engine = isinstance(engine, str)
         self.engine: Engine = dialect.make_engine(engine) if isinstance(engine, str) else engine
-        self.is_sqlite = dialect.is_sqlite(self.engine)
         # SQLite has one writer anyway; more threads would only wait on its lock.
-        self._threads = 1 if self.is_sqlite else max(1, threads)
+        self._threads = 1 if dialect.is_sqlite(self.engine) else max(1, threads)
         self._write_options = dialect.write_options(self.engine)
         self._executor: ThreadPoolExecutor | None = None
         self.clock = clock
