@@ -1,8 +1,9 @@
 """The jobs domain's storage: its tables and every query on them, SQLite or PostgreSQL.
 
-``JobStore`` opens the repositories (``sources``, ``jobs``, ``executions``, ``locks``);
-``LeaderLease`` is the maintenance lease. The domain itself (records, the state machine,
-scheduling policy) lives in ``harvestman.jobs`` and reaches the database only through these.
+``JobStore`` opens the repositories (``sources``, ``jobs``, ``executions``, ``locks``,
+``recurring``); ``LeaderLease`` is the maintenance lease. The domain itself (records, the state
+machine, scheduling policy) lives in ``harvestman.jobs`` and reaches the database only through
+these.
 
 Importing ``harvestman.store.jobs.tables`` (or ``JobStore``) registers the tables on
 ``harvestman.store.schema.metadata``. This package imports nothing from ``harvestman.jobs`` at

@@ -30,7 +30,7 @@ class JobStore:
     """Sources, jobs, executions, logs, adaptive state and scheduler leases.
 
     Use as ``async with JobStore(engine_or_url) as store``; ``store.sources``, ``store.jobs``,
-    ``store.executions`` and ``store.locks`` hold the queries. Pass the
+    ``store.executions``, ``store.locks`` and ``store.recurring`` hold the queries. Pass the
     crawl store's engine (``SqlStore.engine``) to share its connection pool; a URL makes an
     engine of its own.
     ``clock`` is the time every query uses (tests pass a controllable one).
@@ -41,6 +41,7 @@ class JobStore:
         # package imports JobStore while it loads.
         from harvestman.store.jobs.executions import ExecutionRepository
         from harvestman.store.jobs.locks import JobLocks
+        from harvestman.store.jobs.recurring import RecurringJobs
         from harvestman.store.jobs.repository import JobRepository
         from harvestman.store.jobs.sources import SourceRepository
 
@@ -55,6 +56,7 @@ class JobStore:
         self.jobs = JobRepository(self)
         self.executions = ExecutionRepository(self)
         self.locks = JobLocks(self)
+        self.recurring = RecurringJobs(self)
 
     async def __aenter__(self) -> JobStore:
         self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="harvestman-jobs")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -153,21 +153,6 @@ class JobRepository:
             with self._store.begin() as conn:
                 self.require_source(conn, spec.source_id)
                 return self.insert(conn, spec, now)
-
-        return await self._store.run(_create)
-
-    async def create_unless(
-        self, spec: JobSpec, has_one: Callable[[Connection], bool]
-    ) -> Job | None:
-        """Create a job unless ``has_one(conn)`` finds one already, atomically per source: the
-        source's row is locked first, so two instances reconciling at once create one job."""
-        spec.validate()
-        now = self._store.clock()
-
-        def _create() -> Job | None:
-            with self._store.begin() as conn:
-                self.require_source(conn, spec.source_id, lock=True)
-                return None if has_one(conn) else self.insert(conn, spec, now)
 
         return await self._store.run(_create)
 
