@@ -20,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from harvestman.errors import StoreError
 from harvestman.store import dialect
 from harvestman.store.jobs import tables as tables  # its tables join the store's metadata
+from harvestman.store.transaction import transaction
 
 T = TypeVar("T")
 
@@ -49,7 +50,6 @@ class JobStore:
         self.engine: Engine = dialect.make_engine(engine) if isinstance(engine, str) else engine
         # SQLite has one writer anyway; more threads would only wait on its lock.
         self._threads = 1 if dialect.is_sqlite(self.engine) else max(1, threads)
-        self._write_options = dialect.write_options(self.engine)
         self._executor: ThreadPoolExecutor | None = None
         self.clock = clock
         self.sources = SourceRepository(self)
@@ -82,10 +82,8 @@ class JobStore:
     @contextlib.contextmanager
     def begin(self) -> Iterator[Connection]:
         """A write transaction (the write lock is taken at BEGIN on SQLite)."""
-        with self.engine.connect() as conn:
-            conn.execution_options(**self._write_options)
-            with conn.begin():
-                yield conn
+        with transaction(self.engine) as conn:
+            yield conn
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Connection]:
