@@ -68,10 +68,11 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
-def insert(engine: Engine, table: Table) -> Insert:
+def insert(engine: Engine, table: Table) -> sqlite.Insert | postgresql.Insert:
     """The dialect's INSERT, which knows ON CONFLICT."""
-    module = sqlite if is_sqlite(engine) else postgresql
-    return module.insert(table)
+    if is_sqlite(engine):
+        return sqlite.insert(table)
+    return postgresql.insert(table)
 
 
 def insert_ignore(engine: Engine, table: Table, *conflict: str) -> Insert:
