@@ -62,8 +62,8 @@ def _chunks(n: int, make: Any) -> Any:
 
 def build(engine: Engine, n_urls: int, n_pages: int, n_jobs: int, marker: str) -> bool:
     """Fill the store unless a finished one of this shape is there; True when built."""
-    from harvestman.jobs.models import jobs, sources
     from harvestman.store import migrate
+    from harvestman.store.jobs.tables import jobs, sources
     from harvestman.store.schema import crawled_pages, crawls, domains, urls
 
     if engine.dialect.name == "postgresql":
@@ -239,7 +239,7 @@ async def load(
 def endpoints(engine: Engine) -> list[tuple[str, str]]:
     """(label, path) of each list, first page and deep cursor page."""
     from harvestman.api.paging import encode_cursor
-    from harvestman.jobs.models import jobs
+    from harvestman.store.jobs.tables import jobs
     from harvestman.store.schema import crawled_pages, urls
 
     with engine.connect() as conn:

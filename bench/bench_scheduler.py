@@ -33,8 +33,8 @@ from harvestman.jobs import (
     Scheduler,
     SourceSpec,
 )
-from harvestman.jobs.models import job_executions, jobs
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.tables import job_executions, jobs
 
 NOW = 1_800_000_000.0
 POSTGRES_URL = os.environ.get(

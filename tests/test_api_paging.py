@@ -17,9 +17,9 @@ from conftest import POSTGRES_URL, pg_schema, require_service
 from harvestman.api.paging import decode_cursor, encode_cursor
 from harvestman.config import Settings
 from harvestman.coord.redis import RedisCoordinator
-from harvestman.jobs.models import job_executions, jobs, sources
 from harvestman.resilience import BreakerRecord, BreakerState
 from harvestman.store import dialect
+from harvestman.store.jobs.tables import job_executions, jobs, sources
 from harvestman.store.lists import DomainFilter, PageFilter, RowFilter, UrlFilter, columns
 from harvestman.store.schema import crawls as crawls_table
 from harvestman.store.schema import domains

@@ -13,7 +13,7 @@ from apiclient import Api, running_api
 from conftest import SettingsFactory
 from harvestman.jobs import JobStatus
 from harvestman.jobs.adaptive import AdaptiveState
-from harvestman.jobs.models import jobs as jobs_table
+from harvestman.store.jobs.tables import jobs as jobs_table
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ from harvestman.jobs import (
     Scheduler,
     SourceSpec,
 )
-from harvestman.jobs.models import job_executions
 from harvestman.jobs.records import Execution, Source
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.tables import job_executions
 
 NOW = 1_800_000_000.0
 JOBS = 120

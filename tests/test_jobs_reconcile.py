@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import update
 
 from harvestman.jobs import IntervalType, JobSpec, JobStatus, JobStore, Scheduler, SourceSpec
-from harvestman.jobs.models import jobs
 from harvestman.jobs.reconcile import sync_enabled_sources
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.tables import jobs
 
 NOW = 1_800_000_000.0
 

@@ -24,11 +24,11 @@ from harvestman.jobs import (
     Scheduler,
     SourceSpec,
 )
-from harvestman.jobs.locks import LOCK_EXPIRED
-from harvestman.jobs.models import execution_logs, job_executions
 from harvestman.jobs.records import Execution, Source
 from harvestman.jobs.scheduler import INTERRUPTED
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.locks import LOCK_EXPIRED
+from harvestman.store.jobs.tables import execution_logs, job_executions
 
 NOW = 1_800_000_000.0
 DAY = 86400.0

@@ -11,10 +11,10 @@ from sqlalchemy import update
 
 from harvestman.jobs import Action, JobSpec, JobStateError, JobStatus, JobStore, SourceSpec
 from harvestman.jobs.lifecycle import after_failure, after_success, retry_delay
-from harvestman.jobs.models import jobs
 from harvestman.jobs.records import Job
 from harvestman.jobs.states import TRANSITIONS, allowed_actions, can_transition, check_action
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.tables import jobs
 
 S = JobStatus
 NOW = 1_800_000_000.0

@@ -13,7 +13,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Column, Engine, MetaData, Text, event, inspect, text
 
-import harvestman.jobs.models  # noqa: F401  (its tables join the metadata)
+import harvestman.store.jobs.tables  # noqa: F401  (its tables join the metadata)
 from harvestman.search import (
     MARK_END,
     MARK_START,

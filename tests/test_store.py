@@ -182,7 +182,7 @@ def _schema_differences(engine: object) -> list:
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
-    import harvestman.jobs.models  # noqa: F401  (its tables join the metadata)
+    import harvestman.store.jobs.tables  # noqa: F401  (its tables join the metadata)
     from harvestman.search import include_name
     from harvestman.store.schema import metadata
 

@@ -8,15 +8,15 @@
         scheduler = Scheduler(store, EngineRunner(settings, crawl_store))
         await scheduler.run()  # until scheduler.stop()
 
-Importing this package registers its tables on ``harvestman.store.schema.metadata``.
+The queries live in ``harvestman.store.jobs`` (``JobStore``, its tables, ``LeaderLease``); this
+package holds the domain and calls them. Importing it registers the jobs tables on
+``harvestman.store.schema.metadata``.
 """
 
 from __future__ import annotations
 
-from harvestman.jobs import models as models
 from harvestman.jobs.adaptive import AdaptiveState, adaptive_interval
 from harvestman.jobs.buckets import Distribution, Move, RebalancePlan
-from harvestman.jobs.db import JobStore
 from harvestman.jobs.errors import (
     InvalidSpec,
     JobsError,
@@ -25,12 +25,11 @@ from harvestman.jobs.errors import (
     NotFound,
     UnknownSource,
 )
-from harvestman.jobs.leader import LeaderLease
 from harvestman.jobs.lifecycle import retry_delay
-from harvestman.jobs.locks import Claim
 from harvestman.jobs.logs import LogCapture
 from harvestman.jobs.reconcile import SyncPlan, sync_enabled_sources
 from harvestman.jobs.records import (
+    Claim,
     Execution,
     ExecutionResult,
     ExecutionStatus,
@@ -47,6 +46,8 @@ from harvestman.jobs.records import (
 from harvestman.jobs.runner import EngineRunner
 from harvestman.jobs.scheduler import Runner, Scheduler
 from harvestman.jobs.states import Action, JobStatus, allowed_actions
+from harvestman.store.jobs.db import JobStore
+from harvestman.store.jobs.leader import LeaderLease
 
 __all__ = [
     "Action",

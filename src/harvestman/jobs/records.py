@@ -1,4 +1,4 @@
-"""The jobs domain's records: sources, jobs, executions and log lines (plain dataclasses).
+"""The jobs domain's records: sources, jobs, executions, claims and log lines (plain dataclasses).
 
 ``SourceSpec`` and ``JobSpec`` are what a caller asks for and are checked by ``validate()``;
 ``Source``, ``Job`` and ``Execution`` are what the store holds. Times are UNIX epoch seconds.
@@ -270,6 +270,19 @@ class ExecutionResult:
     memory_peak_mb: float | None = None
     start_hashes: dict[str, str | None] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Claim:
+    """A job this instance holds the run lock of, and the execution row opened for the run.
+
+    ``job`` is the job as it was due: its ``next_run_at`` is the planned run, the phase that a
+    recurring job keeps.
+    """
+
+    job: Job
+    token: str
+    execution: Execution
 
 
 @dataclass(slots=True, frozen=True)

@@ -26,10 +26,8 @@ import resource
 import sys
 import time
 import traceback
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
-
-from sqlalchemy import select, update
 
 from harvestman.config import Settings
 from harvestman.engine import Engine
@@ -43,13 +41,11 @@ from harvestman.jobs.records import (
     Source,
 )
 from harvestman.records import Outcome, UrlStatus
-from harvestman.store import SqlStore, dialect
-from harvestman.store.schema import urls
+from harvestman.store import SqlStore
+from harvestman.store.jobs.start_pages import StartPages
 from harvestman.urls import UrlNormalizer, url_hash
 
 log = logging.getLogger(__name__)
-
-_FINISHED = [UrlStatus.COMPLETED.value, UrlStatus.FAILED.value, UrlStatus.BLOCKED.value]
 
 
 def namespace(source: Source) -> str:
@@ -153,6 +149,7 @@ class EngineRunner:
     ) -> None:
         self.settings = settings
         self.store = store
+        self.start_pages = StartPages(store.engine)
         self.clock = clock
         self.engine_factory = engine_factory
 
@@ -168,7 +165,9 @@ class EngineRunner:
                 seeds = job_seeds(job, source)
                 start.update((url_hash(url), url) for url in self._normalized(seeds))
                 crawl_id = await self.store.ensure_crawl(namespace(source))
-                await asyncio.to_thread(self._make_due, crawl_id, list(start), self.clock())
+                # Start URLs fetched before become pending again now (in-progress ones are
+                # leased by a crawl still running and are left to it).
+                await self.start_pages.make_due(crawl_id, list(start), self.clock())
                 # Counted after the start pages are due again, as the Engine counts.
                 before = (await self.store.counts(crawl_id)).fetched
                 settings = source_settings(self.settings, source, fetched_before=before)
@@ -198,9 +197,7 @@ class EngineRunner:
                 finally:
                     watcher.cancel()
                 result.metadata["stopped_early"] = engine.stopped_early
-                result.start_hashes = await asyncio.to_thread(
-                    self._start_hashes, crawl_id, start, seen
-                )
+                result.start_hashes = await self._start_hashes(crawl_id, start, seen)
             except Exception as exc:
                 log.exception("job %d: the crawl failed", job.id)
                 result.status = ExecutionStatus.FAILED
@@ -221,37 +218,14 @@ class EngineRunner:
                 normalized.append(normalizer.normalize(seed))
         return normalized
 
-    def _make_due(self, crawl_id: int, hashes: Collection[str], now: float) -> None:
-        """Start URLs fetched before become pending again now (in-progress ones are leased)."""
-        engine = self.store.engine
-        with engine.connect() as conn:
-            conn.execution_options(**dialect.write_options(engine))
-            with conn.begin():
-                conn.execute(
-                    update(urls)
-                    .where(
-                        urls.c.crawl_id == crawl_id,
-                        urls.c.url_hash.in_(list(hashes)),
-                        urls.c.status.in_(_FINISHED),
-                    )
-                    .values(status=UrlStatus.PENDING.value, next_crawl_at=now, attempts=0)
-                )
-
-    def _start_hashes(
+    async def _start_hashes(
         self, crawl_id: int, start: dict[str, str], seen: dict[str, Outcome]
     ) -> dict[str, str | None]:
         """Each start URL's content hash in this run; None when it was not fetched or has no
         text to hash. A 304 stands for the content stored by the last full fetch."""
         stored: dict[str, str | None] = {}
         if any(o.status_code == 304 for o in seen.values()):
-            with self.store.engine.connect() as conn:
-                stored = dict(
-                    conn.execute(
-                        select(urls.c.url_hash, urls.c.content_hash).where(
-                            urls.c.crawl_id == crawl_id, urls.c.url_hash.in_(list(start))
-                        )
-                    ).all()
-                )
+            stored = await self.start_pages.content_hashes(crawl_id, list(start))
         hashes: dict[str, str | None] = {}
         for digest, url in start.items():
             outcome = seen.get(digest)

@@ -28,14 +28,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from harvestman.errors import HarvestmanError
 from harvestman.jobs import adaptive, lifecycle
-from harvestman.jobs.db import JobStore
 from harvestman.jobs.events import SourceEvents, Subscription
-from harvestman.jobs.leader import LeaderLease
-from harvestman.jobs.locks import Claim
 from harvestman.jobs.logs import LogCapture
 from harvestman.jobs.reconcile import SyncPlan, sync_enabled_sources
-from harvestman.jobs.records import Execution, ExecutionResult, ExecutionStatus, Job, Source
+from harvestman.jobs.records import (
+    Claim,
+    Execution,
+    ExecutionResult,
+    ExecutionStatus,
+    Job,
+    Source,
+)
 from harvestman.jobs.states import JobStatus
+from harvestman.store.jobs.db import JobStore
+from harvestman.store.jobs.leader import LeaderLease
 
 if TYPE_CHECKING:
     from harvestman.lifecycle import RetentionReport, RetentionRules

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import engine_from_config, pool
 
-import harvestman.jobs.models  # noqa: F401  (its tables join the metadata)
+import harvestman.store.jobs.tables  # noqa: F401  (its tables join the metadata)
 from harvestman.search import include_name
 from harvestman.store.schema import metadata
 

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import case, delete, or_, select, update
 
-from harvestman.jobs.models import scheduler_leases
 from harvestman.store import dialect
+from harvestman.store.jobs.tables import scheduler_leases
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-    from harvestman.jobs.db import JobStore
+    from harvestman.store.jobs.db import JobStore
 
 MAINTENANCE = "maintenance"
 

@@ -7,8 +7,9 @@ wins or re-reads the job and is judged against its new state.
 
 from __future__ import annotations
 
+import builtins
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -17,14 +18,14 @@ from sqlalchemy.engine import RowMapping
 
 from harvestman.jobs import buckets
 from harvestman.jobs.errors import InvalidSpec, JobStateError, NotFound, UnknownSource
-from harvestman.jobs.models import jobs, sources
 from harvestman.jobs.records import UNIT_SECONDS, IntervalType, Job, JobSpec, ResultPage
 from harvestman.jobs.states import RUNNABLE, Action, JobStatus, allowed_actions, check_action
 from harvestman.store import keyset
+from harvestman.store.jobs.tables import jobs, sources
 from harvestman.store.keyset import Keyset
 
 if TYPE_CHECKING:
-    from harvestman.jobs.db import JobStore
+    from harvestman.store.jobs.db import JobStore
 
 SPEC_FIELDS = frozenset(f.name for f in fields(JobSpec))
 _RUNNABLE = [state.value for state in RUNNABLE]
@@ -64,7 +65,7 @@ def job_from_row(row: RowMapping) -> Job:
 
 def get_job(conn: Connection, job_id: int, *, for_update: bool = False) -> Job:
     query = select(jobs).where(jobs.c.id == job_id)
-    if for_update and conn.dialect.name != "sqlite":
+    if for_update:  # SQLite compiles no FOR UPDATE: its IMMEDIATE transaction holds the lock
         query = query.with_for_update()
     row = conn.execute(query).mappings().first()
     if row is None:
@@ -107,9 +108,11 @@ class JobRepository:
         return buckets.least_loaded_time(times, now, interval, self.window)
 
     @staticmethod
-    def _require_source(conn: Connection, source_id: int, *, lock: bool = False) -> None:
+    def require_source(conn: Connection, source_id: int, *, lock: bool = False) -> None:
+        """UnknownSource unless the source exists (``lock``: its row is held to the end of the
+        caller's transaction)."""
         query = select(sources.c.id).where(sources.c.id == source_id)
-        if lock and conn.dialect.name != "sqlite":  # SQLite: the IMMEDIATE transaction
+        if lock:  # SQLite compiles no FOR UPDATE: its IMMEDIATE transaction holds the lock
             query = query.with_for_update()
         if conn.execute(query).first() is None:
             raise UnknownSource(source_id)
@@ -148,23 +151,8 @@ class JobRepository:
 
         def _create() -> Job:
             with self._store.begin() as conn:
-                self._require_source(conn, spec.source_id)
+                self.require_source(conn, spec.source_id)
                 return self.insert(conn, spec, now)
-
-        return await self._store.run(_create)
-
-    async def create_unless(
-        self, spec: JobSpec, has_one: Callable[[Connection], bool]
-    ) -> Job | None:
-        """Create a job unless ``has_one(conn)`` finds one already, atomically per source: the
-        source's row is locked first, so two instances reconciling at once create one job."""
-        spec.validate()
-        now = self._store.clock()
-
-        def _create() -> Job | None:
-            with self._store.begin() as conn:
-                self._require_source(conn, spec.source_id, lock=True)
-                return None if has_one(conn) else self.insert(conn, spec, now)
 
         return await self._store.run(_create)
 
@@ -242,7 +230,7 @@ class JobRepository:
                     setattr(spec, name, value)
                 spec.validate()
                 if spec.source_id != job.source_id:
-                    self._require_source(conn, spec.source_id)
+                    self.require_source(conn, spec.source_id)
                 values: dict[str, Any] = {
                     name: getattr(spec, name) for name in SPEC_FIELDS - {"metadata"}
                 }
@@ -344,16 +332,19 @@ class JobRepository:
 
         def _counts() -> dict[str, int]:
             with self._store.read() as conn:
-                found = dict(
-                    conn.execute(select(jobs.c.status, func.count()).group_by(jobs.c.status)).all()
-                )
+                found: dict[str, int] = {
+                    status: int(n)
+                    for status, n in conn.execute(
+                        select(jobs.c.status, func.count()).group_by(jobs.c.status)
+                    )
+                }
             return {state.value: int(found.get(state.value, 0)) for state in JobStatus}
 
         return await self._store.run(_counts)
 
     # -- placement ----------------------------------------------------------------------------
 
-    async def placements(self) -> list[buckets.PlacedJob]:
+    async def placements(self) -> builtins.list[buckets.PlacedJob]:
         """Runnable jobs with their next run inside the balancing window."""
         now = self._store.clock()
 
@@ -409,7 +400,9 @@ class JobRepository:
         plan.moves = applied
         return plan
 
-    async def apply_moves(self, moves: Sequence[buckets.Move], now: float) -> list[buckets.Move]:
+    async def apply_moves(
+        self, moves: Sequence[buckets.Move], now: float
+    ) -> builtins.list[buckets.Move]:
         def _apply() -> list[buckets.Move]:
             done = []
             with self._store.begin() as conn:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -10,13 +11,13 @@ from sqlalchemy import case, delete, func, select, true
 from sqlalchemy.engine import RowMapping
 
 from harvestman.jobs.errors import NotFound
-from harvestman.jobs.models import execution_logs, job_executions, jobs
 from harvestman.jobs.records import Execution, ExecutionStatus, LogLine, ResultPage
 from harvestman.store import keyset
+from harvestman.store.jobs.tables import execution_logs, job_executions, jobs
 from harvestman.store.keyset import Keyset
 
 if TYPE_CHECKING:
-    from harvestman.jobs.db import JobStore
+    from harvestman.store.jobs.db import JobStore
 
 HISTORY_MAX = 100
 HISTORY_DAYS = 30.0
@@ -126,7 +127,9 @@ class ExecutionRepository:
 
         await self._store.run(_append)
 
-    async def logs(self, execution_id: int, *, after: int = 0, limit: int = 1000) -> list[LogLine]:
+    async def logs(
+        self, execution_id: int, *, after: int = 0, limit: int = 1000
+    ) -> builtins.list[LogLine]:
         """An execution's stored log lines with ``seq > after``, in order."""
 
         def _read() -> list[LogLine]:

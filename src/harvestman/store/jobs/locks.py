@@ -13,35 +13,21 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, func, select, update
 
 from harvestman.jobs import lifecycle
 from harvestman.jobs.lifecycle import NextStep
-from harvestman.jobs.models import job_executions, jobs
-from harvestman.jobs.records import Execution, ExecutionResult, ExecutionStatus, Job
-from harvestman.jobs.repository import _RUNNABLE, job_from_row
+from harvestman.jobs.records import Claim, Execution, ExecutionResult, ExecutionStatus, Job
 from harvestman.jobs.states import JobStatus
+from harvestman.store.jobs.repository import _RUNNABLE, job_from_row
+from harvestman.store.jobs.tables import job_executions, jobs
 
 if TYPE_CHECKING:
-    from harvestman.jobs.db import JobStore
+    from harvestman.store.jobs.db import JobStore
 
 LOCK_EXPIRED = "LockExpired: the instance running the job stopped renewing its lock"
-
-
-@dataclass(slots=True)
-class Claim:
-    """A job this instance holds the lock of, and the execution row opened for the run.
-
-    ``job`` is the job as it was due: its ``next_run_at`` is the planned run, the phase that a
-    recurring job keeps.
-    """
-
-    job: Job
-    token: str
-    execution: Execution
 
 
 class JobLocks:
@@ -67,9 +53,9 @@ class JobLocks:
                 )
                 .order_by(jobs.c.next_run_at, jobs.c.id)
                 .limit(limit)
+                # SKIP LOCKED on PostgreSQL; SQLite compiles no FOR UPDATE (IMMEDIATE instead)
+                .with_for_update(skip_locked=True)
             )
-            if not self._store.is_sqlite:
-                query = query.with_for_update(skip_locked=True)
             claims: list[Claim] = []
             with self._store.begin() as conn:
                 due = [job_from_row(row) for row in conn.execute(query).mappings()]

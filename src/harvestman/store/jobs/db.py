@@ -19,6 +19,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from harvestman.errors import StoreError
 from harvestman.store import dialect
+from harvestman.store.jobs import tables as tables  # its tables join the store's metadata
+from harvestman.store.transaction import transaction
 
 T = TypeVar("T")
 
@@ -28,30 +30,33 @@ Clock = Callable[[], float]
 class JobStore:
     """Sources, jobs, executions, logs, adaptive state and scheduler leases.
 
-    Use as ``async with JobStore(engine_or_url) as store``; ``store.sources``, ``store.jobs``
-    and ``store.executions`` hold the queries. Pass the crawl store's engine
-    (``SqlStore.engine``) to share its connection pool; a URL makes an engine of its own.
+    Use as ``async with JobStore(engine_or_url) as store``; ``store.sources``, ``store.jobs``,
+    ``store.executions``, ``store.locks`` and ``store.recurring`` hold the queries. Pass the
+    crawl store's engine (``SqlStore.engine``) to share its connection pool; a URL makes an
+    engine of its own.
     ``clock`` is the time every query uses (tests pass a controllable one).
     """
 
     def __init__(self, engine: Engine | str, *, threads: int = 4, clock: Clock = time.time) -> None:
-        from harvestman.jobs.executions import ExecutionRepository
-        from harvestman.jobs.locks import JobLocks
-        from harvestman.jobs.repository import JobRepository
-        from harvestman.jobs.sources import SourceRepository
+        # Here, not at the top: the repositories import harvestman.jobs's records, and that
+        # package imports JobStore while it loads.
+        from harvestman.store.jobs.executions import ExecutionRepository
+        from harvestman.store.jobs.locks import JobLocks
+        from harvestman.store.jobs.recurring import RecurringJobs
+        from harvestman.store.jobs.repository import JobRepository
+        from harvestman.store.jobs.sources import SourceRepository
 
         self._owns_engine = isinstance(engine, str)
         self.engine: Engine = dialect.make_engine(engine) if isinstance(engine, str) else engine
-        self.is_sqlite = dialect.is_sqlite(self.engine)
         # SQLite has one writer anyway; more threads would only wait on its lock.
-        self._threads = 1 if self.is_sqlite else max(1, threads)
-        self._write_options = dialect.write_options(self.engine)
+        self._threads = 1 if dialect.is_sqlite(self.engine) else max(1, threads)
         self._executor: ThreadPoolExecutor | None = None
         self.clock = clock
         self.sources = SourceRepository(self)
         self.jobs = JobRepository(self)
         self.executions = ExecutionRepository(self)
         self.locks = JobLocks(self)
+        self.recurring = RecurringJobs(self)
 
     async def __aenter__(self) -> JobStore:
         self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="harvestman-jobs")
@@ -77,10 +82,8 @@ class JobStore:
     @contextlib.contextmanager
     def begin(self) -> Iterator[Connection]:
         """A write transaction (the write lock is taken at BEGIN on SQLite)."""
-        with self.engine.connect() as conn:
-            conn.execution_options(**self._write_options)
-            with conn.begin():
-                yield conn
+        with transaction(self.engine) as conn:
+            yield conn
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Connection]:

@@ -13,13 +13,13 @@ from sqlalchemy.exc import IntegrityError
 
 from harvestman.jobs.adaptive import AdaptiveState
 from harvestman.jobs.errors import InvalidSpec, NameTaken, NotFound
-from harvestman.jobs.models import source_adaptive_state, sources
 from harvestman.jobs.records import ResultPage, ScopeRules, Source, SourceOptions, SourceSpec
 from harvestman.store import dialect, keyset
+from harvestman.store.jobs.tables import source_adaptive_state, sources
 from harvestman.store.keyset import Keyset
 
 if TYPE_CHECKING:
-    from harvestman.jobs.db import JobStore
+    from harvestman.store.jobs.db import JobStore
 
 SPEC_FIELDS = frozenset(f.name for f in fields(SourceSpec))
 _KEYSET = Keyset(sources.c.id)
