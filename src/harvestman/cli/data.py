@@ -1,0 +1,248 @@
+"""``export``, ``stats``, ``errors``, ``dead-letter``, ``search``: reading what a crawl stored."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+from harvestman.cli.exits import err, usage_error
+from harvestman.cli.options import (
+    ConfigOption,
+    DatabaseUrlOption,
+    DbOption,
+    DryRunOption,
+    ErrorClassOption,
+    HostOption,
+    JsonOption,
+    LimitOption,
+    NameOption,
+)
+from harvestman.cli.stores import existing_crawl, open_crawl, open_store
+from harvestman.errors import ConfigError
+
+if TYPE_CHECKING:
+    from harvestman.config import Settings
+    from harvestman.store import SqlStore
+
+dead_app = typer.Typer(
+    help="Failed URLs (the dead letters): list and re-queue.", no_args_is_help=True
+)
+
+
+def export(
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="jsonl, csv, es (bulk NDJSON) or warc")
+    ] = "jsonl",
+    what: Annotated[
+        str, typer.Option("--what", help="pages, products or records (site parsers')")
+    ] = "pages",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File to write [default: stdout]")
+    ] = None,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+) -> None:
+    """Write every stored page (product, parser record) of a crawl, streaming; WARC from the
+    raw archive."""
+    from harvestman.export import FORMATS, WHAT, export_pages
+
+    if fmt not in (*FORMATS, "warc"):
+        raise usage_error(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}, warc")
+    if what not in WHAT:
+        raise usage_error(f"--what must be one of {', '.join(WHAT)}")
+    with open_crawl(config, db, database_url, name) as (settings, store, crawl_id):
+        if fmt == "warc":
+            n = _export_warc(store, crawl_id, settings, output)
+            err.print(f"exported {n} pages")
+            return
+        target = output.open("wb") if output else sys.stdout.buffer
+        try:
+            n = export_pages(store, crawl_id, fmt, target, what=what)
+        finally:
+            if output:
+                target.close()
+    err.print(f"exported {n} {what}")
+
+
+def _export_warc(store: SqlStore, crawl_id: int, settings: Settings, output: Path | None) -> int:
+    from harvestman.archive import RawArchive, export_warc
+    from harvestman.engine import raw_blobs
+
+    if output is None:
+        raise ConfigError("--format warc needs --output FILE (.warc or .warc.gz)")
+    with RawArchive(raw_blobs(settings)) as archive:
+        report = export_warc(store.iter_pages(crawl_id), archive, output)
+    if report.skipped or report.missing:
+        err.print(f"skipped {report.skipped} pages without an archived body, {report.missing} lost")
+    return report.written
+
+
+def stats(
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print what the store holds for a crawl: URLs by status, pages, statuses, errors, hosts."""
+    with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
+        report = store.report(crawl_id)
+    if as_json:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        from harvestman.display import render_report
+
+        Console().print(render_report(report))
+
+
+def errors(
+    category: Annotated[
+        str | None, typer.Option("--category", help="network, http, parse, validation, storage")
+    ] = None,
+    error_type: Annotated[
+        str | None, typer.Option("--type", help="An error class, e.g. FetchTimeout")
+    ] = None,
+    host: Annotated[str | None, typer.Option("--host", help="Only errors of this host")] = None,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+    limit: LimitOption = 50,
+) -> None:
+    """The newest errors a crawl recorded, by category."""
+    from harvestman.store.failures import error_rows
+
+    with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
+        rows = error_rows(
+            store.engine, crawl_id=crawl_id, category=category, error_class=error_type,
+            host=host, limit=limit,
+        )  # fmt: skip
+    for row in rows:
+        typer.echo(f"{row['category']}\t{row['error_class']}\t{row['task']}\t{row['message']}")
+
+
+@dead_app.command("list")
+def dead_list(
+    host: HostOption = None,
+    error_class: ErrorClassOption = None,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+    limit: LimitOption = 50,
+) -> None:
+    """URLs that failed for good, with their error."""
+    from harvestman.store.failures import dead_letters
+
+    with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
+        rows, total = dead_letters(
+            store.engine, crawl_id, host=host, error_class=error_class, limit=limit
+        )
+    for row in rows:
+        typer.echo(f"{row['url']}\t{row['error_class']}\t{row['error']}")
+    err.print(f"{len(rows)} of {total} failed URLs shown")
+
+
+@dead_app.command("requeue")
+def dead_requeue(
+    error_class: ErrorClassOption = None,
+    host: HostOption = None,
+    dry_run: DryRunOption = False,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+) -> None:
+    """Put failed URLs back into the frontier (retries reset); the next crawl fetches them."""
+    import time
+
+    from harvestman.store.failures import requeue_dead_letters
+
+    with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
+        n = requeue_dead_letters(
+            store.engine, crawl_id, time.time(), host=host, error_class=error_class,
+            dry_run=dry_run,
+        )  # fmt: skip
+    err.print(f"{'would re-queue' if dry_run else 're-queued'} {n} URLs")
+
+
+def search(
+    query: Annotated[str, typer.Argument(help='Words (all needed), "a phrase", a OR b, -word')],
+    what: Annotated[str, typer.Option("--what", help="pages or products")] = "pages",
+    domain: Annotated[
+        str | None, typer.Option("--domain", help="One host (example.com: also www.)")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Fetched (products: changed) since: 7d, ISO")
+    ] = None,
+    until: Annotated[str | None, typer.Option("--until", help="... and before this")] = None,
+    min_price: Annotated[float | None, typer.Option("--min-price", min=0)] = None,
+    max_price: Annotated[float | None, typer.Option("--max-price", min=0)] = None,
+    currency: Annotated[str | None, typer.Option("--currency", help="ISO 4217, e.g. EUR")] = None,
+    availability: Annotated[
+        list[str] | None, typer.Option("--availability", help="in_stock, out_of_stock, ...")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=100)] = 20,
+    offset: Annotated[int, typer.Option("--offset", min=0, max=999)] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object a hit (JSONL)")] = False,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Only this crawl [default: every crawl]")
+    ] = None,
+) -> None:
+    """Full-text search of stored pages (or products), best first."""
+    import time
+    from decimal import Decimal
+
+    from harvestman.errors import QueryError
+    from harvestman.lifecycle import parse_since
+    from harvestman.search import require_query, search_pages, search_products
+    from harvestman.search.terminal import hit_record, render_hits
+    from harvestman.store import migrate as migrations
+
+    try:
+        require_query(query)
+        now = time.time()
+        since_at, until_at = (
+            None if at is None else parse_since(at, now=now) for at in (since, until)
+        )
+    except QueryError as exc:
+        raise usage_error(f"bad query: {exc.reason}") from None
+    except ValueError:
+        raise usage_error("--since/--until: use an age (36h, 7d), an ISO date or epoch") from None
+    product_only = (min_price, max_price, currency, availability)
+    if what not in ("pages", "products") or (what == "pages" and any(product_only)):
+        raise usage_error("--what is pages or products; prices and availability need products")
+    opened = open_store(config, db, database_url, must_exist=True, crawl_name=name)
+    with opened as (settings, store):
+        crawl_id = existing_crawl(store, settings.crawl_name) if name else None
+        migrations.check_current(store.engine)
+        if what == "pages":
+            result: Any = search_pages(store.engine, crawl_id, query, domain=domain,
+                                       limit=limit, offset=offset, since=since_at,
+                                       until=until_at)  # fmt: skip
+        else:
+            result = search_products(
+                store.engine, crawl_id, query, domain=domain, currency=currency,
+                min_price=None if min_price is None else Decimal(str(min_price)),
+                max_price=None if max_price is None else Decimal(str(max_price)),
+                availability=availability, limit=limit, offset=offset, since=since_at,
+                until=until_at,
+            )  # fmt: skip
+    if as_json:
+        import orjson
+
+        for hit in result.hits:
+            sys.stdout.buffer.write(orjson.dumps(hit_record(hit)) + b"\n")
+    else:
+        Console().print(render_hits(result, offset))
