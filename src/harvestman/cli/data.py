@@ -118,8 +118,10 @@ def errors(
     limit: LimitOption = 50,
 ) -> None:
     """The newest errors a crawl recorded, by category."""
-    from harvestman.store.failures import error_rows
+    from harvestman.store.failures import CATEGORIES, error_rows
 
+    if category is not None and category not in CATEGORIES:
+        raise usage_error(f"unknown category {category!r}; choose one of {', '.join(CATEGORIES)}")
     with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
         rows = error_rows(
             store.engine, crawl_id=crawl_id, category=category, error_class=error_type,

@@ -28,7 +28,8 @@ def db_upgrade(
         err.print(f"schema at {migrations.current_revision(store.engine)}")
 
 
-@db_app.command("downgrade")
+# A relative revision starts with a dash (-1): without this Click reads it as an option.
+@db_app.command("downgrade", context_settings={"ignore_unknown_options": True})
 def db_downgrade(
     revision: Annotated[str, typer.Argument(help="Target revision, e.g. -1 or base")],
     db: DbOption = None,
