@@ -22,7 +22,7 @@ from harvestman.cli.options import (
     NameOption,
 )
 from harvestman.cli.stores import existing_crawl, open_crawl, open_store
-from harvestman.errors import ConfigError
+from harvestman.errors import ConfigError, HarvestmanError
 
 if TYPE_CHECKING:
     from harvestman.config import Settings
@@ -58,8 +58,7 @@ def export(
         raise usage_error(f"--what must be one of {', '.join(WHAT)}")
     with open_crawl(config, db, database_url, name) as (settings, store, crawl_id):
         if fmt == "warc":
-            n = _export_warc(store, crawl_id, settings, output)
-            err.print(f"exported {n} pages")
+            _export_warc(store, crawl_id, settings, output)
             return
         target = output.open("wb") if output else sys.stdout.buffer
         try:
@@ -70,17 +69,22 @@ def export(
     err.print(f"exported {n} {what}")
 
 
-def _export_warc(store: SqlStore, crawl_id: int, settings: Settings, output: Path | None) -> int:
+def _export_warc(store: SqlStore, crawl_id: int, settings: Settings, output: Path | None) -> None:
+    """Export from the archive the crawl recorded (the settings' own for older crawls); a page
+    whose body is not there is lost, and the command fails (status 1) after writing the rest."""
     from harvestman.archive import RawArchive, export_warc
-    from harvestman.engine import raw_blobs
+    from harvestman.archive.location import archive_location, open_blobs
 
     if output is None:
         raise ConfigError("--format warc needs --output FILE (.warc or .warc.gz)")
-    with RawArchive(raw_blobs(settings)) as archive:
+    location = store.archive_location(crawl_id) or archive_location(settings)
+    with RawArchive(open_blobs(location, settings)) as archive:
         report = export_warc(store.iter_pages(crawl_id), archive, output)
     if report.skipped or report.missing:
         err.print(f"skipped {report.skipped} pages without an archived body, {report.missing} lost")
-    return report.written
+    err.print(f"exported {report.written} pages")
+    if report.missing:
+        raise HarvestmanError(f"{report.missing} archived bodies are not in {location}")
 
 
 def stats(
