@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import gc
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,35 @@ def test_errors_refuses_an_unknown_category_and_names_the_known_ones(tmp_path: P
     assert (code, out.splitlines()) == (
         0, ["network\tFetchTimeout\thttp://a.test/1\tFetchTimeout at http://a.test/1"],
     )  # fmt: skip
+
+
+CLOSERS = [
+    ("db", "upgrade"),
+    ("db", "current"),
+    ("stats",),
+    ("export", "--format", "csv"),
+    ("errors",),
+    ("dead-letter", "list"),
+    ("search", "kettle"),
+    ("maintenance",),
+]
+
+
+@pytest.mark.parametrize("command", CLOSERS, ids=" ".join)
+def test_a_command_closes_the_store_before_it_returns(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    # SQLite deletes the WAL and shared-memory files when the last connection closes: a pooled
+    # connection left open (an engine never disposed) keeps them. The result holds the exit's
+    # traceback, and with it the command's frames: only dispose() can have closed the store.
+    db = tmp_path / "store.db"
+    engine = open_store(f"sqlite:///{db}")
+    arrange(engine)
+    engine.dispose()
+    gc.disable()
+    try:
+        result = CliRunner().invoke(app, [*command, "--db", str(db)])
+        assert result.exit_code == 0, result.stderr
+        assert [path.name for path in tmp_path.glob("store.db*")] == ["store.db"]
+    finally:
+        gc.enable()
