@@ -1,6 +1,7 @@
 """How a command fails: one line on stderr and the documented exit status.
 
-Messages are printed as text, not Rich markup: a path or a TOML section in brackets stays.
+Messages are printed as text, not Rich markup (a path or a TOML section in brackets stays), on
+one line however narrow the terminal: a path wrapped mid-name cannot be copied or grepped.
 
 ======  =====================================================================================
 status  when
@@ -31,7 +32,7 @@ err = Console(stderr=True)
 
 def usage_error(message: str) -> typer.Exit:
     """Print ``message`` as an error and return the exit for a usage error (raise it)."""
-    err.print(f"[red]error:[/red] {escape(message)}")
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     return typer.Exit(USAGE_EXIT)
 
 
@@ -43,8 +44,8 @@ def errors_exit() -> Iterator[None]:
     except ConfigError as exc:
         raise usage_error(str(exc)) from None
     except StoreUnavailable as exc:
-        err.print(f"[red]error:[/red] the store is unavailable: {escape(str(exc))}")
+        err.print(f"[red]error:[/red] the store is unavailable: {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(STALL_EXIT_CODE) from None
     except HarvestmanError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(1) from None
