@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from harvestman.archive import RawArchive, WarcWriter
+from harvestman.archive.location import archive_location
 from harvestman.archive.raw import LocalBlobs, S3Blobs
 from harvestman.config import Settings
 from harvestman.cookies import dump_cookies, load_cookies
@@ -238,6 +239,8 @@ class Engine:
         now = self.clock()
         self._started_at = now
         self.crawl_id = await store.ensure_crawl(self.crawl_name, self.seeds)
+        if self.settings.archive_enabled:  # so an export finds the bodies (archive/location.py)
+            await store.set_archive_location(self.crawl_id, archive_location(self.settings))
         await self._load_scope()
         await self._recover(now)
         await store.register_worker(self.worker_id, socket.gethostname(), os.getpid(), now)

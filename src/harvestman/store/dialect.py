@@ -94,8 +94,11 @@ def safe_url(database_url: str) -> str:
 
 
 def sqlite_path(database_url: str) -> Path | None:
-    """The file of a SQLite database URL; None for another database."""
+    """The file of a SQLite database URL; None for another database and in-memory SQLite."""
     url = make_url(database_url)
-    if url.get_backend_name() != "sqlite" or not url.database:
+    database = url.database
+    if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
         return None
-    return Path(url.database)
+    if database.startswith("file:"):  # a URI filename: SQLite parses it, we don't
+        return None
+    return Path(database)

@@ -42,6 +42,9 @@ crawls = Table(
     Column("name", String(200), nullable=False, unique=True),
     Column("created_at", Float, nullable=False),
     Column("seeds", Text, nullable=False, default="[]"),  # JSON list of seed URLs
+    # Where the raw archive keeps this crawl's bodies (archive/location.py), set when a crawl
+    # with the archive on starts; NULL: never archived, or archived before migration 0012.
+    Column("archive_location", Text, nullable=True),
 )
 
 urls = Table(

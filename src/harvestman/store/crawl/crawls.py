@@ -51,6 +51,25 @@ class CrawlRepository(StoreConnection):
 
         return await self._run(_seeds)
 
+    async def set_archive_location(self, crawl_id: int, location: str) -> None:
+        """Record where the raw archive keeps the crawl's bodies (the latest start wins)."""
+
+        def _set() -> None:
+            with self._begin() as conn:
+                conn.execute(
+                    update(crawls).where(crawls.c.id == crawl_id).values(archive_location=location)
+                )
+
+        await self._run(_set)
+
+    def archive_location(self, crawl_id: int) -> str | None:
+        """Where the raw archive keeps the crawl's bodies; None when never recorded."""
+        with self.engine.connect() as conn:
+            location: str | None = conn.execute(
+                select(crawls.c.archive_location).where(crawls.c.id == crawl_id)
+            ).scalar()
+        return location
+
     async def find_crawl(self, name: str) -> int | None:
         def _find() -> int | None:
             with self.engine.connect() as conn:

@@ -1,0 +1,67 @@
+"""The ``harvestman`` command: crawl, export, stats, db, serve, ...
+
+Every command imports what it runs on (SQLAlchemy, aiohttp, pydantic, ...) inside its body:
+importing them here cost each call, `--help` included, ~0.6 s before its first line of work.
+Typer reads the parameter annotations at start-up, so those stay on cheap types (Path, str).
+
+This module is where every command and sub-app is registered; ``--help`` lists the commands in
+this order, then the groups in theirs.
+
+===============  ==================================================================
+module           holds
+===============  ==================================================================
+options.py       the shared options (``--db``, ``--database-url``, ``--config``, ...)
+stores.py        ``open_store``/``open_crawl``: settings, the store, always disposed
+exits.py         the error printer and the exit statuses
+runtime.py       logging, the allocator, the event loop (uvloop when installed)
+crawl.py         crawl, worker, seed, status
+data.py          export, stats, errors, dead-letter, search
+lifecycle.py     maintenance, backup, restore, replay
+db.py            db upgrade / downgrade / current
+service.py       admin (serve and token come from ``harvestman.api.commands``)
+===============  ==================================================================
+"""
+
+from __future__ import annotations
+
+import typer
+
+from harvestman.cli import crawl, data, db, lifecycle, service
+from harvestman.cli.options import CONFIG_ENV
+
+__all__ = ["CONFIG_ENV", "app"]
+
+app = typer.Typer(
+    name="harvestman",
+    help="A polite, resumable web crawler.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register() -> None:
+    # The service commands live with the API; importing them here keeps `crawl` start-up light
+    # only as long as the API package imports lazily (it does: FastAPI loads on `serve`).
+    from harvestman.api.commands import serve, token_app
+
+    app.add_typer(db.db_app, name="db")
+    app.command()(crawl.crawl)
+    app.command()(crawl.worker)
+    app.command()(crawl.seed)
+    app.command()(crawl.status)
+    app.command(help=service.SERVE_HELP)(serve)
+    app.add_typer(token_app, name="token")
+    app.add_typer(service.admin_app, name="admin")
+    app.command()(data.export)
+    app.add_typer(data.dead_app, name="dead-letter")
+    app.command()(data.errors)
+    app.command()(lifecycle.maintenance)
+    app.command()(lifecycle.backup)
+    app.command()(lifecycle.restore)
+    app.command()(lifecycle.replay)
+    app.command()(data.stats)
+    app.command()(data.search)
+
+
+_register()

@@ -1,0 +1,5 @@
+"""``python -m harvestman.cli``: the ``harvestman`` command."""
+
+from harvestman.cli import app
+
+app()

@@ -1,0 +1,373 @@
+"""``crawl``, ``worker``, ``seed`` and ``status``: the commands that run or feed a crawl."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+from harvestman.cli.exits import err, usage_error
+from harvestman.cli.options import (
+    ConcurrencyOption,
+    ConfigOption,
+    DatabaseUrlOption,
+    DbOption,
+    JsonOption,
+    NameOption,
+    PerHostConcurrencyOption,
+    RedisOption,
+    VerboseOption,
+)
+from harvestman.cli.runtime import log, run, setup_logging
+from harvestman.cli.stores import open_store
+from harvestman.errors import ConfigError
+
+if TYPE_CHECKING:
+    from harvestman.config import Settings
+    from harvestman.store import SqlStore
+
+PRIORITIES = {"high": 3, "normal": 2, "low": 1}
+
+
+def crawl(
+    urls: Annotated[list[str] | None, typer.Argument(help="Seed URLs", show_default=False)] = None,
+    seeds_file: Annotated[
+        Path | None, typer.Option("--seeds-file", help="File with one seed URL per line")
+    ] = None,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+    max_pages: Annotated[
+        int | None, typer.Option("--max-pages", help="Stop after this many fetches (0: no limit)")
+    ] = None,
+    max_depth: Annotated[
+        int | None, typer.Option("--max-depth", help="Link hops from a seed [default: 3]")
+    ] = None,
+    concurrency: ConcurrencyOption = None,
+    delay: Annotated[
+        float | None,
+        typer.Option("--delay", help="Seconds between requests to a host without Crawl-delay [1]"),
+    ] = None,
+    per_host_concurrency: PerHostConcurrencyOption = None,
+    allow_domain: Annotated[
+        list[str] | None, typer.Option("--allow-domain", help="Also crawl this domain")
+    ] = None,
+    include: Annotated[
+        list[str] | None, typer.Option("--include", help="Only URLs matching this regex")
+    ] = None,
+    exclude: Annotated[
+        list[str] | None, typer.Option("--exclude", help="Skip URLs matching this regex")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Seconds per request [30]")
+    ] = None,
+    user_agent: Annotated[str | None, typer.Option("--user-agent", help="User-Agent")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Append fetched pages here as JSONL")
+    ] = None,
+    warc: Annotated[
+        Path | None, typer.Option("--warc", help="Also write every exchange to this WARC file")
+    ] = None,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Live progress display")
+    ] = True,
+    verbose: VerboseOption = 0,
+) -> None:
+    """Crawl from seed URLs into the store; run it again to resume."""
+    setup_logging(verbose)
+    with open_store(
+        config, db, database_url,
+        crawl_name=name,
+        crawl_max_pages=max_pages,
+        crawl_max_depth=max_depth,
+        crawl_concurrency=concurrency,
+        frontier_delay=delay,
+        frontier_per_host_concurrency=per_host_concurrency,
+        crawl_allow_domains=allow_domain or None,
+        crawl_include=include or None,
+        crawl_exclude=exclude or None,
+        fetch_timeout=timeout,
+        fetch_user_agent=user_agent,
+        warc_path=str(warc) if warc else None,
+    ) as (settings, store):  # fmt: skip
+        seeds = read_seeds(urls or [], seeds_file)
+        code = run(_crawl(settings, store, seeds, output, progress and sys.stderr.isatty()))
+    raise typer.Exit(code)
+
+
+def read_seeds(urls: list[str], seeds_file: Path | None) -> list[str]:
+    """``urls`` and the lines of ``seeds_file`` (blank lines and ``#`` comments skipped)."""
+    seeds = list(urls)
+    if seeds_file is not None:
+        try:
+            lines = seeds_file.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ConfigError(f"cannot read seeds file {seeds_file}: {exc}") from None
+        seeds.extend(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+    return seeds
+
+
+async def _crawl(
+    settings: Settings, store: SqlStore, seeds: list[str], output: Path | None, live: bool
+) -> int:
+    import asyncio
+
+    from harvestman.display import CrawlProgress, summary_table
+    from harvestman.engine import Engine
+    from harvestman.export import page_summary
+
+    out = output.open("ab") if output else None
+    async with store:
+        await store.prepare_schema()
+
+        def write_pages(outcomes: Any) -> None:
+            if out is not None:
+                for outcome in outcomes:
+                    line = page_summary(outcome)
+                    if line is not None:
+                        out.write(line)
+
+        engine = Engine(settings, store, seeds, on_pages=write_pages)
+        for seed, reason in engine.rejected_seeds:
+            err.print(f"[yellow]skipped seed[/yellow] {seed!r}: {reason}")
+        crawl_id = await store.find_crawl(settings.crawl_name)
+        if not engine.seeds and crawl_id is None:
+            err.print("[red]error:[/red] no valid seed URL and no crawl to resume in this store")
+            return 2
+        loop = asyncio.get_running_loop()
+        interrupted = False
+
+        def on_signal() -> None:
+            nonlocal interrupted
+            if interrupted:  # a second Ctrl-C: leave now; leases expire and come back
+                os._exit(130)
+            interrupted = True
+            err.print("[yellow]stopping: finishing writes (Ctrl-C again to quit at once)[/yellow]")
+            engine.stop()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, on_signal)
+        display = CrawlProgress(engine, err) if live else None
+        try:
+            if display is not None:
+                display.start()
+            counts = await engine.run()
+        finally:
+            if display is not None:
+                await display.stop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            if out is not None:
+                out.close()
+        err.print(summary_table(engine, counts))
+        return 130 if interrupted else 0
+
+
+def worker(
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    redis_url: RedisOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+    concurrency: ConcurrencyOption = None,
+    delay: Annotated[
+        float | None, typer.Option("--delay", help="Seconds between requests to a host [1]")
+    ] = None,
+    per_host_concurrency: PerHostConcurrencyOption = None,
+    exit_when_done: Annotated[
+        bool,
+        typer.Option(
+            "--exit-when-done/--keep-running",
+            help="Exit once nothing is pending or leased anywhere (default: keep waiting for work)",
+        ),
+    ] = False,
+    verbose: VerboseOption = 0,
+) -> None:
+    """Crawl together with other workers on one database (and one Redis): run one per machine."""
+    setup_logging(max(verbose, 1))
+    with open_store(
+        config, db, database_url,
+        redis_url=redis_url,
+        crawl_name=name,
+        crawl_concurrency=concurrency,
+        frontier_delay=delay,
+        frontier_per_host_concurrency=per_host_concurrency,
+    ) as (settings, store):  # fmt: skip
+        code = run(_work(settings, store, exit_when_done))
+    raise typer.Exit(code)
+
+
+def coordinator_for(settings: Settings, store: SqlStore, worker_id: str) -> Any:
+    """Redis's coordinator when one is configured, else the store's."""
+    from harvestman.coord.store import StoreCoordinator
+
+    if settings.redis_url:
+        from harvestman.coord.redis import RedisCoordinator
+
+        return RedisCoordinator(
+            settings.redis_url,
+            store,
+            prefix=settings.redis_prefix,
+            worker_id=worker_id,
+            seen_ttl=settings.crawl_visited_ttl,
+        )
+    return StoreCoordinator(store)
+
+
+async def _work(settings: Settings, store: SqlStore, exit_when_done: bool) -> int:
+    import asyncio
+
+    from harvestman.engine import Engine
+
+    async with store:
+        await store.check_schema()  # a worker never migrates: that is `harvestman db upgrade`
+        engine = Engine(settings, store, worker_mode=True, exit_when_done=exit_when_done)
+        coordinator = coordinator_for(settings, store, engine.worker_id)
+        engine.coordinator = coordinator
+        loop = asyncio.get_running_loop()
+        stopping = False
+
+        def on_signal() -> None:
+            nonlocal stopping
+            if stopping:
+                os._exit(130)
+            stopping = True
+            log.warning("stopping: finishing writes and releasing leases")
+            engine.stop()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, on_signal)
+        log.info("worker %s on %s", engine.worker_id, _safe_url(settings.database_url))
+        try:
+            counts = await engine.run()
+        finally:
+            await coordinator.close()
+        log.info("worker %s done: %s", engine.worker_id, counts.by_status)
+        return 0
+
+
+def _safe_url(url: str) -> str:
+    from harvestman.store.dialect import safe_url
+
+    return safe_url(url)
+
+
+def seed(
+    urls: Annotated[
+        list[str] | None, typer.Argument(help="URLs to add", show_default=False)
+    ] = None,
+    seeds_file: Annotated[
+        Path | None, typer.Option("--seeds-file", help="File with one URL per line")
+    ] = None,
+    priority: Annotated[str, typer.Option("--priority", help="high, normal or low")] = "high",
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+) -> None:
+    """Add seed URLs to a crawl's frontier (their hosts join its scope)."""
+    if priority not in PRIORITIES:
+        raise usage_error(f"--priority must be one of {', '.join(PRIORITIES)}")
+    with open_store(config, db, database_url, crawl_name=name) as (settings, store):
+        seeds = read_seeds(urls or [], seeds_file)
+        added, rejected = run(_seed(settings, store, seeds, PRIORITIES[priority]))
+    for url, reason in rejected:
+        err.print(f"[yellow]skipped[/yellow] {url!r}: {reason}")
+    err.print(f"seeded {added} URLs into crawl {settings.crawl_name!r}")
+    raise typer.Exit(0 if added or not rejected else 2)
+
+
+async def _seed(
+    settings: Settings, store: SqlStore, seeds: list[str], priority: int
+) -> tuple[int, list[tuple[str, str]]]:
+    import time
+
+    from harvestman.errors import UrlError
+    from harvestman.records import NewUrl
+    from harvestman.urls import UrlNormalizer, host_key, url_hash
+
+    normalizer = UrlNormalizer(settings.url_tracking_params, settings.url_max_length)
+    good: list[str] = []
+    rejected: list[tuple[str, str]] = []
+    for url in seeds:
+        try:
+            good.append(normalizer.normalize(url))
+        except UrlError as exc:
+            rejected.append((url, exc.reason))
+    async with store:
+        await store.check_schema()
+        crawl_id = await store.ensure_crawl(settings.crawl_name, good)
+        rows = [NewUrl(u, url_hash(u), host_key(u), 0, priority) for u in good]
+        await store.add_urls(crawl_id, rows, time.time())
+    return len(good), rejected
+
+
+def status(
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    redis_url: RedisOption = None,
+    config: ConfigOption = None,
+    name: NameOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The frontier, the live workers with their hosts and rates, and per-host state."""
+    with open_store(
+        config, db, database_url, must_exist=True, redis_url=redis_url, crawl_name=name
+    ) as (settings, store):
+        report = run(_status(settings, store))
+    if as_json:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        from harvestman.display import render_status
+
+        Console().print(render_status(report))
+
+
+async def _status(settings: Settings, store: SqlStore) -> dict[str, Any]:
+    import asyncio
+    import time
+    from dataclasses import asdict
+
+    async with store:
+        await store.check_schema()
+        crawl_id = await store.find_crawl(settings.crawl_name)
+        if crawl_id is None:
+            raise ConfigError(f"no crawl named {settings.crawl_name!r} in this store")
+        counts = await store.counts(crawl_id)
+        now = time.time()
+        live: list[dict[str, Any]] = []
+        source = "store"
+        counters: dict[str, int] = {}
+        if settings.redis_url:
+            coordinator = coordinator_for(settings, store, "status")
+            try:
+                live = [asdict(w) for w in await coordinator.workers()]
+                counters = await coordinator.counters(str(crawl_id))
+                source = "redis" if coordinator.available else "store"
+            finally:
+                await coordinator.close()
+        if source == "store":
+            for row in await store.worker_rows():
+                if row["heartbeat_at"] >= now - settings.worker_heartbeat_timeout:
+                    live.append(
+                        row["info"] or {"worker_id": row["id"], "hostname": row["hostname"]}
+                    )
+        hosts = await asyncio.to_thread(store.host_states, crawl_id)
+    return {
+        "crawl": settings.crawl_name,
+        "urls": counts.by_status,
+        "pages": counts.pages,
+        "workers": live,
+        "workers_source": source,
+        "counters": counters,  # shared crawl counters (Redis): outcomes by status, new URLs
+        "pages_per_second": round(sum(w.get("rate", 0.0) for w in live), 2),
+        "hosts": hosts,
+    }

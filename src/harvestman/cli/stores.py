@@ -1,0 +1,112 @@
+"""How a command gets its settings and its store: one ``open_store``, which always disposes.
+
+Settings come from defaults < the ``--config`` file < ``HARVESTMAN_*`` < the command's flags.
+A command that only reads (or changes rows of an existing crawl) opens with ``must_exist``: a
+SQLite file that is not there is refused before SQLite would create an empty one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harvestman.cli.exits import errors_exit, usage_error
+from harvestman.cli.options import CONFIG_ENV
+from harvestman.errors import ConfigError
+
+if TYPE_CHECKING:
+    from harvestman.config import Settings
+    from harvestman.store import SqlStore
+
+
+def load_settings(config: Path | None, db: Path | None = None,
+                  database_url: str | None = None, **overrides: Any) -> Settings:  # fmt: skip
+    """The settings with the command's flags on top; a bad setting exits with status 2."""
+    from harvestman.config import load_settings as load
+
+    if config is not None:
+        os.environ[CONFIG_ENV] = str(config)
+    if not database_url and db is not None:
+        database_url = f"sqlite:///{db}"
+    try:
+        return load(database_url=database_url or None, **overrides)
+    except ConfigError as exc:
+        raise usage_error(str(exc)) from None
+
+
+@contextlib.contextmanager
+def open_store(
+    config: Path | None,
+    db: Path | None,
+    database_url: str | None,
+    *,
+    must_exist: bool = False,
+    **overrides: Any,
+) -> Iterator[tuple[Settings, SqlStore]]:
+    """The settings and the store they name, disposed of on the way out; Harvestman errors
+    raised inside become their exit status (``exits.errors_exit``).
+
+    The store is not entered: synchronous reads work at once, a coroutine enters it
+    with ``async with store`` (which disposes too; twice is harmless).
+    """
+    from harvestman.store import SqlStore
+
+    settings = load_settings(config, db, database_url, **overrides)
+    with errors_exit():
+        if must_exist:
+            refuse_missing_sqlite(settings.database_url)
+        store = SqlStore(settings.database_url)
+        try:
+            yield settings, store
+        finally:
+            store.dispose()
+
+
+@contextlib.contextmanager
+def open_crawl(
+    config: Path | None, db: Path | None, database_url: str | None, name: str | None
+) -> Iterator[tuple[Settings, SqlStore, int]]:
+    """``open_store`` for an existing crawl: the schema must be current and the crawl there."""
+    opened = open_store(config, db, database_url, must_exist=True, crawl_name=name)
+    with opened as (settings, store):
+        yield settings, store, existing_crawl(store, settings.crawl_name)
+
+
+def existing_crawl(store: SqlStore, name: str) -> int:
+    """The id of crawl ``name``; ``ConfigError`` when the store has none (or an old schema)."""
+    import asyncio
+
+    store.schema.check_current()
+    crawl_id = asyncio.run(_find(store, name))
+    if crawl_id is None:
+        raise ConfigError(f"no crawl named {name!r} in {store.database_url}")
+    return crawl_id
+
+
+async def _find(store: SqlStore, name: str) -> int | None:
+    async with store:
+        return await store.find_crawl(name)
+
+
+def refuse_missing_sqlite(database_url: str) -> None:
+    """Raise ``ConfigError`` when ``database_url`` names a SQLite file that does not exist.
+
+    >>> refuse_missing_sqlite("postgresql://127.0.0.1/crawls")  # not a file: nothing to check
+    >>> refuse_missing_sqlite("sqlite:///no/such/store.db")
+    Traceback (most recent call last):
+    ...
+    harvestman.errors.ConfigError: no store at no/such/store.db (nothing was created): check --db or --database-url
+    """  # noqa: E501
+    path = sqlite_file(database_url)
+    if path is not None and not path.exists():
+        raise ConfigError(f"no store at {path} (nothing was created): check --db or --database-url")
+
+
+def sqlite_file(database_url: str) -> Path | None:
+    """The file of a SQLite URL; None for other databases and in-memory SQLite."""
+    from harvestman.store.dialect import sqlite_path
+
+    return sqlite_path(database_url)
