@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 import pytest
 
-from conftest import REDIS_URL, require_service
+from conftest import POSTGRES_URL, REDIS_URL, pg_schema, require_service
 from harvestman.coord import (
     BreakerBoard,
     Coordinator,
@@ -83,8 +83,16 @@ async def implementation(
     kind: str, make_local: Callable[[FakeClock], T], tmp_path: Path
 ) -> AsyncIterator[Case[Any]]:
     """``kind``'s implementation: ``make_local``'s on a fake clock, the store's (a fresh SQLite
-    file) on one too, or Redis's under a key prefix of its own, deleted afterwards."""
+    file, or a fresh PostgreSQL schema) on one too, or Redis's under a key prefix of its own,
+    deleted afterwards."""
     clock = FakeClock()
+    if kind == "postgres":
+        require_service("PostgreSQL", "127.0.0.1", 5432)
+        with pg_schema(POSTGRES_URL) as url:
+            async with SqlStore(url) as store:
+                await store.upgrade()
+                yield Case(StoreCoordinator(store, clock), _ticking(clock))
+        return
     if kind not in ("redis", "store"):
         yield Case(make_local(clock), _ticking(clock))
         return
@@ -111,7 +119,7 @@ def _maker(kind: str, local: Callable[[FakeClock], object]) -> Callable[[FakeClo
     return LocalCoordinator if kind == "coordinator" else local
 
 
-@pytest.fixture(params=["local", "coordinator", "redis", "store"])
+@pytest.fixture(params=["local", "coordinator", "redis", "store", "postgres"])
 async def gate(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Case[HostGate]]:
     async with implementation(request.param, _maker(request.param, LocalHostGate), tmp_path) as c:
         yield c
