@@ -93,8 +93,8 @@ class LocalSeenFilter(SeenFilter):
 class LocalRobotsShare(RobotsShare):
     """The last ``capacity`` records put, each until its ttl runs out.
 
-    Bounded because the robots cache keeps its own copy of every host's file: this one only
-    serves a second reader in the same process, and the oldest entries go first."""
+    Bounded: the robots cache already keeps every host's rules itself, so this only serves
+    another reader in the same process, and the oldest records go first."""
 
     def __init__(self, clock: Clock = time.monotonic, capacity: int = 1024) -> None:
         self.clock = clock
