@@ -30,7 +30,7 @@ test: setup
 	fi
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
-	$(BIN)/pytest
+	HARVESTMAN_SLOW_TESTS=1 $(BIN)/pytest
 
 bench: setup
 	$(BIN)/python bench/crawl_bench.py

@@ -8,9 +8,9 @@ import json
 import random
 import socket
 import struct
-import time
 import tracemalloc
 import zlib
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 
@@ -38,6 +38,9 @@ from harvestman.fetch import (
 )
 
 MiB = 1024 * 1024
+# What the site's slow handlers began and finished, by path: a client that gives up early leaves
+# a handler begun and unfinished (handler_cancellation cancels it when the client goes away).
+HANDLED = web.AppKey("handled", Counter[str])
 UA = "Harvestman-test/1.0 (+http://127.0.0.1/bot)"
 PAGE = "<html><head><title>Café</title></head><body>déjà vu</body></html>"
 
@@ -134,16 +137,22 @@ async def not_modified(request: web.Request) -> web.Response:
 
 
 async def slow(request: web.Request) -> web.Response:
+    handled = request.app[HANDLED]
+    handled["/slow begun"] += 1
     await asyncio.sleep(5)
+    handled["/slow finished"] += 1
     return web.Response(text="too late")
 
 
 async def declared_huge(request: web.Request) -> web.StreamResponse:
+    handled = request.app[HANDLED]
+    handled["/declared-huge begun"] += 1
     response = web.StreamResponse(headers={"Content-Type": "text/html"})
     response.content_length = 100 * MiB
     await response.prepare(request)
     await response.write(b"<html>" + b" " * 1000)
     await asyncio.sleep(5)  # the client must not wait for the rest
+    handled["/declared-huge finished"] += 1
     return response
 
 
@@ -175,9 +184,16 @@ async def bomb(request: web.Request) -> web.Response:
 
 
 @pytest.fixture
-async def site() -> AsyncIterator[str]:
+def handled() -> Counter[str]:
+    """What the site's slow handlers began and finished in this test."""
+    return Counter()
+
+
+@pytest.fixture
+async def site(handled: Counter[str]) -> AsyncIterator[str]:
     """The test site's base URL, e.g. ``http://127.0.0.1:41234``."""
     app = web.Application()
+    app[HANDLED] = handled
     body_20k = b"<html><body>" + b"a" * 20_000 + b"</body></html>"
     html_gz = gzipped(body_20k)
     app.router.add_get("/page", page)
@@ -266,7 +282,7 @@ async def test_html_page_with_charset(site: str, fetcher: Fetcher) -> None:
     assert result.redirects == []
     assert result.truncated is False
     assert result.headers["content-type"] == "text/html; charset=ISO-8859-1"
-    assert 0 < result.elapsed < 1
+    assert result.elapsed > 0  # measured; how fast is bench/'s business
 
 
 async def test_non_html_response(site: str, fetcher: Fetcher) -> None:
@@ -413,22 +429,24 @@ async def test_redirect_without_location_is_the_response(site: str, fetcher: Fet
 # --- limits ------------------------------------------------------------------------------------
 
 
-async def test_slow_response_times_out(site: str) -> None:
+async def test_slow_response_times_out(site: str, handled: Counter[str]) -> None:
     async with Fetcher(user_agent=UA, timeout=0.5) as fetcher:
-        started = time.perf_counter()
         with pytest.raises(FetchTimeout):
             await fetcher.fetch(f"{site}/slow")
-        elapsed = time.perf_counter() - started
 
-    assert 0.5 <= elapsed < 1.5
+    # The request reached the server and the client gave up before the 5 s answer.
+    assert handled == {"/slow begun": 1}
 
 
-async def test_declared_length_over_cap_is_refused_at_once(site: str, fetcher: Fetcher) -> None:
-    started = time.perf_counter()
-    with pytest.raises(BodyTooLarge):
+async def test_declared_length_over_cap_is_refused_at_once(
+    site: str, fetcher: Fetcher, handled: Counter[str]
+) -> None:
+    with pytest.raises(BodyTooLarge) as caught:
         await fetcher.fetch(f"{site}/declared-huge")
 
-    assert time.perf_counter() - started < 1.0  # the server would take 5 s
+    # Refused on the header: the rest of the 100 MiB, 5 s away, was never waited for.
+    assert str(caught.value).startswith(f"Content-Length {100 * MiB} exceeds the")
+    assert handled == {"/declared-huge begun": 1}
 
 
 async def test_chunked_body_over_cap_is_aborted(site: str, fetcher: Fetcher) -> None:
@@ -455,20 +473,22 @@ async def test_truncate_keeps_a_small_body_whole(site: str, fetcher: Fetcher) ->
     assert (result.body, result.truncated) == (PAGE.encode("latin-1"), False)
 
 
-async def test_gzip_bomb_is_aborted_in_bounded_time_and_memory(site: str, fetcher: Fetcher) -> None:
+async def test_gzip_bomb_is_aborted_at_the_cap_in_bounded_memory(
+    site: str, fetcher: Fetcher
+) -> None:
     tracemalloc.start()
-    started = time.perf_counter()
     try:
-        with pytest.raises(BodyTooLarge):
+        with pytest.raises(BodyTooLarge) as caught:
             await fetcher.fetch(f"{site}/bomb")
-        elapsed = time.perf_counter() - started
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
 
+    # Stopped by the decoded byte count at the 10 MiB cap, not by the encoded size (~1 MiB for
+    # the 1 GiB it inflates to): the work done is the cap's, whatever the machine's speed.
+    assert str(caught.value) == f"body exceeds the {10 * MiB} byte cap"
     # The 10 MiB cap itself is held until the abort; nothing near the 1 GiB it inflates to.
     assert peak < 12 * MiB
-    assert elapsed < 2.0
 
 
 async def test_gzip_bomb_truncated_costs_only_the_cap(site: str, fetcher: Fetcher) -> None:

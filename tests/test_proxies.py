@@ -392,19 +392,26 @@ async def test_rate_limit_spaces_each_domain_proxy_pair() -> None:
 
 
 async def test_rate_limit_spaces_concurrent_callers() -> None:
-    limiter = DomainProxyLimiter(rate=20.0)
-    times: dict[str, list[float]] = {"p1": [], "p2": []}
+    clock = FakeClock(0.0)
+    sleeps: list[float] = []
+
+    async def sleep(seconds: float) -> None:  # concurrent sleepers: each records its own wait
+        sleeps.append(seconds)
+        await asyncio.sleep(0)
+
+    limiter = DomainProxyLimiter(rate=20.0, clock=clock, sleep=sleep)
+    done: list[str] = []
 
     async def take(proxy: str) -> None:
         await limiter.acquire("a.test", proxy)
-        times[proxy].append(time.monotonic())
+        done.append(proxy)
 
-    start = time.monotonic()
     await asyncio.gather(*(take("p1") for _ in range(4)), take("p2"))
-    gaps = [b - a for a, b in zip(times["p1"], times["p1"][1:], strict=False)]
-    assert len(gaps) == 3
-    assert all(gap >= 0.045 for gap in gaps), gaps
-    assert times["p2"][0] - start < 0.04
+
+    # Four callers at one instant through p1 are given slots 0, 50, 100 and 150 ms ahead; the
+    # caller through p2 waits for nobody.
+    assert sleeps == [pytest.approx(0.05), pytest.approx(0.1), pytest.approx(0.15)]
+    assert sorted(done) == ["p1", "p1", "p1", "p1", "p2"]
 
 
 def test_rate_must_be_positive() -> None:

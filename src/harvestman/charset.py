@@ -221,23 +221,23 @@ def decode_html(body: bytes, declared: str | None = None) -> tuple[str, str]:
 
     header = encoding_for_label(declared) if isinstance(declared, str) else None
     if header is not None:
-        text = _decode_checked(body, header)
-        if text is not None:
-            return text
+        checked = _decode_checked(body, header)
+        if checked is not None:
+            return checked
 
     meta = _prescan_meta(body[:_PRESCAN_BYTES])
     if meta is not None and meta != header:
-        text = _decode_checked(body, meta)
-        if text is not None:
-            return text
+        checked = _decode_checked(body, meta)
+        if checked is not None:
+            return checked
 
     try:
         return body.decode("utf-8"), "utf-8"
     except UnicodeDecodeError as exc:
         first_error = exc.start
-    text = _decode_truncated(body, "utf-8")
-    if text is not None:
-        return text, "utf-8"
+    truncated = _decode_truncated(body, "utf-8")
+    if truncated is not None:
+        return truncated, "utf-8"
     text = body.decode("utf-8", errors="replace")
     damaged = text.count("\ufffd")
     non_ascii = len(text) - len(text.encode("ascii", errors="ignore"))

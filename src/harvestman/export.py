@@ -39,8 +39,9 @@ PRODUCT_FIELDS = (
 def _exported_product(row: dict[str, Any]) -> dict[str, Any]:
     record = {name: row.get(name) for name in PRODUCT_FIELDS}
     for name in ("price", "rating"):  # Decimal -> exact string, never a float; no pad zeros
-        if record[name] is not None:
-            record[name] = format(Decimal(record[name]).normalize(), "f")
+        value = record[name]
+        if value is not None:
+            record[name] = format(Decimal(value).normalize(), "f")
     record["images"] = row.get("images", [])
     return record
 
@@ -76,6 +77,7 @@ def export_pages(
     ``es`` is Elasticsearch's bulk NDJSON: an ``index`` action line (with a stable ``_id``)
     before each document.
     """
+    fields: tuple[str, ...]  # each export's own columns
     if what == "products":
         rows, convert, fields = store.iter_products(crawl_id), _exported_product, PRODUCT_FIELDS
     elif what == "records":

@@ -283,7 +283,7 @@ class CircuitBreakers:
             self.on_transition(host, old, new)
 
 
-def _names_under(cls: type) -> set[str]:
+def _names_under(cls: type[object]) -> set[str]:
     names = {cls.__name__}
     for sub in cls.__subclasses__():
         names |= _names_under(sub)

@@ -52,14 +52,19 @@ class ScopeIn(Strict):
 
 
 class SourceOptionsIn(Strict):
-    """Crawl options a source turns on or off; null (or absent): the service's setting."""
+    """Crawl options a source turns on or off; null (or absent): the service's setting.
 
-    main_text: bool | None = Field(None, description="the article text (trafilatura)")
-    feeds: bool | None = Field(None, description="follow RSS/Atom feeds the pages link")
-    pagination: bool | None = Field(None, description="guess the next ?page=N and /page/N")
-    archives: bool | None = Field(None, description="guess /archive and date paths")
-    near_duplicates: bool | None = Field(None, description="SimHash near-duplicate detection")
-    store_text: bool | None = Field(None, description="keep the visible text (searchable)")
+    ``default=`` by name: type checkers read a field's default only from that keyword, and
+    would make every option a required argument of the model's constructor."""
+
+    main_text: bool | None = Field(default=None, description="the article text (trafilatura)")
+    feeds: bool | None = Field(default=None, description="follow RSS/Atom feeds the pages link")
+    pagination: bool | None = Field(default=None, description="guess the next ?page=N and /page/N")
+    archives: bool | None = Field(default=None, description="guess /archive and date paths")
+    near_duplicates: bool | None = Field(
+        default=None, description="SimHash near-duplicate detection"
+    )
+    store_text: bool | None = Field(default=None, description="keep the visible text (searchable)")
 
 
 class SourceIn(Strict):

@@ -24,8 +24,9 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
+from redis.typing import EncodableT, FieldT
 
-from harvestman.coord import WorkerStatus
+from harvestman.coord.interfaces import Coordinator, WorkerStatus
 from harvestman.coord.store import StoreCoordinator
 from harvestman.records import DomainRecord
 from harvestman.store import SqlStore
@@ -58,7 +59,12 @@ return 1
 _BUSY_POLL = 0.05
 
 
-class RedisCoordinator:
+def _text(value: str | bytes) -> str:
+    """A reply as text (the client decodes replies; its types say they may be bytes)."""
+    return value if isinstance(value, str) else value.decode()
+
+
+class RedisCoordinator(Coordinator):
     """Coordination through one Redis, with the store as fallback."""
 
     shared = True
@@ -223,7 +229,9 @@ class RedisCoordinator:
         if not changes or not self.available:
             return
         key = self._key("breakers")
-        opened = {host: json.dumps(rec) for host, rec in changes.items() if rec is not None}
+        opened: dict[FieldT, EncodableT] = {
+            host: json.dumps(rec) for host, rec in changes.items() if rec is not None
+        }
         closed = [host for host, rec in changes.items() if rec is None]
         try:
             async with self.redis.pipeline(transaction=False) as pipe:
@@ -243,7 +251,7 @@ class RedisCoordinator:
         except RedisError as exc:
             self._failed(exc)
             return {}
-        return {host: json.loads(value) for host, value in raw.items()}
+        return {_text(host): json.loads(value) for host, value in raw.items()}
 
     # -- crawl counters -----------------------------------------------------------------------
 
@@ -265,7 +273,7 @@ class RedisCoordinator:
         except RedisError as exc:
             self._failed(exc)
             return {}
-        return {name: int(value) for name, value in raw.items()}
+        return {_text(name): int(value) for name, value in raw.items()}
 
     # -- maintenance --------------------------------------------------------------------------
 

@@ -1,8 +1,10 @@
 """Coordination through the store alone: many workers on one database and no Redis.
 
 The politeness gate is the ``domains`` row of each host (``busy_until``/``next_allowed_at``,
-one request at a time per host); de-duplication is the store's unique index; liveness is the
-``workers`` table. It is also what ``RedisCoordinator`` falls back to.
+one request at a time per host): the only concern it shares. The others are "not known" here,
+as the ``Coordinator`` contract allows: de-duplication is the store's unique index, liveness
+the ``workers`` table, counts the store's rows, and each worker keeps its own breakers. It is
+also what ``RedisCoordinator`` falls back to.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harvestman.coord import WorkerStatus
+from harvestman.coord.interfaces import Coordinator, WorkerStatus
 from harvestman.records import DomainRecord
 from harvestman.store import HostRecords
 
 
-class StoreCoordinator:
+class StoreCoordinator(Coordinator):
+    """The store's host gate; every other concern answers "not known"."""
+
     shared = True
 
     def __init__(self, store: HostRecords, clock: Callable[[], float] = time.time) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
-from typing import Final
+from typing import Final, NoReturn
 from xml.parsers import expat
 
 from harvestman.errors import UrlError
@@ -240,7 +240,7 @@ class _XmlSink:
             return False
         return True
 
-    def _refuse_entity(self, *args: object) -> None:
+    def _refuse_entity(self, *args: object) -> NoReturn:
         raise _Stop("XML entity declaration refused")
 
     def _start(self, name: str, attrs: dict[str, str]) -> None:

@@ -8,6 +8,7 @@ with the reason; so are contradictory filters.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Annotated, Literal
 
@@ -155,7 +156,7 @@ def _check_filters(
     min_price: float | None,
     max_price: float | None,
     currency: str | None,
-    availability: list[str] | None,
+    availability: Sequence[str] | None,
 ) -> None:
     """Filters that contradict each other or the target: a 422 rather than nothing found."""
     product_only = {
