@@ -507,6 +507,9 @@ def _mount_service() -> None:
 
     app.command(help="Run the crawl service: REST API, dashboard, scheduler.")(serve)
     app.add_typer(token_app, name="token")
+    from harvestman.api.usercommands import user_app
+
+    app.add_typer(user_app, name="user")
 
 
 _mount_service()
