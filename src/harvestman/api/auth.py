@@ -124,7 +124,7 @@ def create_token(
     if role is Role.ANONYMOUS:
         raise ValueError("anonymous needs no token")
     issued = time.time() if now is None else now
-    claims = {
+    claims: dict[str, object] = {
         "sub": subject or role.value,
         "role": role.value,
         "iss": ISSUER,
@@ -133,6 +133,9 @@ def create_token(
     }
     if user is not None:
         claims["usr"] = user
+        # Fractions kept (RFC 7519 allows them): a password set within the second after a
+        # sign-in must still end that session (store.users.tokens_after).
+        claims["iat"] = issued
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
 
 

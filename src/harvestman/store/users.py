@@ -5,13 +5,13 @@ Plain synchronous functions over an Engine, run off the event loop by the API
 the API's business (``api.passwords``), storing them the store's.
 
 A token issued to a user is valid while the user is enabled and the token was issued at or
-after ``tokens_after`` (whole seconds, as a JWT's ``iat``): disabling a user or setting a new
-password moves it to now, ending every session issued before.
+after ``tokens_after`` (epoch seconds, fractions kept, as the ``iat`` of a sign-in token):
+disabling a user or setting a new password moves it to now, ending every session issued
+before.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
@@ -74,7 +74,7 @@ def create_user(engine: Engine, name: str, password_hash: str, role: str) -> Use
         "enabled": True,
         "created_at": now,
         "updated_at": now,
-        "tokens_after": float(math.floor(now)),
+        "tokens_after": now,
     }
     try:
         with engine.connect().execution_options(**write_options(engine)) as conn, conn.begin():
@@ -103,7 +103,7 @@ def _update(engine: Engine, name: str, **values: object) -> None:
         changed = conn.execute(
             users.update()
             .where(users.c.name == name)
-            .values(updated_at=now, tokens_after=float(math.floor(now)), **values)
+            .values(updated_at=now, tokens_after=now, **values)
         ).rowcount
     if not changed:
         raise UnknownUser(name)
