@@ -10,6 +10,8 @@ True
 
 from __future__ import annotations
 
+import functools
+
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
@@ -17,8 +19,13 @@ MIN_PASSWORD_LENGTH = 10
 MAX_PASSWORD_LENGTH = 200
 
 _hasher = PasswordHasher()
-# Verified when the user is unknown, so a wrong name takes as long as a wrong password.
-_UNKNOWN = _hasher.hash("no user has this password")
+
+
+@functools.cache
+def _unknown() -> str:
+    """Verified when the user is unknown, so a wrong name takes as long as a wrong password
+    (made on first use: a hash takes 64 MiB and tens of milliseconds)."""
+    return _hasher.hash("no user has this password")
 
 
 def hash_password(password: str) -> str:
@@ -28,7 +35,7 @@ def hash_password(password: str) -> str:
 def verify_password(hashed: str | None, password: str) -> bool:
     """Whether ``password`` matches ``hashed`` (None: an unknown user, never a match)."""
     try:
-        return _hasher.verify(hashed or _UNKNOWN, password) and hashed is not None
+        return _hasher.verify(hashed or _unknown(), password) and hashed is not None
     except (VerificationError, InvalidHashError):
         return False
 
