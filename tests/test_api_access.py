@@ -72,6 +72,7 @@ ROUTES: list[tuple[str, str, Role]] = [
     ("GET", "/sse/metrics/events", U),
     ("GET", "/metrics", U),
     ("GET", "/api/v1/auth/whoami", N),
+    ("POST", "/api/auth/login", N),
 ]
 
 

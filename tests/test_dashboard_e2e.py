@@ -18,7 +18,15 @@ import pytest
 import pytest_asyncio
 
 from dashboard.browser import CHROMIUM, require_chromium, screenshot_path
-from dashboard.server import USER_RATE, Served, serve_dashboard, stop, wait_ready
+from dashboard.server import (
+    PERSON,
+    PERSON_PASSWORD,
+    USER_RATE,
+    Served,
+    serve_dashboard,
+    stop,
+    wait_ready,
+)
 from testsite import TestSite
 
 # One worker runs the module: its tests share one server and run in file order.
@@ -72,7 +80,7 @@ async def _page(browser: Any, **context: Any) -> tuple[Any, list[str]]:
 async def _sign_in(page: Any, base: str, token: str) -> None:
     await page.goto(base + "/")
     await page.get_by_label("API token").fill(token)
-    await page.get_by_role("button", name="Sign in").click()
+    await page.get_by_role("button", name="Use token").click()
     await page.get_by_role("heading", name="Overview").wait_for()
 
 
@@ -100,8 +108,8 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
     # A refused token is said so; the admin's is accepted and its role shown.
     await page.goto(served.base + "/")
     await page.get_by_label("API token").fill("not-a-token")
-    await page.get_by_role("button", name="Sign in").click()
-    await expect(page.get_by_test_id("signin-error")).to_contain_text("refused")
+    await page.get_by_role("button", name="Use token").click()
+    await expect(page.get_by_test_id("token-error")).to_contain_text("refused")
     await page.screenshot(path=screenshot_path("signin"))
     await _sign_in(page, served.base, served.admin)
     await expect(page.get_by_test_id("role")).to_have_text("admin")
@@ -262,6 +270,26 @@ async def test_a_user_sees_no_refused_action_a_polling_fallback_and_the_rate_lim
     await _nav(page, "Pages").click()
     await expect(page.get_by_role("alert").filter(has_text="Too many requests")).to_be_visible()
     await page.screenshot(path=screenshot_path("rate-limited"), full_page=True)
+    assert errors == []
+
+
+async def test_a_person_signs_in_with_a_name_and_password(dashboard: Dashboard) -> None:
+    from playwright.async_api import expect
+
+    served = dashboard.served
+    page, errors = await _page(dashboard.browser)
+    await page.goto(served.base + "/")
+    await page.get_by_label("User name").fill(PERSON)
+    await page.get_by_label("Password").fill("not the password")
+    await page.get_by_role("button", name="Sign in", exact=True).click()
+    await expect(page.get_by_test_id("signin-error")).to_have_text(
+        "The user name or password is wrong."
+    )
+    await expect(page.get_by_label("Password")).to_have_value("")
+    await page.get_by_label("Password").fill(PERSON_PASSWORD)
+    await page.get_by_role("button", name="Sign in", exact=True).click()
+    await page.get_by_role("heading", name="Overview").wait_for()
+    await expect(page.get_by_test_id("role")).to_have_text("user")
     assert errors == []
 
 

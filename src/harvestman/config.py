@@ -199,6 +199,22 @@ class Settings(BaseSettings):
     api_max_offset: int = Field(
         10_000, ge=0, le=10**9, description="largest offset a list takes (beyond: cursors)"
     )
+    api_max_body_bytes: int = Field(
+        1024 * 1024, ge=1024, le=1024**3, description="largest request body (bytes; beyond: 413)"
+    )
+    api_max_json_depth: int = Field(
+        32, ge=2, le=200, description="deepest nesting of a JSON body (beyond: 422)"
+    )
+    api_trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="addresses whose X-Forwarded-For/-Proto are believed (comma-sep.; none)",
+    )
+    api_login_failures: int = Field(
+        5, ge=1, description="failed sign-ins per window per user name and per client"
+    )
+    api_login_hours: float = Field(
+        24.0, gt=0, le=24 * 365, description="lifetime of a token from POST /api/auth/login"
+    )
 
     # robots
     robots_ttl: float = Field(3600.0, ge=0, description="robots.txt cache lifetime (s)")
@@ -211,7 +227,12 @@ class Settings(BaseSettings):
     url_max_length: int = Field(2048, ge=64, le=65536)
 
     @field_validator(
-        "proxy_urls", "fetch_user_agents", "api_allow_networks", "parsers", mode="before"
+        "proxy_urls",
+        "fetch_user_agents",
+        "api_allow_networks",
+        "api_trusted_proxies",
+        "parsers",
+        mode="before",
     )
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:

@@ -18,16 +18,21 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.responses import Response
+from starlette.types import Scope
 
 from harvestman import __version__
 from harvestman.api import errors
 from harvestman.api.auth import VerifiedTokens, resolve_secret
 from harvestman.api.context import ApiContext
+from harvestman.api.intake import RequestIntake
+from harvestman.api.logins import FailedLogins
 from harvestman.api.paging import CountCache
 from harvestman.api.params import Anonymous
 from harvestman.api.ratelimit import Limiter, MemoryLimiter, RedisLimiter
 from harvestman.api.routes import crawl, events, executions, health, jobs, metrics, sources
 from harvestman.api.routes import errors as error_routes
+from harvestman.api.routes import login as login_routes
 from harvestman.api.routes import parsers as parser_routes
 from harvestman.api.routes import scheduler as scheduler_routes
 from harvestman.api.routes import search as search_routes
@@ -120,6 +125,7 @@ def create_app(
         guard=UrlGuard(api_settings.allow_networks),
         source_events=_source_events(api_settings, scheduler, source_events),
         counts=CountCache(api_settings.count_cache_seconds),
+        logins=FailedLogins(api_settings.login_failures, api_settings.rate_window),
         breakers=_breaker_states(api_settings),
     )
 
@@ -150,6 +156,11 @@ def create_app(
     )
     app.state.ctx = ctx
     errors.install(app)
+    app.add_middleware(
+        RequestIntake,
+        max_body_bytes=api_settings.max_body_bytes,
+        max_json_depth=api_settings.max_json_depth,
+    )
     routers = (
         health,
         sources,
@@ -162,6 +173,7 @@ def create_app(
         parser_routes,
         error_routes,
         search_routes,
+        login_routes,
     )
     for module in routers:
         app.include_router(module.router)
@@ -182,4 +194,15 @@ def _add_dashboard(app: FastAPI) -> None:
     async def dashboard() -> FileResponse:
         return FileResponse(WEB_DIR / "index.html", headers=DASHBOARD_HEADERS)
 
-    app.mount("/dashboard", StaticFiles(directory=WEB_DIR), name="dashboard")
+    app.mount("/dashboard", DashboardFiles(directory=WEB_DIR), name="dashboard")
+
+
+class DashboardFiles(StaticFiles):
+    """The dashboard's files, each with the dashboard's security headers: its page is also
+    reachable as ``/dashboard/index.html``, and must not be framed or run foreign code there
+    either."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers.update(DASHBOARD_HEADERS)
+        return response

@@ -6,7 +6,13 @@
 
 A missing or invalid token where one is needed is a 401; a valid token whose role is not
 enough is a 403. ``access(role)`` is the one dependency every route declares: it identifies
-the caller, applies the caller's rate limit (``ratelimit``), then checks the role.
+the caller, applies the caller's rate limit (``ratelimit``), then checks the role. A request
+with a body was already identified and counted by ``admit`` in the intake middleware, before
+its body was read (``intake``); the dependency then only checks the role.
+
+Tokens are for machines (``harvestman token create``); people sign in (``login``) and get a
+token naming their user (the ``usr`` claim): such a token stops working when the user is
+disabled or their password changes (checked in the store on every request).
 
 >>> token = create_token("s3cret-s3cret-s3cret-s3cret-s3cret", Role.ADMIN, days=1)
 >>> decode_token("s3cret-s3cret-s3cret-s3cret-s3cret", token).role
@@ -15,8 +21,9 @@ the caller, applies the caller's rate limit (``ratelimit``), then checks the rol
 
 from __future__ import annotations
 
+import math
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -31,6 +38,8 @@ from harvestman.errors import ConfigError
 ALGORITHM = "HS256"
 ISSUER = "harvestman"
 MIN_SECRET_LENGTH = 32  # RFC 7518: an HS256 key as long as the hash
+MIN_SECRET_DISTINCT = 10
+MIN_SECRET_BITS = 96  # estimated from character frequencies; 32 random hex digits: ~115
 
 
 class Role(StrEnum):
@@ -48,27 +57,56 @@ _RANKS = {Role.ANONYMOUS: 0, Role.USER: 1, Role.ADMIN: 2}
 
 @dataclass(slots=True, frozen=True)
 class Principal:
-    """Who is calling: a role, and the token's subject (None for anonymous)."""
+    """Who is calling: a role, and the token's subject (None for anonymous); for a signed-in
+    person, their user name and when the token was issued."""
 
     role: Role
     subject: str | None = None
+    user: str | None = None
+    issued_at: float = 0.0
 
 
 ANONYMOUS = Principal(Role.ANONYMOUS)
 
 
 def resolve_secret(secret: str | None, *, dev: bool) -> str:
-    """The signing secret to use. Outside dev mode a missing, default or short secret is a
-    ConfigError (the service must not start); in dev mode a fixed dev secret fills in."""
+    """The signing secret to use. Outside dev mode a missing, default, short or guessable
+    secret is a ConfigError (the service must not start); in dev mode a fixed dev secret fills
+    in for a missing one."""
     secret = secret or ""
-    if secret in DEFAULT_SECRETS or secret == DEV_SECRET or len(secret) < MIN_SECRET_LENGTH:
+    problem = secret_problem(secret)
+    if problem is not None:
         if dev:
             return secret if len(secret) >= MIN_SECRET_LENGTH else DEV_SECRET
         raise ConfigError(
-            "HARVESTMAN_API_JWT_SECRET is missing, a default, or shorter than "
-            f"{MIN_SECRET_LENGTH} characters: set a random secret (or run with --dev)"
+            f"HARVESTMAN_API_JWT_SECRET is missing, a default, or too weak ({problem}): "
+            "set a random secret, e.g. `openssl rand -hex 32` (or run with --dev)"
         )
     return secret
+
+
+def secret_problem(secret: str) -> str | None:
+    """Why ``secret`` cannot sign tokens, or None. Besides its length, the secret's entropy is
+    estimated from its characters' frequencies: 32 random hex digits score ~115 bits, 32
+    spaces 0, a word repeated a few dozen.
+
+    >>> secret_problem(" " * 32)
+    'only 1 different characters (at least 10)'
+    >>> secret_problem("0123456789abcdef" * 2) is None
+    True
+    """
+    if secret in DEFAULT_SECRETS or secret == DEV_SECRET:
+        return "a published default"
+    if len(secret) < MIN_SECRET_LENGTH:
+        return f"shorter than {MIN_SECRET_LENGTH} characters"
+    distinct = len(set(secret))
+    if distinct < MIN_SECRET_DISTINCT:
+        return f"only {distinct} different characters (at least {MIN_SECRET_DISTINCT})"
+    counts = Counter(secret)
+    bits = -sum(n * math.log2(n / len(secret)) for n in counts.values())
+    if bits < MIN_SECRET_BITS:
+        return f"about {bits:.0f} bits of entropy (at least {MIN_SECRET_BITS})"
+    return None
 
 
 def create_token(
@@ -78,19 +116,26 @@ def create_token(
     subject: str | None = None,
     days: float = 30.0,
     now: float | None = None,
+    user: str | None = None,
 ) -> str:
-    """A signed token for ``role`` valid ``days`` days."""
+    """A signed token for ``role`` valid ``days`` days (``user``: issued to a signed-in user,
+    valid only while the user is)."""
     role = Role(role)
     if role is Role.ANONYMOUS:
         raise ValueError("anonymous needs no token")
     issued = time.time() if now is None else now
-    claims = {
+    claims: dict[str, object] = {
         "sub": subject or role.value,
         "role": role.value,
         "iss": ISSUER,
         "iat": int(issued),
         "exp": int(issued + days * 86400),
     }
+    if user is not None:
+        claims["usr"] = user
+        # Fractions kept (RFC 7519 allows them): a password set within the second after a
+        # sign-in must still end that session (store.users.tokens_after).
+        claims["iat"] = issued
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
 
 
@@ -110,19 +155,27 @@ def _verify(secret: str, token: str) -> tuple[Principal, float]:
             options={"require": ["exp", "sub", "role"], "verify_iat": False},
         )
         role = Role(claims["role"])
-    except (jwt.PyJWTError, ValueError, KeyError):
+        user = claims.get("usr")
+        principal = Principal(
+            role,
+            str(claims["sub"]),
+            user=None if user is None else str(user),
+            issued_at=float(claims.get("iat", 0)),
+        )
+    except (jwt.PyJWTError, ValueError, KeyError, TypeError):
         raise _unauthorized("the bearer token is invalid or expired") from None
     if role is Role.ANONYMOUS:
         raise _unauthorized("the bearer token is invalid or expired")
-    return Principal(role, str(claims["sub"])), float(claims["exp"])
+    return principal, float(claims["exp"])
 
 
 class VerifiedTokens:
     """Tokens already verified, kept with their principal until they expire.
 
     Checking a signature was a tenth of a list request's CPU, and a client sends the same
-    token with every request. A token's verdict cannot change before its expiry (the secret is
-    fixed for the process; there is no revocation list), so answering it from here is exact.
+    token with every request. A signature's verdict cannot change before its expiry (the secret
+    is fixed for the process), so answering it from here is exact; whether a signed-in user is
+    still enabled is asked of the store by ``admit``, every time.
     Invalid tokens are never kept; the least recently used go beyond ``max_entries``.
     """
 
@@ -163,6 +216,36 @@ def principal_of(request: Request, tokens: VerifiedTokens) -> Principal:
     return tokens.principal(token.strip())
 
 
+async def admit(request: Request) -> Principal:
+    """Identify the caller of ``request`` and count it against their rate limit (429), once
+    per request: the principal is kept on ``request.state``.
+
+    An invalid token is counted as an anonymous request of its client before the 401, so
+    guessing tokens is as limited as anything else anonymous; a signed-in user's token is a
+    401 once the user is disabled or changed password. Clients are told apart by the peer
+    address (``request.client``: the proxy's X-Forwarded-For only when the proxy is trusted,
+    see ``api_trusted_proxies``).
+    """
+    from harvestman.api.context import context_of
+
+    admitted: Principal | None = getattr(request.state, "admitted", None)
+    if admitted is not None:
+        return admitted
+    ctx = context_of(request)
+    client = request.client.host if request.client else "unknown"
+    try:
+        principal = principal_of(request, ctx.tokens)
+        if principal.user is not None and not await ctx.user_may_sign(principal):
+            raise _unauthorized("the user of this token is disabled or signed in again")
+    except ApiError:
+        await ctx.limiter.check(f"{Role.ANONYMOUS.value}:{client}", ctx.settings.rate_anonymous)
+        raise
+    key = f"{principal.role.value}:{principal.subject or client}"
+    await ctx.limiter.check(key, ctx.limit_for(principal.role))
+    request.state.admitted = principal
+    return principal
+
+
 def access(role: Role, *, seed: bool = False) -> Callable[[Request], Awaitable[Principal]]:
     """The dependency of a route open to ``role`` and above (``seed``: the seed injection
     limit applies too). Order: identify (401), rate-limit (429), authorize (403)."""
@@ -171,11 +254,9 @@ def access(role: Role, *, seed: bool = False) -> Callable[[Request], Awaitable[P
         from harvestman.api.context import context_of
 
         ctx = context_of(request)
-        principal = principal_of(request, ctx.tokens)
-        client = principal.subject or (request.client.host if request.client else "unknown")
-        key = f"{principal.role.value}:{client}"
-        await ctx.limiter.check(key, ctx.limit_for(principal.role))
+        principal = await admit(request)
         if seed:
+            client = principal.subject or (request.client.host if request.client else "unknown")
             await ctx.limiter.check(f"seed:{client}", ctx.settings.rate_seed)
         request.state.principal = principal
         if principal.role.rank < role.rank:

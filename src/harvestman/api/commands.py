@@ -40,6 +40,8 @@ def serve(
     from harvestman.api.settings import ApiSettings
     from harvestman.config import load_settings
 
+    if dev and not is_loopback(host):
+        raise _fail(f"--dev signs with a published secret: it listens on loopback only, not {host}")
     try:
         settings = load_settings(database_url=database_url)
         api_settings = ApiSettings.from_settings(settings, dev=dev)
@@ -52,6 +54,22 @@ def serve(
         raise _fail(str(exc)) from None
     except HarvestmanError as exc:
         raise _fail(str(exc), 1) from None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is this machine only.
+
+    >>> [is_loopback(h) for h in ("127.0.0.1", "::1", "localhost", "0.0.0.0", "10.1.2.3")]
+    [True, True, True, False, False]
+    """
+    import ipaddress
+
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _run(coro: Coroutine[Any, Any, None]) -> None:
@@ -95,7 +113,18 @@ async def _serve(
                 api_settings=api_settings,
                 run_scheduler=run_scheduler,
             )
-            config = uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="on")
+            proxies = api_settings.trusted_proxies
+            config = uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                log_level="info",
+                lifespan="on",
+                # uvicorn believes X-Forwarded-For from 127.0.0.1 unless told otherwise, and
+                # the client it names is who the rate limits count: only listed proxies.
+                proxy_headers=bool(proxies),
+                forwarded_allow_ips=list(proxies) if proxies else [],
+            )
             try:
                 await uvicorn.Server(config).serve()
             finally:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import Request
 
-from harvestman.api.auth import Role, VerifiedTokens
+from harvestman.api.auth import Principal, Role, VerifiedTokens
+from harvestman.api.logins import FailedLogins
 from harvestman.api.paging import CountCache
 from harvestman.api.ratelimit import Limiter
 from harvestman.api.safety import UrlGuard
@@ -40,6 +41,7 @@ class ApiContext:
     source_events: SourceEvents | None = None
     breakers: BreakerStates | None = None  # with Redis: the states workers publish
     counts: CountCache = field(default_factory=lambda: CountCache(5.0))
+    logins: FailedLogins = field(default_factory=lambda: FailedLogins(5, 60.0))
     crawl_ids: dict[str, int] = field(default_factory=dict)  # by name, once found
     started_at: float = field(default_factory=time.time)
     shutdown: asyncio.Event = field(default_factory=asyncio.Event)
@@ -50,6 +52,12 @@ class ApiContext:
             Role.USER: self.settings.rate_user,
             Role.ADMIN: self.settings.rate_admin,
         }[role]
+
+    async def user_may_sign(self, principal: Principal) -> bool:
+        """Whether a signed-in user's token is still good (enabled, issued since the last
+        password change)."""
+        assert principal.user is not None
+        return await self.read(self.sql_store.token_is_current, principal.user, principal.issued_at)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a synchronous read of the crawl store off the event loop."""

@@ -4,8 +4,11 @@
 
 ``details`` is present when there is more to say: the fields of a validation error, the
 current state and allowed actions of a refused job action. Jobs errors map to 404 (NotFound),
-409 (NameTaken, JobStateError) and 422 (InvalidSpec, UnknownSource); a StoreError is a 503;
-anything unexpected is a 500 whose message reveals nothing of the server.
+409 (NameTaken, JobStateError) and 422 (InvalidSpec, UnknownSource). A StoreError is mapped by
+its cause: a value the database refuses (a NUL byte in a PostgreSQL string: DataError) is the
+caller's 422, a conflicting write a 409, a database that cannot be reached or is busy a 503,
+anything else a 500. Anything unexpected is a 500 whose message reveals nothing of the server.
+Every 5xx is logged with its traceback.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ _CODES = {
     404: "not_found",
     405: "method_not_allowed",
     409: "conflict",
+    413: "body_too_large",
     422: "invalid",
     429: "rate_limited",
     500: "internal_error",
@@ -94,15 +98,39 @@ def translate(exc: Exception) -> ApiError:
             },
         )
     if isinstance(exc, StoreError):
+        return _store_error(exc)
+    return ApiError(500, "internal error")
+
+
+def _store_error(exc: StoreError) -> ApiError:
+    from harvestman.store.transient import Refusal, refusal
+
+    why = refusal(exc.__cause__)
+    if why is Refusal.INVALID_VALUE:
+        return ApiError(
+            422, "the request holds a value the store cannot take", code="invalid_value"
+        )
+    if why is Refusal.CONFLICT:
+        return ApiError(409, "the change conflicts with the stored data", code="conflict")
+    if why is Refusal.UNAVAILABLE:
         return ApiError(503, "the store is unavailable, try again later", code="store_unavailable")
     return ApiError(500, "internal error")
+
+
+def log_failure(request: Request | None, status: int, exc: BaseException) -> None:
+    """A 5xx is the server's fault: say where, with the traceback."""
+    if status >= 500:
+        where = f"{request.method} {request.url.path}" if request is not None else "a request"
+        log.error("%s failed with %d", where, status, exc_info=exc)
 
 
 def install(app: FastAPI) -> None:
     """Register the handlers that give every error the shape above."""
 
     async def on_api_error(request: Request, exc: Exception) -> JSONResponse:
-        return _respond(translate(exc))
+        error = translate(exc)
+        log_failure(request, error.status, exc)
+        return _respond(error)
 
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
@@ -123,7 +151,7 @@ def install(app: FastAPI) -> None:
         return _respond(ApiError(422, "the request is invalid", details={"errors": fields}))
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        log_failure(request, 500, exc)
         return _respond(ApiError(500, "internal error"))
 
     app.add_exception_handler(ApiError, on_api_error)

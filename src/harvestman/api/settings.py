@@ -41,6 +41,11 @@ class ApiSettings:
     token_days: float = 30.0
     count_cache_seconds: float = 5.0  # a list's total is recounted after this
     max_offset: int = 10_000  # beyond, lists are paged by cursor
+    max_body_bytes: int = 1024 * 1024  # a larger request body is a 413, read no further
+    max_json_depth: int = 32  # a JSON body nested deeper is a 422, parsed no further
+    trusted_proxies: list[str] = field(default_factory=list)  # whose X-Forwarded-For counts
+    login_failures: int = 5  # failed sign-ins per rate window, per user name and per client
+    login_hours: float = 24.0  # lifetime of a sign-in token
 
     @classmethod
     def from_settings(
@@ -63,6 +68,11 @@ class ApiSettings:
             "token_days": settings.api_token_days,
             "count_cache_seconds": settings.api_count_cache_seconds,
             "max_offset": settings.api_max_offset,
+            "max_body_bytes": settings.api_max_body_bytes,
+            "max_json_depth": settings.api_max_json_depth,
+            "trusted_proxies": list(settings.api_trusted_proxies),
+            "login_failures": settings.api_login_failures,
+            "login_hours": settings.api_login_hours,
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

@@ -44,6 +44,7 @@ def _register() -> None:
     # The service commands live with the API; importing them here keeps `crawl` start-up light
     # only as long as the API package imports lazily (it does: FastAPI loads on `serve`).
     from harvestman.api.commands import serve, token_app
+    from harvestman.api.usercommands import user_app
 
     app.add_typer(db.db_app, name="db")
     app.command()(crawl.crawl)
@@ -52,6 +53,7 @@ def _register() -> None:
     app.command()(crawl.status)
     app.command(help=service.SERVE_HELP)(serve)
     app.add_typer(token_app, name="token")
+    app.add_typer(user_app, name="user")
     app.add_typer(service.admin_app, name="admin")
     app.command()(data.export)
     app.add_typer(data.dead_app, name="dead-letter")

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from harvestman.errors import SchemaOutdated
+from harvestman.store.dialect import is_sqlite
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -25,16 +28,39 @@ def alembic_config(engine: Engine) -> Config:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     config = alembic_config(engine)
-    with engine.begin() as conn:
+    with _migrating(engine) as conn:
         config.attributes["connection"] = conn
         command.upgrade(config, revision)
 
 
 def downgrade(engine: Engine, revision: str) -> None:
     config = alembic_config(engine)
-    with engine.begin() as conn:
+    with _migrating(engine) as conn:
         config.attributes["connection"] = conn
         command.downgrade(config, revision)
+
+
+@contextlib.contextmanager
+def _migrating(engine: Engine) -> Iterator[Connection]:
+    """A transaction to migrate in. On SQLite, foreign keys are off meanwhile: rebuilding a
+    table (batch mode) drops the old one, and with them on, the drop would cascade to every
+    row that refers to it. They are checked before the commit instead."""
+    if not is_sqlite(engine):
+        with engine.begin() as conn:
+            yield conn
+        return
+    with engine.connect() as conn:
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        raw.execute("PRAGMA foreign_keys=OFF")  # outside a transaction, or it does nothing
+        try:
+            with conn.begin():
+                yield conn
+                broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise SchemaOutdated(f"the migration broke foreign keys: {broken[:5]}")
+        finally:
+            raw.execute("PRAGMA foreign_keys=ON")
 
 
 def current_revision(engine: Engine) -> str | None:

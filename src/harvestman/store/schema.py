@@ -311,3 +311,19 @@ parser_stats = Table(
     Column("updated_at", Float, nullable=False),
     UniqueConstraint("crawl_id", "host", "parser", "parser_version", "day"),
 )
+
+# People who sign in to the API and dashboard (``store.users``; machines use tokens). A token
+# issued before ``tokens_after`` is refused: disabling a user or changing their password ends
+# every session they had. Added by migration 0013.
+users = Table(
+    "users",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(100), nullable=False, unique=True),
+    Column("password_hash", String(200), nullable=False),  # argon2id, PHC string
+    Column("role", String(16), nullable=False),  # user | admin
+    Column("enabled", Boolean, nullable=False, default=True),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("tokens_after", Float, nullable=False, default=0.0),
+)

@@ -19,6 +19,7 @@ from harvestman.store.crawl.workers import WorkerRepository
 from harvestman.store.failures import FailureRepository
 from harvestman.store.lifecycle.repository import LifecycleRepository
 from harvestman.store.search.repository import SearchRepository
+from harvestman.store.users import UserRepository
 
 __all__ = ["PRODUCTS_PARSER", "SqlStore"]
 
@@ -35,5 +36,6 @@ class SqlStore(
     LifecycleRepository,
     AdminRepository,
     FailureRepository,
+    UserRepository,
 ):
     """The store on a SQLAlchemy engine. Use as ``async with SqlStore(url) as store``."""

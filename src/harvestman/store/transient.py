@@ -7,11 +7,12 @@ result codes and SQLAlchemy's own exception types.
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Final
 
 from sqlalchemy import exc as sa
 
-__all__ = ["is_transient"]
+__all__ = ["Refusal", "is_transient", "refusal"]
 
 _PG_STATES: Final = frozenset(
     {
@@ -78,3 +79,31 @@ def is_transient(exc: BaseException) -> bool:
     if not isinstance(state, str):
         return isinstance(exc, sa.OperationalError)
     return state in _PG_STATES or state[:2] in _PG_CLASSES
+
+
+class Refusal(Enum):
+    """Why the store refused a request, for callers that answer someone (the API's status)."""
+
+    INVALID_VALUE = "invalid_value"  # the request's own value (NUL, out of range): its fault
+    CONFLICT = "conflict"  # a constraint: the change conflicts with stored data
+    UNAVAILABLE = "unavailable"  # the store is away: try again later
+    INTERNAL = "internal"  # anything else: a bug
+
+
+def refusal(exc: BaseException | None) -> Refusal:
+    """What a store error's cause says about whose fault it is.
+
+    >>> refusal(None)
+    <Refusal.UNAVAILABLE: 'unavailable'>
+    >>> refusal(ValueError("a bug"))
+    <Refusal.INTERNAL: 'internal'>
+    """
+    if exc is None or isinstance(
+        exc, sa.OperationalError | sa.InterfaceError | sa.DisconnectionError | sa.TimeoutError
+    ):
+        return Refusal.UNAVAILABLE
+    if isinstance(exc, sa.DataError):
+        return Refusal.INVALID_VALUE
+    if isinstance(exc, sa.IntegrityError):
+        return Refusal.CONFLICT
+    return Refusal.INTERNAL

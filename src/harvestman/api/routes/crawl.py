@@ -159,14 +159,17 @@ async def _add(ctx: ApiContext, body: UrlsIn, default_priority: str, seeds: bool
     crawl_id = await ctx.sql_store.ensure_crawl(name, good if seeds else ())
     priority = PRIORITIES[body.priority or default_priority]
     rows = [NewUrl(u, url_hash(u), host_key(u), 0, priority) for u in dict.fromkeys(good)]
+    known = await ctx.read(ctx.sql_store.known_hashes, crawl_id, [r.url_hash for r in rows])
     await ctx.sql_store.add_urls(crawl_id, rows, time.time())
     ctx.counts.forget("urls")
-    return {"crawl": name, "added": len(rows), "rejected": rejected}
+    added = sum(row.url_hash not in known for row in rows)
+    return {"crawl": name, "added": added, "rejected": rejected}
 
 
 @router.post("/api/frontier/add")
 async def frontier_add(request: Request, body: UrlsIn, _: Admin) -> dict[str, Any]:
-    """Add URLs (normal priority unless given); known URLs stay as they are."""
+    """Add URLs (normal priority unless given); known URLs stay as they are and are not
+    counted in ``added``."""
     return await _add(context_of(request), body, "normal", seeds=False)
 
 

@@ -109,5 +109,7 @@ async def update_source(request: Request, source_id: Id, body: SourceUpdate, _: 
 
 @router.delete("/{source_id}", status_code=204)
 async def delete_source(request: Request, source_id: Id, _: Admin) -> Response:
+    """Delete a source with its jobs and their history; while one of its jobs runs, a 409
+    (cancel the job first)."""
     await context_of(request).job_store.sources.delete(source_id)
     return Response(status_code=204)

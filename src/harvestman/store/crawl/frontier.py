@@ -133,8 +133,27 @@ def _pending_row(crawl_id: int, row: NewUrl, now: float, lastmod: float | None) 
     }
 
 
+_KNOWN_CHUNK = 500  # hashes per IN list: well under SQLite's bound-parameter limit
+
+
 class FrontierRepository(StoreConnection):
     """The ``urls`` rows as a queue: add, find the hosts with work, lease, release, recover."""
+
+    def known_hashes(self, crawl_id: int, hashes: Sequence[str]) -> set[str]:
+        """The ``hashes`` already in the crawl's frontier (synchronous: the API runs it off
+        the event loop; ``POST /api/frontier/add`` reports the new URLs only)."""
+        found: set[str] = set()
+        with self.engine.connect() as conn, conn.begin():
+            for start in range(0, len(hashes), _KNOWN_CHUNK):
+                chunk = list(hashes[start : start + _KNOWN_CHUNK])
+                found.update(
+                    conn.execute(
+                        select(urls.c.url_hash).where(
+                            urls.c.crawl_id == crawl_id, urls.c.url_hash.in_(chunk)
+                        )
+                    ).scalars()
+                )
+        return found
 
     @cached_property
     def _lease_sql(self) -> TextClause:

@@ -12,10 +12,11 @@ from sqlalchemy.engine import RowMapping
 from sqlalchemy.exc import IntegrityError
 
 from harvestman.jobs.adaptive import AdaptiveState
-from harvestman.jobs.errors import InvalidSpec, NameTaken, NotFound
+from harvestman.jobs.errors import InvalidSpec, JobStateError, NameTaken, NotFound
 from harvestman.jobs.records import ResultPage, ScopeRules, Source, SourceOptions, SourceSpec
+from harvestman.jobs.states import JobStatus, allowed_actions
 from harvestman.store import dialect, keyset
-from harvestman.store.jobs.tables import source_adaptive_state, sources
+from harvestman.store.jobs.tables import jobs, source_adaptive_state, sources
 from harvestman.store.keyset import Keyset
 
 if TYPE_CHECKING:
@@ -165,10 +166,23 @@ class SourceRepository:
         return await self._store.run(_update)
 
     async def delete(self, source_id: int) -> None:
-        """Delete a source with its jobs, their executions and logs, and its adaptive state."""
+        """Delete a source with its jobs, their executions and logs, and its adaptive state;
+        JobStateError while one of its jobs runs (as deleting that job: cancel it first)."""
 
         def _delete() -> None:
             with self._store.begin() as conn:
+                running = conn.execute(
+                    select(jobs.c.id).where(
+                        jobs.c.source_id == source_id, jobs.c.status == JobStatus.RUNNING.value
+                    )
+                ).first()
+                if running is not None:
+                    raise JobStateError(
+                        int(running.id),
+                        JobStatus.RUNNING.value,
+                        "delete",
+                        allowed_actions(JobStatus.RUNNING),
+                    )
                 if not conn.execute(sources.delete().where(sources.c.id == source_id)).rowcount:
                     raise NotFound("source", source_id)
 

@@ -38,6 +38,9 @@ sources = Table(
     # JSON: the crawl options the source turns on or off (records.SourceOptions; absent: the
     # service's setting). Added by migration 0007.
     Column("options", Text, nullable=False, default="{}", server_default="{}"),
+    # SQLite: a deleted source's id is never handed out again (its crawl is source-<id>).
+    # Migration 0013.
+    sqlite_autoincrement=True,
 )
 
 jobs = Table(

@@ -2,7 +2,7 @@
 // banner for API trouble (down, 401, 429). Each view is a module with render(main, params)
 // returning an optional cleanup function.
 
-import { ApiError } from "./api.js";
+import { ApiError, errorOf } from "./api.js";
 import { currentRole, forget, remember, token } from "./session.js";
 import * as signin from "./views/signin.js";
 import * as overview from "./views/overview.js";
@@ -80,6 +80,18 @@ async function signIn(value) {
   location.hash = "#/overview";
 }
 
+/** Sign in as a person: the API checks the name and password and answers a token. */
+async function signInWithPassword(name, password) {
+  const answer = await fetch("/api/auth/login", {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "application/json" },
+    body: JSON.stringify({ name, password }),
+  }).catch(() => { throw new ApiError(0, "unreachable", "The API cannot be reached."); });
+  if (!answer.ok) throw await errorOf(answer);
+  const body = await answer.json();
+  await signIn(body.token);
+}
+
 function route() {
   if (cleanup) {
     cleanup();
@@ -93,7 +105,7 @@ function route() {
   }
   if (!signedIn) {
     document.title = "Sign in · Harvestman";
-    cleanup = signin.render(main, { signIn });
+    cleanup = signin.render(main, { signIn, signInWithPassword });
     return;
   }
   if (path === "/signin") {

@@ -1,38 +1,69 @@
-// Sign in with a bearer token (from `harvestman token create --role admin|user`).
+// Sign in: people with their user name and password (`harvestman user create`); a bearer
+// token (`harvestman token create`) stays as the alternative, for scripts' owners and admins.
 
 import { describe } from "../api.js";
 import { field, h } from "../dom.js";
 
-export function render(main, { signIn }) {
-  const input = h("input", {
-    name: "token", type: "password", autocomplete: "off", required: true, spellcheck: "false",
-  });
-  const error = h("p", { class: "form-error", role: "alert", "data-testid": "signin-error" });
-  const button = h("button", { type: "submit", class: "primary" }, "Sign in");
-  const form = h("form", {
+/**
+ * A sign-in form: on submit, `act()`; a refusal shows in `error`, as `explain(exc)` says it
+ * (or as the API said it), and `focus` takes the focus again.
+ */
+function signInForm({ heading = "h1", title, id, fields, button, error, focus, act, explain }) {
+  return h("form", {
     class: "panel",
-    "aria-labelledby": "signin-title",
+    "aria-labelledby": id,
     onsubmit: async (event) => {
       event.preventDefault();
       error.textContent = "";
       button.disabled = true;
       try {
-        await signIn(input.value.trim());
+        await act();
       } catch (exc) {
-        error.textContent = exc.status === 401
-          ? `The API refused this token: ${exc.message}`
-          : describe(exc);
-        input.setAttribute("aria-invalid", "true");
-        input.focus();
+        error.textContent = explain(exc) || describe(exc);
+        focus.setAttribute("aria-invalid", "true");
+        focus.focus();
       } finally {
         button.disabled = false;
       }
     },
-  },
-  h("h1", { id: "signin-title" }, "Sign in"),
-  field("API token", input, "Create one with: harvestman token create --role admin (or --role user). It is kept in this tab only."),
-  error,
-  button);
-  main.replaceChildren(h("div", { class: "signin" }, form));
-  input.focus();
+  }, h(heading, { id }, title), ...fields, error, button);
+}
+
+export function render(main, { signIn, signInWithPassword }) {
+  const name = h("input", {
+    name: "username", autocomplete: "username", required: true, spellcheck: "false", maxlength: "100",
+  });
+  const password = h("input", {
+    name: "password", type: "password", autocomplete: "current-password", required: true, maxlength: "200",
+  });
+  const people = signInForm({
+    title: "Sign in",
+    id: "signin-title",
+    fields: [field("User name", name), field("Password", password)],
+    button: h("button", { type: "submit", class: "primary" }, "Sign in"),
+    error: h("p", { class: "form-error", role: "alert", "data-testid": "signin-error" }),
+    focus: password,
+    act: () => signInWithPassword(name.value.trim(), password.value),
+    explain: (exc) => {
+      password.value = "";
+      return exc.status === 401 ? "The user name or password is wrong." : "";
+    },
+  });
+
+  const token = h("input", {
+    name: "token", type: "password", autocomplete: "off", required: true, spellcheck: "false",
+  });
+  const machines = signInForm({
+    heading: "h2",
+    title: "Or with a bearer token",
+    id: "token-title",
+    fields: [field("API token", token, "Create one with: harvestman token create --role admin (or --role user). It is kept in this tab only.")],
+    button: h("button", { type: "submit" }, "Use token"),
+    error: h("p", { class: "form-error", role: "alert", "data-testid": "token-error" }),
+    focus: token,
+    act: () => signIn(token.value.trim()),
+    explain: (exc) => (exc.status === 401 ? `The API refused this token: ${exc.message}` : ""),
+  });
+  main.replaceChildren(h("div", { class: "signin" }, people, machines));
+  name.focus();
 }
