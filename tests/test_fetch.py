@@ -476,6 +476,7 @@ async def test_truncate_keeps_a_small_body_whole(site: str, fetcher: Fetcher) ->
 async def test_gzip_bomb_is_aborted_at_the_cap_in_bounded_memory(
     site: str, fetcher: Fetcher
 ) -> None:
+    one_gib_bomb()  # the server's ~1 MiB body, built before tracing: only the client's counts
     tracemalloc.start()
     try:
         with pytest.raises(BodyTooLarge) as caught:
@@ -492,6 +493,7 @@ async def test_gzip_bomb_is_aborted_at_the_cap_in_bounded_memory(
 
 
 async def test_gzip_bomb_truncated_costs_only_the_cap(site: str, fetcher: Fetcher) -> None:
+    one_gib_bomb()  # the server's ~1 MiB body, built before tracing: only the client's counts
     tracemalloc.start()
     try:
         result = await fetcher.fetch(f"{site}/bomb", max_bytes=500 * 1024, truncate=True)
