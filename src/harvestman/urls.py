@@ -428,7 +428,7 @@ class Scope:
         self._domains: set[str] = set()
         suffixes: list[str] = []
         for domain in allow_domains:
-            entry = self._normalize_domain(domain)
+            entry = self.domain_key(domain)
             if ":" in entry.rpartition("]")[2]:
                 self._hosts.add(entry)
             else:
@@ -439,7 +439,12 @@ class Scope:
         self._exclude = [self._compile(p, "exclude") for p in exclude]
 
     @staticmethod
-    def _normalize_domain(domain: str) -> str:
+    def domain_key(domain: str) -> str:
+        """The host key an ``allow_domains`` entry stands for; ConfigError if it is none.
+
+        >>> Scope.domain_key("*.Example.ORG"), Scope.domain_key("http://127.0.0.1:8080/x")
+        ('example.org', '127.0.0.1:8080')
+        """
         text = domain.strip().removeprefix("*.").lstrip(".")
         try:
             if "://" in text:
