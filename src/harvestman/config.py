@@ -90,7 +90,7 @@ class Settings(BaseSettings):
     # the network guard (harvestman.guard), for the crawler and the API alike
     network_allow: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
-        description="CIDRs or host names whose private addresses may be fetched (comma-sep.)",
+        description="CIDRs, address:port origins or host names allowed though private",
     )
     pattern_max_length: int = Field(
         1000, ge=1, le=100_000, description="longest user URL pattern (include/exclude regexes)"

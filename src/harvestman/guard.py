@@ -65,24 +65,31 @@ def parse_address(text: str) -> IpAddress | None:
 class NetworkGuard:
     """The allow-list and the admitted origins; one instance per crawl (or per API process).
 
-    ``allow`` holds CIDRs (``127.0.0.0/8``, ``fd00::/8``) or host names (``intranet.local``);
-    an entry that is not a network is taken as a host name. Origins are admitted with
+    ``allow`` holds CIDRs (``127.0.0.0/8``, ``fd00::/8``), origins (``127.0.0.1:8089``,
+    ``[::1]:8089``: that address and port only) or host names (``intranet.local``); an entry
+    that is neither a network nor an origin is taken as a host name. Origins are admitted with
     :meth:`admit` or :meth:`admit_url` while the crawl runs (its seeds can grow).
     """
 
     def __init__(self, allow: Iterable[str] = ()) -> None:
         self.networks: list[IpNetwork] = []
         self.hosts: set[str] = set()
+        self._origins: set[tuple[IpAddress, int]] = set()
+        self._admitted_urls: set[tuple[str, int]] = set()
         for entry in allow:
             entry = entry.strip()
             if not entry:
                 continue
             try:
                 self.networks.append(ipaddress.ip_network(entry, strict=False))
+                continue
             except ValueError:
+                pass
+            origin = _parse_origin(entry)
+            if origin is not None:
+                self.admit(*origin)
+            else:
                 self.hosts.add(entry.lower().rstrip("."))
-        self._origins: set[tuple[IpAddress, int]] = set()
-        self._admitted_urls: set[tuple[str, int]] = set()
 
     @property
     def origins(self) -> frozenset[tuple[IpAddress, int]]:
@@ -208,6 +215,21 @@ async def resolve_addresses(host: str) -> list[IpAddress]:
         if parsed is not None and parsed not in found:
             found.append(parsed)
     return found
+
+
+def _parse_origin(entry: str) -> tuple[IpAddress, int] | None:
+    """``address:port`` (IPv6 in brackets) -> (address, port); None for anything else.
+
+    >>> _parse_origin("127.0.0.1:8089"), _parse_origin("intranet.local")
+    ((IPv4Address('127.0.0.1'), 8089), None)
+    """
+    host, sep, port = entry.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    if ":" in host and not host.startswith("["):
+        return None  # a bare IPv6 address is a network, parsed before
+    address = parse_address(host)
+    return None if address is None else (address, int(port))
 
 
 def _host_port(url: str) -> tuple[str, int] | None:
