@@ -300,3 +300,18 @@ async def test_the_renderer_asks_the_guard_for_every_request() -> None:
     assert await renderer.is_refused("http://127.0.0.1:6379/") is True
     assert await renderer.is_refused("http://[::1]:8089/") is True
     assert await renderer.is_refused("data:text/plain,hi") is False
+
+
+async def test_seeds_admit_literal_and_localhost_origins_but_not_dns_answers() -> None:
+    guard = NetworkGuard()
+    await guard.admit_url("http://127.0.0.1:8089/")
+    await guard.admit_url("http://localhost:8090/")
+    await guard.admit_url("http://[::1]:8091/x")
+    # A name's answer at crawl start could be a rebinding attacker's: it admits nothing.
+    await guard.admit_url("http://rebind.invalid:8092/")
+    assert {(str(a), p) for a, p in guard.origins} >= {
+        ("127.0.0.1", 8089),
+        ("127.0.0.1", 8090),
+        ("::1", 8091),
+    }
+    assert {p for _, p in guard.origins} == {8089, 8090, 8091}

@@ -9,7 +9,8 @@ returned, so a name re-pointed after the check — DNS rebinding — cannot swap
   every address of an allow-list host name;
 - an admitted origin ``(address, port)`` is allowed: a crawl admits the origins of its own
   seeds (what a person asked for on purpose), never the whole address, so a seed on
-  127.0.0.1:8089 that links or redirects to 127.0.0.1:6379 does not reach 6379;
+  127.0.0.1:8089 that links or redirects to 127.0.0.1:6379 does not reach 6379 (an IP-literal
+  or ``localhost`` seed; a DNS name is admitted by the allow-list, see :meth:`admit_url`);
 - anything else (loopback, private, link-local, reserved, unspecified, multicast, IPv4-mapped
   forms of those) is refused with :class:`~harvestman.errors.AddressRefused`.
 
@@ -117,17 +118,27 @@ class NetworkGuard:
         self._origins.add((address, port))
 
     async def admit_url(self, url: str) -> None:
-        """Admit the origin of ``url``: its host's addresses (resolved now) with its port.
+        """Admit the origin of ``url``: its IP-literal host, or ``localhost``'s loopback
+        addresses, with its port.
 
         Only what a person asked for on purpose is admitted this way (command-line seeds, the
-        start URLs of a source the API accepted). A host that does not resolve admits nothing.
+        start URLs of a source the API accepted). A name resolved through DNS admits nothing:
+        its answer at crawl start is the attacker's to choose (a public name submitted over
+        the API, re-pointed at 127.0.0.1 before the crawl), so a private name is admitted by
+        the allow-list (``network_allow = ["intranet.example"]``) instead. ``localhost`` and
+        ``*.localhost`` never reach DNS (RFC 6761) and admit loopback addresses only.
         """
         target = _host_port(url)
         if target is None or target in self._admitted_urls:
             return
         host, port = target
-        for address in await resolve_addresses(host):
+        address = parse_address(host)
+        if address is not None:
             self.admit(address, port)
+        elif host == "localhost" or host.endswith(".localhost"):
+            for found in await resolve_addresses(host):
+                if found.is_loopback:
+                    self.admit(found, port)
         self._admitted_urls.add(target)
 
     def check_host(self, host: str, port: int, url: str = "") -> None:
