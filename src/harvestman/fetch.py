@@ -57,7 +57,7 @@ from harvestman.errors import (
     TooManyRedirects,
     UrlError,
 )
-from harvestman.guard import NetworkGuard
+from harvestman.guard import GuardedResolver, NetworkGuard
 from harvestman.proxies import redact_proxy_url
 from harvestman.urls import UrlNormalizer, normalize_url
 
@@ -238,14 +238,16 @@ class Fetcher:
         self._normalize = normalizer.normalize if normalizer is not None else normalize_url
         self._session: aiohttp.ClientSession | None = None
         self._socks_sessions: dict[str, aiohttp.ClientSession] = {}
+        self._resolver: GuardedResolver | None = None
 
     async def __aenter__(self) -> Fetcher:
+        self._resolver = self.guard.resolver() if self.guard is not None else None
         connector = aiohttp.TCPConnector(
             limit=self.max_connections,
             limit_per_host=self.max_connections_per_host,
             ttl_dns_cache=300,
             # The guard filters what is resolved, before it is cached and connected to.
-            resolver=self.guard.resolver() if self.guard is not None else None,
+            resolver=self._resolver,
         )
         self._session = self._new_session(connector)
         return self
@@ -298,6 +300,9 @@ class Fetcher:
         self._session = None
         for session in sessions:
             await session.close()
+        if self._resolver is not None:  # the connector closes only a resolver it made itself
+            await self._resolver.close()
+            self._resolver = None
 
     async def fetch(
         self,
