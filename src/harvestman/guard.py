@@ -218,7 +218,7 @@ async def resolve_addresses(host: str) -> list[IpAddress]:
         infos = await asyncio.wait_for(
             loop.getaddrinfo(host, None, type=socket.SOCK_STREAM), timeout=_RESOLVE_TIMEOUT
         )
-    except (OSError, TimeoutError, UnicodeError):
+    except (OSError, TimeoutError, ValueError):  # UnicodeError is a ValueError
         return []
     found: list[IpAddress] = []
     for info in infos:
