@@ -315,3 +315,38 @@ async def test_seeds_admit_literal_and_localhost_origins_but_not_dns_answers() -
         ("::1", 8091),
     }
     assert {p for _, p in guard.origins} == {8089, 8090, 8091}
+
+
+SCRIPTED = (
+    "<html><head><title>App</title><script src='{other}/lib.js'></script></head><body>"
+    "<p id=p>waiting</p><script>fetch('{other}/api').then(() => 0, () => 0);"
+    "document.getElementById('p').textContent = 'drawn';</script></body></html>"
+)
+
+
+async def test_the_browser_reaches_only_what_the_guard_allows(secret: Hits) -> None:
+    from harvestman.render import renderer_unavailable
+
+    browser = "/usr/bin/chromium"
+    if renderer_unavailable(browser) is not None:
+        pytest.skip(f"rendering needs Chromium and Playwright: {renderer_unavailable(browser)}")
+    other = f"http://127.0.0.1:{secret.port}"
+    site = Hits(
+        {"/": lambda: web.Response(text=SCRIPTED.format(other=other), content_type="text/html")}
+    )
+    async with serve(site.handle) as port:
+        guarded = NetworkGuard()
+        guarded.admit(ip("127.0.0.1"), port)
+        open_to_both = NetworkGuard([f"127.0.0.1:{port}", f"127.0.0.1:{secret.port}"])
+        for guard in (guarded, open_to_both):
+            renderer = Renderer(browser=browser, user_agent=UA, settle=0.5, guard=guard)
+            try:
+                rendered = await renderer.render(f"http://127.0.0.1:{port}/")
+            finally:
+                await renderer.close()
+            assert b"drawn" in rendered.html
+            if guard is guarded:
+                assert dict(secret.hits) == {}
+    # The same page with the other port allowed does reach it: the refusal above was the guard's.
+    assert set(secret.hits) == {"/lib.js", "/api"}
+    assert site.hits["/"] == 2
