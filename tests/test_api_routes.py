@@ -238,7 +238,7 @@ async def test_allow_list_by_host_name(make_settings: SettingsFactory) -> None:
         )
         assert (bad.status_code, bad.json()["error"]["code"]) == (422, "url_refused")
         assert bad.json()["error"]["details"]["reason"] == (
-            "127.0.0.1 resolves to a non-public address 127.0.0.1"
+            "127.0.0.1 port 80 is a non-public address outside the network allow-list"
         )
 
 

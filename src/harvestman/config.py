@@ -31,7 +31,7 @@ CONFIG_ENV = "HARVESTMAN_CONFIG"
 GROUPS = (
     "api", "fetch", "frontier", "robots", "store", "crawl", "url", "redis", "worker", "discovery",
     "sitemap", "feed", "pagination", "archives", "validate", "breaker", "watchdog", "proxy",
-    "extract", "render", "warc", "archive", "retention", "store", "stats",
+    "extract", "render", "warc", "archive", "retention", "store", "stats", "network", "pattern",
 )  # fmt: skip
 
 
@@ -86,6 +86,15 @@ class Settings(BaseSettings):
     fetch_max_retries: int = Field(3, ge=0, le=20)
     fetch_retry_backoff: float = Field(1.0, ge=0, le=3600, description="first retry delay (s)")
     fetch_user_agent: str = Field(DEFAULT_USER_AGENT, min_length=1)
+
+    # the network guard (harvestman.guard), for the crawler and the API alike
+    network_allow: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="CIDRs, address:port origins or host names allowed though private",
+    )
+    pattern_max_length: int = Field(
+        1000, ge=1, le=100_000, description="longest user URL pattern (include/exclude regexes)"
+    )
 
     # discovery: what a site declares is followed; guessing URLs is opt-in (sources enable it)
     discovery_sitemaps: bool = Field(True, description="robots.txt Sitemap: and /sitemap.xml")
@@ -188,8 +197,7 @@ class Settings(BaseSettings):
     api_rate_seed: int = Field(10, ge=1, description="POST /api/frontier/seed per min")
     api_rate_window: float = Field(60.0, gt=0, le=86400, description="rate-limit window (s)")
     api_allow_networks: Annotated[list[str], NoDecode] = Field(
-        default_factory=list,
-        description="CIDRs or host names whose private addresses the API accepts (comma-sep.)",
+        default_factory=list, description="the old name of network_allow (merged into it)"
     )
     api_sse_interval: float = Field(5.0, gt=0, le=3600, description="seconds between SSE events")
     api_token_days: float = Field(30.0, gt=0, le=3650, description="default token lifetime")
@@ -231,6 +239,7 @@ class Settings(BaseSettings):
         "fetch_user_agents",
         "api_allow_networks",
         "api_trusted_proxies",
+        "network_allow",
         "parsers",
         mode="before",
     )
@@ -257,14 +266,32 @@ class Settings(BaseSettings):
     @field_validator("crawl_include", "crawl_exclude")
     @classmethod
     def _regexes_compile(cls, patterns: list[str]) -> list[str]:
-        import re
+        from harvestman.patterns import PatternError, compile_pattern
 
         for pattern in patterns:
             try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"invalid regex {pattern!r}: {exc}") from None
+                compile_pattern(pattern)
+            except PatternError as exc:
+                raise ValueError(str(exc)) from None
         return patterns
+
+    @model_validator(mode="after")
+    def _one_network_allow_list(self) -> Settings:
+        # api_allow_networks is the old name: both feed the one list the guard reads.
+        extra = [entry for entry in self.api_allow_networks if entry not in self.network_allow]
+        if extra:
+            object.__setattr__(self, "network_allow", [*self.network_allow, *extra])
+        return self
+
+    @model_validator(mode="after")
+    def _patterns_short_enough(self) -> Settings:
+        for pattern in (*self.crawl_include, *self.crawl_exclude):
+            if len(pattern) > self.pattern_max_length:
+                raise ValueError(
+                    f"pattern of {len(pattern)} characters is longer than"
+                    f" pattern_max_length ({self.pattern_max_length})"
+                )
+        return self
 
     @model_validator(mode="after")
     def _warn_deep_crawls(self) -> Settings:

@@ -49,6 +49,7 @@ from harvestman.extract.plugins import ParserRegistry
 from harvestman.extract.products import Product, scan_products
 from harvestman.fetch import Fetcher, FetchResult, RetryPolicy, parse_retry_after
 from harvestman.frontier import Frontier, priority_for
+from harvestman.guard import NetworkGuard
 from harvestman.parse import Page, parse_html
 from harvestman.proxies import DomainProxyLimiter, ProxyHealth, ProxyPool, redact_proxy_url
 from harvestman.records import CrawlCounts, CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus
@@ -161,6 +162,8 @@ class Engine:
             Validator(min_bytes=settings.validate_min_bytes) if settings.validate_pages else None
         )
         self.hard_cooldown = settings.validate_hard_cooldown
+        # One guard for every fetch of the crawl; the seeds' origins are admitted as they load.
+        self.guard = NetworkGuard(settings.network_allow)
         self.renderer = self._make_renderer(settings)
         self.extract_products = settings.extract_products
         self.store_text = settings.store_text
@@ -278,6 +281,7 @@ class Engine:
             max_page_size=self.settings.fetch_max_page_size,
             max_connections=self.concurrency,
             normalizer=self.normalizer,
+            guard=self.guard,
         ) as fetcher:
             self.fetcher = fetcher
             self.robots = RobotsCache(
@@ -289,6 +293,7 @@ class Engine:
                 retry=self.retry,
                 coordinator=self.coordinator,
                 clock=self.clock,
+                check_hop=self._check_robots_hop,
             )
             await self.frontier.start()
             self.watchdog = self._make_watchdog()
@@ -346,6 +351,7 @@ class Engine:
             concurrency=settings.render_concurrency,
             timeout=settings.render_timeout,
             settle=settings.render_settle,
+            guard=self.guard,
             max_bytes=settings.fetch_max_page_size,
         )
 
@@ -800,6 +806,13 @@ class Engine:
         if entry.unavailable or not entry.rules.is_allowed(url, self.user_agent):
             raise RedirectRefused(f"redirect to {url} refused: robots.txt", url, "robots")
 
+    async def _check_robots_hop(self, url: str) -> None:
+        """A robots.txt redirect hop must stay in scope (robots.txt of its own is not asked)."""
+        assert self.scope is not None
+        reason = self.scope.check(url)
+        if reason is not None:
+            raise RedirectRefused(f"robots.txt redirect to {url} refused: {reason}", url, reason)
+
     # -- outcomes -----------------------------------------------------------------------------
 
     def _fetched(
@@ -1214,12 +1227,16 @@ class Engine:
     # -- other workers ------------------------------------------------------------------------
 
     async def _load_scope(self) -> None:
+        seeds = await self.store.crawl_seeds(self.crawl_id)
         self.scope = Scope(
-            await self.store.crawl_seeds(self.crawl_id),
+            seeds,
             self.settings.crawl_allow_domains,
             self.settings.crawl_include,
             self.settings.crawl_exclude,
         )
+        # A seed (or proxy) someone gave on purpose admits its own origin, not its whole address.
+        for url in (*seeds, *self.settings.proxy_urls):
+            await self.guard.admit_url(url)
 
     async def _refresh(self) -> None:
         """Learn the work other workers (or `harvestman seed`) added, and the crawl's scope."""

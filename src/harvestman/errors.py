@@ -6,6 +6,7 @@ where they occur, so a recorded failure always carries one of these stable class
 
     HarvestmanError
     ├── ConfigError                  a setting is missing or invalid (CLI exits with status 2)
+    │   └── PatternError             a user URL pattern re2 cannot compile, or one too long
     ├── UrlError                     a URL is dropped; ``reason`` says why
     ├── FetchError                   a fetch did not produce a usable response
     │   ├── NetworkError             connection refused/reset, DNS failure, TLS failure
@@ -13,6 +14,7 @@ where they occur, so a recorded failure always carries one of these stable class
     │   ├── TooManyRedirects         more hops than ``max_redirects``
     │   ├── RedirectLoop             a hop returned to a URL already in the chain
     │   ├── RedirectRefused          a hop left the scope or is denied by robots.txt
+    │   ├── AddressRefused           the network guard refused the address (private, not admitted)
     │   ├── BodyTooLarge             the decompressed body passed ``max_page_size``
     │   ├── ContentDecodingError     a corrupt gzip/deflate/brotli stream
     │   └── HttpStatusError          a final response with a 4xx/5xx status
@@ -33,6 +35,17 @@ class HarvestmanError(Exception):
 
 class ConfigError(HarvestmanError):
     """A setting is missing or invalid."""
+
+
+class PatternError(ConfigError, ValueError):
+    """A user-supplied URL pattern is refused: too long, or not a regex RE2 compiles.
+
+    ``reason`` says why (RE2's message, or the length limit)."""
+
+    def __init__(self, pattern: str, reason: str, what: str = "pattern") -> None:
+        self.pattern = pattern
+        self.reason = reason
+        super().__init__(f"invalid {what} {pattern[:200]!r}: {reason}")
 
 
 class UrlError(HarvestmanError, ValueError):
@@ -86,6 +99,15 @@ class RedirectRefused(FetchError):
 
     def __init__(self, message: str, url: str = "", reason: str = "") -> None:
         self.reason = reason
+        super().__init__(message, url)
+
+
+class AddressRefused(FetchError):
+    """The network guard (:mod:`harvestman.guard`) refused every address of ``host``: private,
+    loopback, link-local or reserved, and neither in the allow-list nor an admitted origin."""
+
+    def __init__(self, message: str, url: str = "", host: str = "") -> None:
+        self.host = host
         super().__init__(message, url)
 
 
@@ -154,7 +176,7 @@ class UnstorableValue(HarvestmanError, ValueError):
 _CATEGORIES = {
     "network": ("NetworkError", "FetchTimeout", "ContentDecodingError"),
     "http": ("HttpStatusError", "TooManyRedirects", "RedirectLoop", "RedirectRefused",
-             "BodyTooLarge"),
+             "BodyTooLarge", "AddressRefused"),
     "validation": ("ContentRejected", "RobotsUnavailable", "UnstorableValue"),
     "storage": ("StoreError", "SchemaOutdated", "StoreUnavailable", "ArchiveError",
                 "StoreRejected"),

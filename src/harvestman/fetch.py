@@ -14,6 +14,14 @@ Limits, all enforced:
   is decoded here in pieces of at most ``_PIECE`` bytes, so a compression bomb is abandoned after
   ``max_page_size`` bytes of output, whatever aiohttp version is installed.
 
+With a ``guard`` (:class:`harvestman.guard.NetworkGuard`) every hop is checked before it is
+requested: the connector's resolver keeps only the addresses the guard allows and connects to
+those (so a rebinding name cannot swap them), and an IP-literal host, which aiohttp does not
+resolve, is checked by the fetcher. A refused hop raises ``AddressRefused``. Through a proxy
+the proxy resolves the target, so the target's name is resolved and checked here first (not
+proof against rebinding; the proxy is the operator's to lock down). Without a guard nothing is
+checked: only tests and callers that check elsewhere build one so.
+
 Proxies are chosen per call (``fetch(url, proxy=...)``, see :mod:`harvestman.proxies`): http and
 https proxies go through aiohttp's ``proxy=``; a SOCKS5 proxy needs a connector of its own, so
 the fetcher opens one session per SOCKS proxy on first use and closes them all with itself.
@@ -39,6 +47,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from harvestman.errors import (
+    AddressRefused,
     BodyTooLarge,
     ContentDecodingError,
     FetchTimeout,
@@ -48,6 +57,7 @@ from harvestman.errors import (
     TooManyRedirects,
     UrlError,
 )
+from harvestman.guard import GuardedResolver, NetworkGuard
 from harvestman.proxies import redact_proxy_url
 from harvestman.urls import UrlNormalizer, normalize_url
 
@@ -212,8 +222,10 @@ class Fetcher:
         user_agents: Sequence[str] | None = None,
         cookie_jar: AbstractCookieJar | None = None,
         rng: random.Random | None = None,
+        guard: NetworkGuard | None = None,
     ) -> None:
         self.user_agent = user_agent
+        self.guard = guard
         self.user_agents = tuple(user_agents or ())
         self.cookie_jar = cookie_jar
         self._rng = rng if rng is not None else random.Random()
@@ -226,12 +238,16 @@ class Fetcher:
         self._normalize = normalizer.normalize if normalizer is not None else normalize_url
         self._session: aiohttp.ClientSession | None = None
         self._socks_sessions: dict[str, aiohttp.ClientSession] = {}
+        self._resolver: GuardedResolver | None = None
 
     async def __aenter__(self) -> Fetcher:
+        self._resolver = self.guard.resolver() if self.guard is not None else None
         connector = aiohttp.TCPConnector(
             limit=self.max_connections,
             limit_per_host=self.max_connections_per_host,
             ttl_dns_cache=300,
+            # The guard filters what is resolved, before it is cached and connected to.
+            resolver=self._resolver,
         )
         self._session = self._new_session(connector)
         return self
@@ -284,6 +300,9 @@ class Fetcher:
         self._session = None
         for session in sessions:
             await session.close()
+        if self._resolver is not None:  # the connector closes only a resolver it made itself
+            await self._resolver.close()
+            self._resolver = None
 
     async def fetch(
         self,
@@ -306,7 +325,8 @@ class Fetcher:
 
         Raises ``NetworkError``, ``FetchTimeout``, ``TooManyRedirects``, ``RedirectLoop``,
         ``RedirectRefused``, ``BodyTooLarge``, ``ContentDecodingError``, or ``UrlError`` when
-        ``url`` itself is not an http(s) URL aiohttp can request. With a proxy, every
+        ``url`` itself is not an http(s) URL aiohttp can request, and ``AddressRefused`` when
+        the guard refuses a hop's address. With a proxy, every
         ``NetworkError`` message names it (password hidden); one that starts with ``proxy``
         means the proxy itself failed (unreachable, handshake or CONNECT refused).
         ValueError for a proxy URL of another scheme.
@@ -326,11 +346,13 @@ class Fetcher:
         try:
             async with asyncio.timeout(self.timeout):
                 result = await self._follow(
-                    session, url, headers, check_hop, cap, truncate, http_proxy
+                    session, url, headers, check_hop, cap, truncate, http_proxy, proxy is not None
                 )
         except TimeoutError:
             message = f"no complete response within {self.timeout:g} s{via}"
             raise FetchTimeout(message, url) from None
+        except AddressRefused as exc:
+            raise AddressRefused(f"{exc}{via}", exc.url or url, host=exc.host) from None
         except aiohttp.InvalidURL as exc:
             raise UrlError("unparsable", url, str(exc)) from None
         except (
@@ -368,13 +390,17 @@ class Fetcher:
         cap: int,
         truncate: bool,
         http_proxy: str | None,
+        proxied: bool,
     ) -> FetchResult:
         current = url
         chain: list[str] = []
         seen: set[str] | None = None
         while True:
+            target_url = _to_yarl(current)
+            if self.guard is not None:
+                await self._check_address(target_url, current, proxied)
             response = await session.get(
-                _to_yarl(current), headers=headers, allow_redirects=False, proxy=http_proxy
+                target_url, headers=headers, allow_redirects=False, proxy=http_proxy
             )
             try:
                 location = (
@@ -415,6 +441,15 @@ class Fetcher:
             chain.append(current)
             seen.add(target)
             current = target
+
+    async def _check_address(self, target: URL, current: str, proxied: bool) -> None:
+        """IP literals are checked here (aiohttp does not resolve them); names are checked by
+        the resolver, or here ahead of time when a proxy will resolve them instead."""
+        assert self.guard is not None
+        host, port = target.host or "", target.port or 0
+        self.guard.check_host(host, port, current)
+        if proxied:
+            await self.guard.check_url(current)
 
     def _normalized_or_same(self, url: str) -> str:
         try:

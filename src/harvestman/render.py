@@ -10,6 +10,11 @@ built instead. Without either, the page stays recorded as ``needs_js``.
 Images, media and fonts are not loaded: they cost bandwidth and time and change no text. One
 browser serves the whole crawl; every page gets a fresh context (no cookies or storage leak
 from one site to the next) and at most ``render_concurrency`` pages render at once.
+
+Every request the browser makes (the page, its scripts, XHRs, redirects) is intercepted and
+checked by the crawl's network guard first; a refused one is aborted. The browser resolves
+names itself, so this check is ahead of its connection (not proof against DNS rebinding), and
+a request the browser makes without asking the page's routes (a service worker's) is not seen.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harvestman.errors import HarvestmanError
+from harvestman.errors import AddressRefused, HarvestmanError
+from harvestman.guard import NetworkGuard
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Playwright, Route
@@ -66,8 +72,10 @@ class Renderer:
         timeout: float = 30.0,
         settle: float = 2.0,
         max_bytes: int = 10 * 1024 * 1024,
+        guard: NetworkGuard | None = None,
     ) -> None:
         self.browser_path = browser
+        self.guard = guard
         self.user_agent = user_agent
         self.timeout_ms = timeout * 1000
         self.settle_ms = settle * 1000
@@ -95,7 +103,7 @@ class Renderer:
     async def _render(self, browser: Browser, url: str) -> Rendered:
         context = await browser.new_context(user_agent=self.user_agent, java_script_enabled=True)
         try:
-            await context.route("**/*", _skip_heavy_resources)
+            await context.route("**/*", self._route)
             page = await context.new_page()
             response = await page.goto(url, wait_until="load", timeout=self.timeout_ms)
             if self.settle_ms:
@@ -108,6 +116,27 @@ class Renderer:
         if len(html) > self.max_bytes:
             raise RenderError(f"rendered page is {len(html):,} bytes (max {self.max_bytes:,})")
         return Rendered(url, response.status if response is not None else None, html)
+
+    async def _route(self, route: Route, *_: Any) -> None:
+        request = route.request
+        if request.resource_type in SKIPPED_RESOURCES:
+            await route.abort()
+            return
+        if await self.is_refused(request.url):
+            await route.abort("addressunreachable")
+            return
+        await route.continue_()
+
+    async def is_refused(self, url: str) -> bool:
+        """Whether the guard refuses ``url`` (only http(s) requests reach the network)."""
+        if self.guard is None or not url.startswith(("http://", "https://")):
+            return False
+        try:
+            await self.guard.check_url(url)
+        except AddressRefused as exc:
+            log.info("renderer: %s", exc)
+            return True
+        return False
 
     async def _started(self) -> Browser:
         async with self._start_lock:
@@ -141,10 +170,3 @@ class Renderer:
             with contextlib.suppress(Exception):
                 if playwright is not None:
                     await playwright.stop()
-
-
-async def _skip_heavy_resources(route: Route, *_: Any) -> None:
-    if route.request.resource_type in SKIPPED_RESOURCES:
-        await route.abort()
-    else:
-        await route.continue_()

@@ -3,18 +3,26 @@
 RFC 9309 §2.3.1: a 2xx body is parsed; 4xx (but 429) means no restrictions; 5xx, 429 or a
 network error means "disallow everything for now" — the host's URLs wait and the file is asked
 for again with backoff; when the retries are spent the host's URLs are blocked with that reason.
-At most ``max_bytes`` (500 KiB) are read; redirects are followed by the fetcher (5 hops).
+At most ``max_bytes`` (500 KiB) are read; redirects are followed by the fetcher (5 hops), each
+hop checked by ``check_hop`` (the crawl's scope) and by the fetcher's network guard.
+
+A redirect that is refused (out of scope, or to an address the guard refuses) is treated as
+RFC 9309 §2.3.1.2 treats a redirect chain that cannot be followed: robots.txt is unavailable
+in the 4xx sense, so the host has no restrictions, and nothing of the refused target is read
+or stored (the record keeps no text and no status; ``error`` names the refusal). It is not the
+5xx sense: a site that redirects its robots.txt elsewhere does so every time, and retrying
+would only block its pages.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from harvestman.coord import Coordinator, LocalCoordinator
-from harvestman.errors import FetchError
+from harvestman.errors import AddressRefused, FetchError, RedirectRefused
 from harvestman.fetch import Fetcher, RetryPolicy, parse_retry_after
 from harvestman.records import DomainRecord
 from harvestman.robots import RobotsRules, parse_robots
@@ -55,8 +63,10 @@ class RobotsCache:
         retry: RetryPolicy | None = None,
         coordinator: Coordinator | None = None,
         clock: Callable[[], float] = time.time,
+        check_hop: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.store = store
+        self.check_hop = check_hop
         self.coordinator = coordinator or LocalCoordinator()
         self.fetcher = fetcher
         self.user_agent = user_agent
@@ -133,7 +143,12 @@ class RobotsCache:
         self.fetches += 1
         retry_after: float | None = None
         try:
-            result = await self.fetcher.fetch(url, max_bytes=self.max_bytes, truncate=True)
+            result = await self.fetcher.fetch(
+                url, max_bytes=self.max_bytes, truncate=True, check_hop=self.check_hop
+            )
+        except (RedirectRefused, AddressRefused) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            return RobotsEntry(RobotsRules.allow_all(), now + self.ttl, None, error=error)
         except FetchError as exc:
             status, error = None, f"{type(exc).__name__}: {exc}"
         else:

@@ -19,7 +19,8 @@ from urllib.parse import unquote
 
 import idna
 
-from harvestman.errors import ConfigError, UrlError
+from harvestman.errors import ConfigError, PatternError, UrlError
+from harvestman.patterns import UrlPattern, compile_pattern
 
 __all__ = [
     "DEFAULT_TRACKING_PARAMS",
@@ -391,7 +392,8 @@ class Scope:
     A URL is in scope when its host key (host, plus a non-default port) is a seed's host key, the
     ``www.`` and bare names of a seed counting as the same site, or when its host equals or is a
     subdomain of an ``allow_domains`` entry (an entry with a port matches that host key exactly).
-    Then an ``exclude`` regex that matches (``re.search``) puts it out, and when ``include``
+    Then an ``exclude`` regex that matches (searched anywhere, with RE2: linear time, no
+    backreferences or lookaround, see :mod:`harvestman.patterns`) puts it out, and when ``include``
     regexes are given one of them must match. Seed URLs themselves are always in scope.
 
     ``check`` returns ``None`` when in scope, else the reason: ``"out_of_scope"``,
@@ -426,7 +428,7 @@ class Scope:
         self._domains: set[str] = set()
         suffixes: list[str] = []
         for domain in allow_domains:
-            entry = self._normalize_domain(domain)
+            entry = self.domain_key(domain)
             if ":" in entry.rpartition("]")[2]:
                 self._hosts.add(entry)
             else:
@@ -437,7 +439,12 @@ class Scope:
         self._exclude = [self._compile(p, "exclude") for p in exclude]
 
     @staticmethod
-    def _normalize_domain(domain: str) -> str:
+    def domain_key(domain: str) -> str:
+        """The host key an ``allow_domains`` entry stands for; ConfigError if it is none.
+
+        >>> Scope.domain_key("*.Example.ORG"), Scope.domain_key("http://127.0.0.1:8080/x")
+        ('example.org', '127.0.0.1:8080')
+        """
         text = domain.strip().removeprefix("*.").lstrip(".")
         try:
             if "://" in text:
@@ -447,11 +454,12 @@ class Scope:
             raise ConfigError(f"invalid allowed domain {domain!r}: {exc.reason}") from exc
 
     @staticmethod
-    def _compile(pattern: str, option: str) -> re.Pattern[str]:
+    def _compile(pattern: str, option: str) -> UrlPattern:
         try:
-            return re.compile(pattern)
-        except re.error as exc:
-            raise ConfigError(f"invalid {option} pattern {pattern!r}: {exc}") from exc
+            # Length is bounded where a pattern enters (settings, API); here only RE2's syntax.
+            return compile_pattern(pattern, max_length=len(pattern))
+        except PatternError as exc:
+            raise PatternError(pattern, exc.reason, f"{option} pattern") from exc
 
     def check(self, url: str) -> str | None:
         """``None`` if the normalized ``url`` may be crawled, else the reason it may not."""

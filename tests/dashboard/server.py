@@ -22,7 +22,6 @@ from harvestman.api import Role, create_token
 from harvestman.api.passwords import hash_password
 from harvestman.jobs import JobSpec, JobStore, SourceSpec
 from harvestman.store import SqlStore
-from harvestman.store.users import create_user
 
 SECRET = "dashboard-e2e-secret-0123456789abcdef"
 USER_RATE = 40  # requests a minute: low enough for a test to reach the limit for real
@@ -65,7 +64,7 @@ async def _prepare(database_url: str, start_url: str) -> tuple[int, int]:
                 SourceSpec(name="testsite", start_urls=[start_url], crawl_delay=0.3)
             )
             job = await jobs.jobs.create(JobSpec(source_id=source.id, url=start_url))
-        create_user(store.engine, PERSON, hash_password(PERSON_PASSWORD), "user")
+        store.create_user(PERSON, hash_password(PERSON_PASSWORD), "user")
     return source.id, job.id
 
 

@@ -38,6 +38,8 @@ from harvestman.api.routes import scheduler as scheduler_routes
 from harvestman.api.routes import search as search_routes
 from harvestman.api.safety import UrlGuard
 from harvestman.api.settings import ApiSettings
+from harvestman.guard import NetworkGuard
+from harvestman.urls import UrlNormalizer
 
 if TYPE_CHECKING:
     from harvestman.api.breakers import BreakerStates
@@ -122,7 +124,11 @@ def create_app(
         limiter=limiter or make_limiter(api_settings),
         jwt_secret=secret,
         tokens=VerifiedTokens(secret),
-        guard=UrlGuard(api_settings.allow_networks),
+        guard=UrlGuard(
+            NetworkGuard(api_settings.allow_networks),
+            UrlNormalizer(settings.url_tracking_params, settings.url_max_length),
+            settings.pattern_max_length,
+        ),
         source_events=_source_events(api_settings, scheduler, source_events),
         counts=CountCache(api_settings.count_cache_seconds),
         logins=FailedLogins(api_settings.login_failures, api_settings.rate_window),

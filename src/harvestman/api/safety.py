@@ -1,67 +1,117 @@
-"""Network safety for URLs submitted over the API.
+"""The API's checks of what a user submits for the crawler, shaped as 422 errors.
 
-A URL is refused when its host is, or resolves to, a private, loopback, link-local,
-multicast, reserved or unspecified address, unless the address (or the host name) is in the
-allow-list (``ApiSettings.allow_networks``: CIDRs or host names). A host that does not resolve
-is accepted: the crawl records the failure, and nothing private is reached.
+A URL is normalized with the crawler's own :class:`~harvestman.urls.UrlNormalizer` first and
+the result is checked, so the API checks the URL the crawler will fetch: percent-encoded hosts
+(``http://%31%32%37.0.0.1/``) and backslash authorities (``http://127.0.0.1\\@a.example/``)
+are decoded before the check, not after it. The check itself is the crawl's network guard
+(:class:`harvestman.guard.NetworkGuard`, one allow-list: ``network_allow``): a URL whose host
+is, or resolves to, an address the guard refuses is a 422; a host that does not resolve is
+accepted (the crawl records the failure, and the fetcher's guard checks again at connection
+time, which is what stops a name re-pointed after submission).
 
-Resolution is checked when the URL is submitted; the fetcher resolves again when it fetches,
-so a name re-pointed in between (DNS rebinding) is not caught here.
+Scope rules get the same treatment: an ``allow_domains`` entry that is not a host, or is a
+private one outside the allow-list, is a 422, and so is an include/exclude pattern RE2 cannot
+compile or one longer than ``pattern_max_length``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
-import socket
 from collections.abc import Iterable
-from urllib.parse import urlsplit
 
 from harvestman.api.errors import ApiError
-
-IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+from harvestman.errors import AddressRefused, ConfigError, PatternError, UrlError
+from harvestman.guard import NetworkGuard, resolve_addresses
+from harvestman.patterns import compile_pattern
+from harvestman.urls import Scope, UrlNormalizer
 
 
 class UrlGuard:
-    """Refuses URLs that would make the service reach private networks."""
+    """Refuses URLs and scope rules that would make the service reach private networks."""
 
-    def __init__(self, allow: Iterable[str] = ()) -> None:
-        self.networks: list[IpNetwork] = []
-        self.hosts: set[str] = set()
-        for entry in allow:
-            try:
-                self.networks.append(ipaddress.ip_network(entry, strict=False))
-            except ValueError:
-                self.hosts.add(entry.lower().rstrip("."))
+    def __init__(
+        self,
+        guard: NetworkGuard,
+        normalizer: UrlNormalizer | None = None,
+        pattern_max_length: int = 1000,
+    ) -> None:
+        self.guard = guard
+        self.normalizer = normalizer or UrlNormalizer()
+        self.pattern_max_length = pattern_max_length
 
-    def is_allowed_address(self, address: IpAddress) -> bool:
-        if any(address in network for network in self.networks):
-            return True
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        return address.is_global and not address.is_multicast
-
-    async def check(self, url: str, field: str = "url") -> None:
-        """ApiError 422 when ``url`` is not http(s) or reaches a refused address."""
+    async def check(self, url: str, field: str = "url") -> str:
+        """The normalized ``url``; ApiError 422 when it is not crawlable http(s) or reaches a
+        refused address."""
         try:
-            parts = urlsplit(url)
-            host = parts.hostname
-        except ValueError:
-            host = None
-            parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not host:
+            normalized = self.normalizer.normalize(url)
+        except UrlError as exc:
+            raise _refused(field, url, f"not a crawlable URL ({exc.reason})") from None
+        if not normalized.startswith(("http://", "https://")):
             raise _refused(field, url, "only http and https URLs with a host are accepted")
-        host = host.lower().rstrip(".")
-        if host in self.hosts:
-            return
-        for address in await _addresses(host):
-            if not self.is_allowed_address(address):
-                raise _refused(field, url, f"{host} resolves to a non-public address {address}")
+        try:
+            await self.guard.check_url(normalized)
+        except AddressRefused as exc:
+            raise _refused(field, url, str(exc)) from None
+        return normalized
 
-    async def check_all(self, urls: Iterable[str], field: str = "urls") -> None:
-        for url in urls:
-            await self.check(url, field)
+    async def check_all(self, urls: Iterable[str], field: str = "urls") -> list[str]:
+        return [await self.check(url, field) for url in urls]
+
+    async def check_scope(
+        self,
+        allow_domains: Iterable[str],
+        include: Iterable[str],
+        exclude: Iterable[str],
+        field: str = "scope",
+    ) -> None:
+        """ApiError 422 for an invalid or private allowed domain, or a refused pattern."""
+        for domain in allow_domains:
+            await self._check_domain(domain, f"{field}.allow_domains")
+        for name, patterns in (("include", include), ("exclude", exclude)):
+            for pattern in patterns:
+                try:
+                    compile_pattern(pattern, self.pattern_max_length)
+                except PatternError as exc:
+                    raise ApiError(
+                        422,
+                        f"{field}.{name}: {exc}",
+                        code="pattern_refused",
+                        details={"field": f"{field}.{name}", "reason": exc.reason},
+                    ) from None
+
+    async def _check_domain(self, domain: str, field: str) -> None:
+        try:
+            key = Scope.domain_key(domain)
+        except ConfigError as exc:
+            raise ApiError(
+                422,
+                f"{field}: {exc}",
+                code="domain_refused",
+                details={"field": field, "domain": domain[:300], "reason": "invalid"},
+            ) from None
+        host, port = _split_key(key)
+        if self.guard.is_allowed_host(host):
+            return
+        for address in await resolve_addresses(host):
+            if not self.guard.is_allowed(address, port):
+                reason = f"{host} is a non-public address ({address}) outside the allow-list"
+                raise ApiError(
+                    422,
+                    f"{field}: domain refused: {reason}",
+                    code="domain_refused",
+                    details={"field": field, "domain": domain[:300], "reason": reason},
+                )
+
+
+def _split_key(key: str) -> tuple[str, int]:
+    """``host[:port]`` -> (host, port); an entry without a port counts as port 80.
+
+    >>> _split_key("[::1]:8080"), _split_key("example.org")
+    (('::1', 8080), ('example.org', 80))
+    """
+    host, sep, port = key.rpartition(":")
+    if sep and "]" not in port and port.isdigit():
+        return host.strip("[]"), int(port)
+    return key.strip("[]"), 80
 
 
 def _refused(field: str, url: str, reason: str) -> ApiError:
@@ -71,24 +121,3 @@ def _refused(field: str, url: str, reason: str) -> ApiError:
         code="url_refused",
         details={"field": field, "url": url[:300], "reason": reason},
     )
-
-
-async def _addresses(host: str) -> list[IpAddress]:
-    try:
-        return [ipaddress.ip_address(host.strip("[]").split("%")[0])]
-    except ValueError:
-        pass
-    loop = asyncio.get_running_loop()
-    try:
-        infos = await asyncio.wait_for(
-            loop.getaddrinfo(host, None, type=socket.SOCK_STREAM), timeout=5.0
-        )
-    except (OSError, TimeoutError, UnicodeError):
-        return []
-    found = []
-    for info in infos:
-        try:
-            found.append(ipaddress.ip_address(str(info[4][0]).split("%")[0]))
-        except ValueError:
-            continue
-    return found

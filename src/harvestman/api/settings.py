@@ -23,7 +23,8 @@ class ApiSettings:
     """Everything the API reads.
 
     ``allow_networks`` lists CIDRs (``127.0.0.0/8``) or host names whose URLs the API accepts
-    although they resolve to private, loopback or link-local addresses (tests allow 127.0.0.1).
+    although they resolve to private, loopback or link-local addresses (tests allow 127.0.0.1);
+    it is the crawler's ``network_allow`` (one list for both), unless overridden here.
     """
 
     jwt_secret: str = field(default="", repr=False)
@@ -62,7 +63,7 @@ class ApiSettings:
             "rate_admin": settings.api_rate_admin,
             "rate_seed": settings.api_rate_seed,
             "rate_window": settings.api_rate_window,
-            "allow_networks": list(settings.api_allow_networks),
+            "allow_networks": list(settings.network_allow),
             "crawl_name": settings.crawl_name,
             "sse_interval": settings.api_sse_interval,
             "token_days": settings.api_token_days,

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from harvestman.errors import UrlError
+from harvestman.errors import PatternError, UrlError
 from harvestman.jobs.errors import InvalidSpec
 from harvestman.jobs.states import JobStatus
+from harvestman.patterns import compile_pattern
 from harvestman.urls import normalize_url
 
 log = logging.getLogger(__name__)
@@ -136,12 +136,10 @@ class SourceSpec:
             SourceOptions.of(self.options.given())
         for name in ("include", "exclude"):
             for pattern in getattr(self.scope, name):
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise InvalidSpec(
-                        f"scope.{name}", f"invalid regex {pattern!r}: {exc}"
-                    ) from None
+                try:  # RE2, as the crawl will match it; its length is bounded by the caller
+                    compile_pattern(pattern, max_length=len(pattern))
+                except PatternError as exc:
+                    raise InvalidSpec(f"scope.{name}", str(exc)) from None
         if self.max_depth > DEEP_CRAWL_WARNING:
             log.warning(
                 "source %r: max depth %d is above %d, the crawl may grow very large",

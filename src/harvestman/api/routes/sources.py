@@ -76,6 +76,7 @@ async def list_sources(
 async def create_source(request: Request, body: SourceIn, _: Admin) -> SourceOut:
     ctx = context_of(request)
     await ctx.guard.check_all(body.start_urls, "start_urls")
+    await ctx.guard.check_scope(body.scope.allow_domains, body.scope.include, body.scope.exclude)
     spec = SourceSpec(
         **body.model_dump(exclude={"scope", "options"}),
         scope=ScopeRules(**body.scope.model_dump()),
@@ -98,6 +99,10 @@ async def update_source(request: Request, source_id: Id, body: SourceUpdate, _: 
     changes: dict[str, Any] = body.model_dump(exclude_unset=True)
     if changes.get("start_urls") is not None:
         await ctx.guard.check_all(changes["start_urls"], "start_urls")
+    if body.scope is not None:
+        await ctx.guard.check_scope(
+            body.scope.allow_domains, body.scope.include, body.scope.exclude
+        )
     # null for a field other than crawl_delay means "leave it"
     changes = {k: v for k, v in changes.items() if v is not None or k == "crawl_delay"}
     before = await ctx.job_store.sources.get(source_id)

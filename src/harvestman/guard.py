@@ -1,0 +1,259 @@
+"""The network guard: which (address, port) a fetch may connect to.
+
+Every connection the crawler or the API opens on a user's behalf is checked here, after DNS
+resolution, against the address actually connected to (aiohttp connects to what its resolver
+returned, so a name re-pointed after the check — DNS rebinding — cannot swap the address):
+
+- a public address (``is_global``, not multicast) is allowed;
+- an address inside an allow-list network (``network_allow``: CIDRs) is allowed, and so is
+  every address of an allow-list host name;
+- an admitted origin ``(address, port)`` is allowed: a crawl admits the origins of its own
+  seeds (what a person asked for on purpose), never the whole address, so a seed on
+  127.0.0.1:8089 that links or redirects to 127.0.0.1:6379 does not reach 6379 (an IP-literal
+  or ``localhost`` seed; a DNS name is admitted by the allow-list, see :meth:`admit_url`);
+- anything else (loopback, private, link-local, reserved, unspecified, multicast, IPv4-mapped
+  forms of those) is refused with :class:`~harvestman.errors.AddressRefused`.
+
+>>> import ipaddress
+>>> guard = NetworkGuard(["10.1.0.0/16"])
+>>> guard.admit(ipaddress.ip_address("127.0.0.1"), 8089)
+>>> [guard.is_allowed(ipaddress.ip_address(a), p) for a, p in
+...  [("93.184.216.34", 80), ("10.1.2.3", 22), ("127.0.0.1", 8089), ("127.0.0.1", 6379),
+...   ("::ffff:127.0.0.1", 6379), ("169.254.169.254", 80)]]
+[True, True, True, False, False, False]
+
+:class:`GuardedResolver` is the aiohttp resolver that applies the guard to names; aiohttp does
+not resolve IP literals, so the fetcher checks those itself (:meth:`NetworkGuard.check_host`)
+before each hop. :meth:`NetworkGuard.check_url` resolves and checks a URL ahead of time, for
+callers that cannot hook the connection (the API at submission, proxied fetches, the browser);
+those checks are not proof against rebinding, and say so where they are used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Iterable
+
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
+from yarl import URL
+
+from harvestman.errors import AddressRefused
+
+__all__ = ["GuardedResolver", "IpAddress", "NetworkGuard", "parse_address"]
+
+IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# A name that does not answer within this is treated as not resolving (the fetch records it).
+_RESOLVE_TIMEOUT = 5.0
+
+
+def parse_address(text: str) -> IpAddress | None:
+    """The IP address written in ``text`` (brackets and zone id ignored), or None for a name.
+
+    >>> parse_address("[::1]"), parse_address("example.org")
+    (IPv6Address('::1'), None)
+    """
+    try:
+        return ipaddress.ip_address(text.strip("[]").split("%")[0])
+    except ValueError:
+        return None
+
+
+class NetworkGuard:
+    """The allow-list and the admitted origins; one instance per crawl (or per API process).
+
+    ``allow`` holds CIDRs (``127.0.0.0/8``, ``fd00::/8``), origins (``127.0.0.1:8089``,
+    ``[::1]:8089``: that address and port only) or host names (``intranet.local``); an entry
+    that is neither a network nor an origin is taken as a host name. Origins are admitted with
+    :meth:`admit` or :meth:`admit_url` while the crawl runs (its seeds can grow).
+    """
+
+    def __init__(self, allow: Iterable[str] = ()) -> None:
+        self.networks: list[IpNetwork] = []
+        self.hosts: set[str] = set()
+        self._origins: set[tuple[IpAddress, int]] = set()
+        self._admitted_urls: set[tuple[str, int]] = set()
+        for entry in allow:
+            entry = entry.strip()
+            if not entry:
+                continue
+            try:
+                self.networks.append(ipaddress.ip_network(entry, strict=False))
+                continue
+            except ValueError:
+                pass
+            origin = _parse_origin(entry)
+            if origin is not None:
+                self.admit(*origin)
+            else:
+                self.hosts.add(entry.lower().rstrip("."))
+
+    @property
+    def origins(self) -> frozenset[tuple[IpAddress, int]]:
+        """The admitted ``(address, port)`` pairs."""
+        return frozenset(self._origins)
+
+    def is_allowed(self, address: IpAddress, port: int) -> bool:
+        """Whether a connection to ``address``:``port`` may be opened."""
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if (address, port) in self._origins:
+            return True
+        if any(address in network for network in self.networks):
+            return True
+        return address.is_global and not address.is_multicast
+
+    def is_allowed_host(self, host: str) -> bool:
+        """Whether ``host`` is an allow-list host name (all its addresses are allowed)."""
+        return host.lower().rstrip(".") in self.hosts
+
+    def admit(self, address: IpAddress, port: int) -> None:
+        """Allow ``address``:``port`` from now on (a seed's own origin)."""
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        self._origins.add((address, port))
+
+    async def admit_url(self, url: str) -> None:
+        """Admit the origin of ``url``: its IP-literal host, or ``localhost``'s loopback
+        addresses, with its port.
+
+        Only what a person asked for on purpose is admitted this way (command-line seeds, the
+        start URLs of a source the API accepted). A name resolved through DNS admits nothing:
+        its answer at crawl start is the attacker's to choose (a public name submitted over
+        the API, re-pointed at 127.0.0.1 before the crawl), so a private name is admitted by
+        the allow-list (``network_allow = ["intranet.example"]``) instead. ``localhost`` and
+        ``*.localhost`` never reach DNS (RFC 6761) and admit loopback addresses only.
+        """
+        target = _host_port(url)
+        if target is None or target in self._admitted_urls:
+            return
+        host, port = target
+        address = parse_address(host)
+        if address is not None:
+            self.admit(address, port)
+        elif host == "localhost" or host.endswith(".localhost"):
+            for found in await resolve_addresses(host):
+                if found.is_loopback:
+                    self.admit(found, port)
+        self._admitted_urls.add(target)
+
+    def check_host(self, host: str, port: int, url: str = "") -> None:
+        """Raise AddressRefused when ``host`` is an IP literal the guard refuses (names: no-op;
+        the resolver checks them)."""
+        address = parse_address(host)
+        if address is not None and not self.is_allowed(address, port):
+            raise AddressRefused(_refusal(host, address, port), url, host=host)
+
+    async def check_url(self, url: str) -> None:
+        """Resolve ``url``'s host now and raise AddressRefused if any address is refused.
+
+        Ahead of the connection, so not proof against DNS rebinding: the connection itself is
+        guarded by :class:`GuardedResolver`. A host that does not resolve passes (the fetch
+        records the failure).
+        """
+        target = _host_port(url)
+        if target is None:
+            return
+        host, port = target
+        if self.is_allowed_host(host):
+            return
+        for address in await resolve_addresses(host):
+            if not self.is_allowed(address, port):
+                raise AddressRefused(_refusal(host, address, port), url, host=host)
+
+    def resolver(self) -> GuardedResolver:
+        """A fresh aiohttp resolver applying this guard (one per connector)."""
+        return GuardedResolver(self)
+
+
+class GuardedResolver(AbstractResolver):
+    """Resolves with aiohttp's default resolver, then keeps only the addresses the guard allows.
+
+    The connector connects to the addresses returned here, so the checked address is the one
+    connected to. When none is allowed, AddressRefused is raised (it is not an OSError, so
+    aiohttp passes it through unwrapped and the fetcher records it as it is).
+    """
+
+    def __init__(self, guard: NetworkGuard, inner: AbstractResolver | None = None) -> None:
+        self.guard = guard
+        self._inner = inner if inner is not None else DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results = await self._inner.resolve(host, port, family)
+        if self.guard.is_allowed_host(host):
+            return results
+        allowed: list[ResolveResult] = []
+        refused: IpAddress | None = None
+        for result in results:
+            address = parse_address(result["host"])
+            if address is None:
+                continue
+            if self.guard.is_allowed(address, port):
+                allowed.append(result)
+            else:
+                refused = address
+        if not allowed:
+            detail = _refusal(host, refused, port) if refused is not None else f"{host}: no address"
+            raise AddressRefused(detail, host=host)
+        return allowed
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+async def resolve_addresses(host: str) -> list[IpAddress]:
+    """Every address ``host`` resolves to (the address itself for an IP literal); [] when the
+    name does not resolve."""
+    address = parse_address(host)
+    if address is not None:
+        return [address]
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await asyncio.wait_for(
+            loop.getaddrinfo(host, None, type=socket.SOCK_STREAM), timeout=_RESOLVE_TIMEOUT
+        )
+    except (OSError, TimeoutError, ValueError):  # UnicodeError is a ValueError
+        return []
+    found: list[IpAddress] = []
+    for info in infos:
+        parsed = parse_address(str(info[4][0]))
+        if parsed is not None and parsed not in found:
+            found.append(parsed)
+    return found
+
+
+def _parse_origin(entry: str) -> tuple[IpAddress, int] | None:
+    """``address:port`` (IPv6 in brackets) -> (address, port); None for anything else.
+
+    >>> _parse_origin("127.0.0.1:8089"), _parse_origin("intranet.local")
+    ((IPv4Address('127.0.0.1'), 8089), None)
+    """
+    host, sep, port = entry.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    if ":" in host and not host.startswith("["):
+        return None  # a bare IPv6 address is a network, parsed before
+    address = parse_address(host)
+    return None if address is None else (address, int(port))
+
+
+def _host_port(url: str) -> tuple[str, int] | None:
+    try:
+        parsed = URL(url)
+        host, port = parsed.host, parsed.port
+    except (ValueError, TypeError):
+        return None
+    if not host or port is None:
+        return None
+    return host.lower(), port
+
+
+def _refusal(host: str, address: IpAddress, port: int) -> str:
+    where = host if str(address) == host.strip("[]") else f"{host} ({address})"
+    return f"{where} port {port} is a non-public address outside the network allow-list"

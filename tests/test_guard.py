@@ -1,0 +1,352 @@
+"""The network guard: every fetch (pages, redirects, robots.txt) passes it, hop by hop."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+from conftest import SettingsFactory, serve
+from harvestman.engine import Engine
+from harvestman.errors import AddressRefused, PatternError
+from harvestman.fetch import Fetcher
+from harvestman.guard import GuardedResolver, NetworkGuard
+from harvestman.patterns import compile_pattern
+from harvestman.render import Renderer
+from harvestman.store import SqlStore
+from harvestman.urls import Scope
+
+UA = "Harvestman-test/1.0"
+SECRET_BODY = "the secret of the other port"
+PAGE = (
+    "<html><head><title>Home</title></head><body><p>" + "words " * 200 + "</p>{links}</body></html>"
+)
+
+
+Answer = Callable[[], web.Response]
+
+
+class Hits:
+    """Requests counted by path, answered from a table of response factories (404 else)."""
+
+    def __init__(self, answers: dict[str, Answer] | None = None) -> None:
+        self.hits: Counter[str] = Counter()
+        self.answers = answers or {}
+        self.port = 0
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.hits[request.path] += 1
+        make = self.answers.get(request.path)
+        return make() if make is not None else web.Response(status=404, text="no")
+
+
+def redirect(status: int, location: str) -> Answer:
+    return lambda: web.Response(status=status, headers={"Location": location})
+
+
+def html(links: str = "") -> Answer:
+    return lambda: web.Response(text=PAGE.format(links=links), content_type="text/html")
+
+
+@pytest.fixture
+async def secret() -> AsyncIterator[Hits]:
+    """A second local server holding a secret: the thing an attacker wants read."""
+    hits = Hits()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        hits.hits[request.path] += 1
+        return web.Response(text=SECRET_BODY)
+
+    async with serve(handler) as port:
+        hits.port = port
+        yield hits
+
+
+def ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    return ipaddress.ip_address(text)
+
+
+# -- the guard's rule ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("address", "port", "allowed"),
+    [
+        ("93.184.216.34", 80, True),
+        ("2606:2800:220:1:248:1893:25c8:1946", 443, True),
+        ("127.0.0.1", 8089, True),  # the admitted origin
+        ("127.0.0.1", 8090, False),  # same address, another port
+        ("127.0.0.2", 8089, False),
+        ("::ffff:127.0.0.1", 8089, True),  # the mapped form of the admitted origin
+        ("::ffff:127.0.0.1", 6379, False),
+        ("::1", 8089, False),
+        ("10.0.0.1", 80, False),
+        ("10.9.8.7", 22, True),  # inside the allow-list network
+        ("169.254.169.254", 80, False),
+        ("0.0.0.0", 80, False),
+        ("224.0.0.1", 80, False),
+        ("192.168.1.1", 1234, True),  # an allow-list origin
+        ("192.168.1.1", 1235, False),
+    ],
+)
+def test_guard_admits_public_allow_list_and_admitted_origins_only(
+    address: str, port: int, allowed: bool
+) -> None:
+    guard = NetworkGuard(["10.9.0.0/16", "192.168.1.1:1234", "intranet.example"])
+    guard.admit(ip("127.0.0.1"), 8089)
+    assert guard.is_allowed(ip(address), port) is allowed
+
+
+def test_allow_list_host_names_and_literals() -> None:
+    guard = NetworkGuard(["Intranet.Example.", " ", "[::1]:9000"])
+    assert guard.hosts == {"intranet.example"}
+    assert guard.origins == frozenset({(ip("::1"), 9000)})
+    assert guard.is_allowed_host("INTRANET.example")
+    guard.check_host("example.org", 80)  # names are the resolver's to check
+    with pytest.raises(AddressRefused, match=r"127\.0\.0\.1 port 80"):
+        guard.check_host("127.0.0.1", 80, "http://127.0.0.1/")
+
+
+class FakeResolver(AbstractResolver):
+    """A DNS that answers what the test says: a public-looking name re-pointed at 127.0.0.1."""
+
+    def __init__(self, answers: dict[str, list[str]]) -> None:
+        self.answers = answers
+        self.asked: list[str] = []
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        self.asked.append(host)
+        return [
+            ResolveResult(hostname=host, host=a, port=port, family=family, proto=0, flags=0)
+            for a in self.answers[host]
+        ]
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_a_rebound_name_is_refused_at_resolution() -> None:
+    dns = FakeResolver(
+        {
+            "rebind.example": ["127.0.0.1"],
+            "mixed.example": ["10.0.0.5", "93.184.216.34"],
+            "intranet.example": ["10.0.0.6"],
+        }
+    )
+    resolver = GuardedResolver(NetworkGuard(["intranet.example"]), dns)
+    with pytest.raises(AddressRefused, match=r"rebind.example \(127.0.0.1\) port 80"):
+        await resolver.resolve("rebind.example", 80)
+    # Only the allowed addresses are handed to the connector: it connects to what was checked.
+    mixed = await resolver.resolve("mixed.example", 443)
+    assert [r["host"] for r in mixed] == ["93.184.216.34"]
+    allowed_name = await resolver.resolve("intranet.example", 80)
+    assert [r["host"] for r in allowed_name] == ["10.0.0.6"]
+    assert dns.asked == ["rebind.example", "mixed.example", "intranet.example"]
+
+
+async def test_fetcher_refuses_private_hops_and_admits_the_origin(secret: Hits) -> None:
+    answers = {"/go": redirect(302, f"http://127.0.0.1:{secret.port}/x")}
+    home = Hits(answers)
+    async with serve(home.handle) as port:
+        guard = NetworkGuard()
+        await guard.admit_url(f"http://127.0.0.1:{port}/")
+        async with Fetcher(user_agent=UA, guard=guard) as fetcher:
+            assert (await fetcher.fetch(f"http://127.0.0.1:{port}/none")).status == 404
+            with pytest.raises(AddressRefused) as refused:
+                await fetcher.fetch(f"http://127.0.0.1:{port}/go")
+            with pytest.raises(AddressRefused):
+                await fetcher.fetch(f"http://localhost:{secret.port}/direct")
+    assert refused.value.url == f"http://127.0.0.1:{secret.port}/x"
+    assert (dict(home.hits), dict(secret.hits)) == ({"/none": 1, "/go": 1}, {})
+
+
+# -- crawls -------------------------------------------------------------------------------------
+
+
+async def crawl(settings: Any, seeds: list[str]) -> tuple[Engine, list[dict], Any]:
+    async with SqlStore(settings.database_url) as store:
+        await store.upgrade()
+        engine = Engine(settings, store, seeds)
+        await engine.run()
+        rows = list(store.iter_urls(engine.crawl_id))
+        domain = await store.get_domain(f"127.0.0.1:{seeds[0].split(':')[2].split('/')[0]}")
+    return engine, rows, domain
+
+
+async def test_a_robots_redirect_to_another_port_reads_nothing(
+    make_settings: SettingsFactory, secret: Hits
+) -> None:
+    target = f"http://127.0.0.1:{secret.port}/secret"
+    site = Hits(
+        {
+            "/robots.txt": redirect(302, target),
+            "/": html(),
+        }
+    )
+    async with serve(site.handle) as port:
+        # Even with the other port inside the scope, the guard alone keeps it out.
+        settings = make_settings(
+            crawl_allow_domains=[f"127.0.0.1:{secret.port}"], discovery_sitemaps=False
+        )
+        _, rows, domain = await crawl(settings, [f"http://127.0.0.1:{port}/"])
+    assert dict(secret.hits) == {}
+    assert dict(site.hits) == {"/robots.txt": 1, "/": 1}
+    assert (domain.robots_txt, domain.robots_status, domain.allowed) == (None, None, True)
+    assert [(r["url"], r["status"]) for r in rows] == [(f"http://127.0.0.1:{port}/", "completed")]
+
+
+async def test_a_robots_redirect_out_of_scope_is_refused_before_the_guard(
+    make_settings: SettingsFactory, secret: Hits
+) -> None:
+    target = f"http://127.0.0.1:{secret.port}/secret"
+    site = Hits({"/robots.txt": redirect(302, target)})
+    async with serve(site.handle) as port:
+        # The allow-list admits the other port: only the scope check stands in the way.
+        settings = make_settings(network_allow=["127.0.0.0/8"])
+        await crawl(settings, [f"http://127.0.0.1:{port}/"])
+    assert dict(secret.hits) == {}
+
+
+async def test_a_seed_admits_its_origin_not_its_address(
+    make_settings: SettingsFactory, secret: Hits
+) -> None:
+    other = f"http://127.0.0.1:{secret.port}"
+    links = f'<a href="{other}/linked">l</a><a href="/away">r</a>'
+    site = Hits(
+        {
+            "/": html(links),
+            "/away": redirect(301, f"{other}/redirected"),
+        }
+    )
+    async with serve(site.handle) as port:
+        settings = make_settings(
+            crawl_allow_domains=[f"127.0.0.1:{secret.port}"], discovery_sitemaps=False
+        )
+        _, rows, _ = await crawl(settings, [f"http://127.0.0.1:{port}/"])
+    assert dict(secret.hits) == {}
+    outcome = {r["url"].removeprefix(f"http://127.0.0.1:{port}"): r["status"] for r in rows}
+    assert outcome[f"{other}/linked"] == "failed"
+    assert outcome["/away"] == "failed"
+    errors = {r["url"]: r["error_class"] for r in rows if r["status"] == "failed"}
+    assert errors == {
+        f"{other}/linked": "AddressRefused",
+        f"http://127.0.0.1:{port}/away": "AddressRefused",
+    }
+
+
+async def test_the_allow_list_admits_what_a_seed_links_to(
+    make_settings: SettingsFactory, secret: Hits
+) -> None:
+    other = f"http://127.0.0.1:{secret.port}"
+    site = Hits({"/": html(f'<a href="{other}/ok">l</a>')})
+    async with serve(site.handle) as port:
+        settings = make_settings(
+            crawl_allow_domains=[f"127.0.0.1:{secret.port}"],
+            network_allow=[f"127.0.0.1:{secret.port}"],
+        )
+        await crawl(settings, [f"http://127.0.0.1:{port}/"])
+    assert secret.hits["/ok"] == 1
+
+
+# -- patterns -----------------------------------------------------------------------------------
+
+
+def test_a_catastrophic_pattern_matches_in_linear_time() -> None:
+    # With Python's re this search backtracks for longer than the test's timeout.
+    scope = Scope(["http://example.org/"], include=["(.*.*)*X"])
+    assert scope.check("http://example.org/" + "a" * 50_000) == "not_included"
+    assert scope.check("http://example.org/" + "a" * 50_000 + "X") is None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "limit", "reason"),
+    [
+        (r"(a)\1", 100, "invalid escape sequence: \\1"),
+        (r"(?=x)", 100, "invalid perl operator: (?="),
+        ("a" * 101, 100, "101 characters, longer than the limit (100)"),
+    ],
+)
+def test_patterns_re2_cannot_take_are_refused(pattern: str, limit: int, reason: str) -> None:
+    with pytest.raises(PatternError) as refused:
+        compile_pattern(pattern, limit)
+    assert refused.value.reason == reason
+
+
+def test_settings_bound_pattern_length(make_settings: SettingsFactory) -> None:
+    from harvestman.config import load_settings
+    from harvestman.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="longer than pattern_max_length"):
+        load_settings(crawl_include=["a" * 20], pattern_max_length=10)
+    assert make_settings(api_allow_networks=["10.0.0.0/8"]).network_allow == ["10.0.0.0/8"]
+
+
+# -- the renderer -------------------------------------------------------------------------------
+
+
+async def test_the_renderer_asks_the_guard_for_every_request() -> None:
+    guard = NetworkGuard()
+    guard.admit(ip("127.0.0.1"), 8089)
+    renderer = Renderer(user_agent=UA, guard=guard)
+    assert await renderer.is_refused("http://127.0.0.1:8089/app.js") is False
+    assert await renderer.is_refused("http://127.0.0.1:6379/") is True
+    assert await renderer.is_refused("http://[::1]:8089/") is True
+    assert await renderer.is_refused("data:text/plain,hi") is False
+
+
+async def test_seeds_admit_literal_and_localhost_origins_but_not_dns_answers() -> None:
+    guard = NetworkGuard()
+    await guard.admit_url("http://127.0.0.1:8089/")
+    await guard.admit_url("http://localhost:8090/")
+    await guard.admit_url("http://[::1]:8091/x")
+    # A name's answer at crawl start could be a rebinding attacker's: it admits nothing.
+    await guard.admit_url("http://rebind.invalid:8092/")
+    assert {(str(a), p) for a, p in guard.origins} >= {
+        ("127.0.0.1", 8089),
+        ("127.0.0.1", 8090),
+        ("::1", 8091),
+    }
+    assert {p for _, p in guard.origins} == {8089, 8090, 8091}
+
+
+SCRIPTED = (
+    "<html><head><title>App</title><script src='{other}/lib.js'></script></head><body>"
+    "<p id=p>waiting</p><script>fetch('{other}/api').then(() => 0, () => 0);"
+    "document.getElementById('p').textContent = 'drawn';</script></body></html>"
+)
+
+
+async def test_the_browser_reaches_only_what_the_guard_allows(secret: Hits) -> None:
+    from harvestman.render import renderer_unavailable
+
+    browser = "/usr/bin/chromium"
+    if renderer_unavailable(browser) is not None:
+        pytest.skip(f"rendering needs Chromium and Playwright: {renderer_unavailable(browser)}")
+    other = f"http://127.0.0.1:{secret.port}"
+    site = Hits(
+        {"/": lambda: web.Response(text=SCRIPTED.format(other=other), content_type="text/html")}
+    )
+    async with serve(site.handle) as port:
+        guarded = NetworkGuard()
+        guarded.admit(ip("127.0.0.1"), port)
+        open_to_both = NetworkGuard([f"127.0.0.1:{port}", f"127.0.0.1:{secret.port}"])
+        for guard in (guarded, open_to_both):
+            renderer = Renderer(browser=browser, user_agent=UA, settle=0.5, guard=guard)
+            try:
+                rendered = await renderer.render(f"http://127.0.0.1:{port}/")
+            finally:
+                await renderer.close()
+            assert b"drawn" in rendered.html
+            if guard is guarded:
+                assert dict(secret.hits) == {}
+    # The same page with the other port allowed does reach it: the refusal above was the guard's.
+    assert set(secret.hits) == {"/lib.js", "/api"}
+    assert site.hits["/"] == 2
