@@ -276,14 +276,14 @@ async def test_a_breaker_opened_by_one_worker_holds_for_the_others(
     tmp_path: Path, redis_url: str, make_settings: object
 ) -> None:
     from harvestman.coord.redis import RedisCoordinator
-    from harvestman.engine import Engine
+    from harvestman.crawl import Crawler
     from harvestman.resilience import BreakerState
 
     settings = make_settings()  # type: ignore[operator]
     prefix = f"test-{uuid.uuid4().hex[:8]}"
     async with SqlStore(settings.database_url) as store:
         await store.upgrade()
-        engines = [Engine(settings, store) for _ in range(2)]
+        engines = [Crawler(settings, store) for _ in range(2)]
         coordinators = [RedisCoordinator(redis_url, store, prefix=prefix) for _ in engines]
         for engine, coordinator in zip(engines, coordinators, strict=True):
             engine.coordinator = coordinator

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, func, inspect, select
 
 from conftest import SettingsFactory
 from harvestman.api.queries import timeseries
-from harvestman.engine import Engine as CrawlEngine
+from harvestman.crawl import Crawler as CrawlEngine
 from harvestman.lifecycle import RetentionRules, apply_retention
 from harvestman.lifecycle.batches import write_transaction
 from harvestman.records import CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus

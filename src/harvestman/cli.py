@@ -220,8 +220,8 @@ def _run(coro: Any) -> Any:
 async def _crawl(settings: Settings, seeds: list[str], output: Path | None, live: bool) -> int:
     import asyncio
 
+    from harvestman.crawl import Crawler
     from harvestman.display import CrawlProgress, summary_table
-    from harvestman.engine import Engine
     from harvestman.export import page_summary
     from harvestman.store import SqlStore
 
@@ -239,7 +239,7 @@ async def _crawl(settings: Settings, seeds: list[str], output: Path | None, live
                     if line is not None:
                         out.write(line)
 
-        engine = Engine(settings, store, seeds, on_pages=write_pages)
+        engine = Crawler(settings, store, seeds, on_pages=write_pages)
         for seed, reason in engine.rejected_seeds:
             err.print(f"[yellow]skipped seed[/yellow] {seed!r}: {reason}")
         crawl_id = await store.find_crawl(settings.crawl_name)
@@ -340,12 +340,12 @@ def _coordinator(settings: Settings, store: SqlStore, worker_id: str) -> Any:
 async def _work(settings: Settings, exit_when_done: bool) -> int:
     import asyncio
 
-    from harvestman.engine import Engine
+    from harvestman.crawl import Crawler
     from harvestman.store import SqlStore
 
     async with SqlStore(settings.database_url) as store:
         await store.check_schema()  # a worker never migrates: that is `harvestman db upgrade`
-        engine = Engine(settings, store, worker_mode=True, exit_when_done=exit_when_done)
+        engine = Crawler(settings, store, worker_mode=True, exit_when_done=exit_when_done)
         coordinator = _coordinator(settings, store, engine.worker_id)
         engine.coordinator = coordinator
         loop = asyncio.get_running_loop()
@@ -610,7 +610,7 @@ def export(
 
 def _export_warc(store: SqlStore, crawl_id: int, settings: Settings, output: Path | None) -> int:
     from harvestman.archive import RawArchive, export_warc
-    from harvestman.engine import raw_blobs
+    from harvestman.crawl import raw_blobs
 
     if output is None:
         raise ConfigError("--format warc needs --output FILE (.warc or .warc.gz)")
