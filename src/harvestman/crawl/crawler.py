@@ -162,7 +162,7 @@ class Crawler:
         writer = wiring.writer
         hosts = wiring.host_slots(frontier, self.coordinator)
         await frontier.start()
-        watchdog = self._watchdog = wiring.watchdog(
+        watchdog = self._watchdog = liveness.watchdog(
             lambda: not frontier.is_finished(), self._running.clear, self._running.set
         )
         writer.touch = watchdog.touch

@@ -1,4 +1,5 @@
-"""Liveness: this worker's heartbeat, the leases it extends, and the leases of dead workers.
+"""Liveness: this worker's heartbeat, the leases it extends, the leases of dead workers, and
+the watchdog that notices a crawl that stopped moving.
 
 Dead: a heartbeat older than the timeout, or a process on this machine that is gone. Their
 leases return at once; expired leases of anyone return with the sweep.
@@ -7,18 +8,30 @@ leases return at once; expired leases of anyone return with the sweep.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 from harvestman.coord import Coordinator, WorkerStatus
 from harvestman.crawl.run import CrawlRun
 from harvestman.errors import StoreError
+from harvestman.resilience import StallWatchdog, network_check
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WatchdogLimits:
+    """When the watchdog checks (see :class:`harvestman.resilience.StallWatchdog`)."""
+
+    check_url: str | None  # None: the network state is unknown (never down)
+    stall_seconds: float
+    check_interval: float
+    network_retry: float
 
 
 class Liveness:
@@ -38,6 +51,7 @@ class Liveness:
         heartbeat_timeout: float,
         lease_seconds: float,
         sweep_interval: float,
+        watchdog: WatchdogLimits,
     ) -> None:
         self.run = run
         self.worker_id = worker_id
@@ -46,8 +60,31 @@ class Liveness:
         self.heartbeat_timeout = heartbeat_timeout
         self.lease_seconds = lease_seconds
         self.sweep_interval = sweep_interval
+        self.limits = watchdog
         self.on_beat: list[Callable[[Coordinator], Awaitable[None]]] = []
         self.on_sweep: list[Callable[[], Awaitable[None]]] = []
+
+    def watchdog(
+        self,
+        has_pending_work: Callable[[], bool],
+        pause: Callable[[], None],
+        resume: Callable[[], None],
+    ) -> StallWatchdog:
+        """The crawl's watchdog: pauses it while the network is down; raises
+        ``StoreUnavailable`` when the store stays gone."""
+        store, limits = self.run.store, self.limits
+        return StallWatchdog(
+            has_pending_work=has_pending_work,
+            check_store=store.check,
+            reconnect_store=store.reconnect,
+            check_network=functools.partial(network_check, limits.check_url, 10.0),
+            pause=pause,
+            resume=resume,
+            stall_seconds=limits.stall_seconds,
+            check_interval=limits.check_interval,
+            network_retry=limits.network_retry,
+            clock=self.run.clock,
+        )
 
     async def register(self, now: float) -> None:
         await self.run.store.register_worker(self.worker_id, socket.gethostname(), os.getpid(), now)

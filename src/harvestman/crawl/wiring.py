@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -41,7 +40,7 @@ from harvestman.crawl.fetching import PageFetcher, ProxiedFetcher, RedirectCheck
 from harvestman.crawl.gates import BreakerGate, Gate, HealthObserver, RobotsGate, sitemap_queue
 from harvestman.crawl.handler import RequestHandler
 from harvestman.crawl.hosts import HostSlots
-from harvestman.crawl.liveness import Liveness
+from harvestman.crawl.liveness import Liveness, WatchdogLimits
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.pages import ListingReader, PagePipeline
 from harvestman.crawl.run import CrawlRun
@@ -58,7 +57,6 @@ from harvestman.crawl.writer import BatchWriter, PagesCallback
 from harvestman.fetch import Fetcher, RetryPolicy
 from harvestman.frontier import Frontier
 from harvestman.proxies import DomainProxyLimiter, ProxyPool
-from harvestman.resilience import StallWatchdog, network_check
 from harvestman.robots_cache import RobotsCache
 from harvestman.stats import StatsHistory
 from harvestman.urls import Scope, UrlNormalizer
@@ -276,31 +274,17 @@ class Wiring:
             heartbeat_timeout=settings.worker_heartbeat_timeout,
             lease_seconds=settings.frontier_lease_seconds,
             sweep_interval=settings.frontier_sweep_interval,
+            watchdog=WatchdogLimits(
+                settings.watchdog_check_url,
+                settings.watchdog_stall_seconds,
+                settings.watchdog_check_interval,
+                settings.watchdog_network_retry,
+            ),
         )
         if self.breaker is not None:
             liveness.on_beat.append(self.breaker.sync)
         liveness.on_sweep.append(self.session.save)
         return liveness
-
-    def watchdog(
-        self,
-        has_pending_work: Callable[[], bool],
-        pause: Callable[[], None],
-        resume: Callable[[], None],
-    ) -> StallWatchdog:
-        settings, store = self.settings, self.run.store
-        return StallWatchdog(
-            has_pending_work=has_pending_work,
-            check_store=store.check,
-            reconnect_store=store.reconnect,
-            check_network=functools.partial(network_check, settings.watchdog_check_url, 10.0),
-            pause=pause,
-            resume=resume,
-            stall_seconds=settings.watchdog_stall_seconds,
-            check_interval=settings.watchdog_check_interval,
-            network_retry=settings.watchdog_network_retry,
-            clock=self.run.clock,
-        )
 
 
 def raw_blobs(settings: Settings) -> LocalBlobs | S3Blobs:
