@@ -89,6 +89,24 @@ async def test_an_empty_page_is_parsed_and_judged_too_small(tmp_path: Path, body
     )  # fmt: skip
 
 
+async def test_a_204_has_no_content_to_judge(tmp_path: Path) -> None:
+    async with crawl_parts(tmp_path, [ROOT]) as parts:
+        pipeline = PagePipeline(
+            [validate_step(parts)], parts.outcomes,
+            ListingReader(parts.discovery, parts.outcomes, max_depth=1, max_urls=10,
+                          max_bytes=1000, feed_poll_interval=60.0),
+            UrlNormalizer(), max_links=100, parse_empty=True, count=parts.run.stats.inc,
+        )  # fmt: skip
+
+        outcome, _ = pipeline.handle(request_for(ROOT), html_response(ROOT, b"", status=204))
+
+    assert outcome.page is not None
+    assert (outcome.status, outcome.error_class, outcome.page.validation_status) == (
+        UrlStatus.COMPLETED, None, None
+    )  # fmt: skip
+    assert parts.run.stats["parse/pages"] == 0
+
+
 async def test_feeds_become_feed_rows_before_the_link_step_sees_them_as_pages(
     tmp_path: Path,
 ) -> None:

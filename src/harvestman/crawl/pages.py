@@ -98,6 +98,11 @@ class PagePipeline:
         self.parse_empty = parse_empty
         self.count = count
 
+    def _judges_empty(self, result: FetchResult) -> bool:
+        """An empty page is judged (too small) when validation is on; 204 and 205 have no
+        content by definition."""
+        return self.parse_empty and result.status not in (204, 205)
+
     def handle(self, request: CrawlRequest, result: FetchResult) -> tuple[Outcome, list[NewUrl]]:
         """The outcome of a response below 400 and the URLs it revealed."""
         outcomes = self.outcomes
@@ -114,7 +119,7 @@ class PagePipeline:
         if request.kind != "page":
             return self.listings.read(request, result)
         record = outcomes.page_record(request, result)
-        if not (result.is_html and (result.body or self.parse_empty)):
+        if not (result.is_html and (result.body or self._judges_empty(result))):
             return outcomes.completed(request, result, record, outcomes.visited_ttl), []
         page = parse_html(
             result.body,
