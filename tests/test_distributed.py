@@ -294,14 +294,17 @@ async def test_a_breaker_opened_by_one_worker_holds_for_the_others(
             for _ in range(5):
                 first.breakers.record("flaky.test", success=False)
             assert first.breakers.state("flaky.test") is BreakerState.OPEN
-            await first._sync_breakers()
-            await second._sync_breakers()
+            first_gate, second_gate = first.wiring.breaker, second.wiring.breaker
+            assert first_gate is not None
+            assert second_gate is not None
+            await first_gate.sync(coordinators[0])
+            await second_gate.sync(coordinators[1])
             assert second.breakers.state("flaky.test") is BreakerState.OPEN
             assert not second.breakers.allow("flaky.test")
 
             first.breakers.reset("flaky.test")  # closed again: the news is shared too
-            first._breaker_changes["flaky.test"] = BreakerState.CLOSED
-            await first._sync_breakers()
+            first_gate.changes["flaky.test"] = BreakerState.CLOSED
+            await first_gate.sync(coordinators[0])
             assert await coordinators[0].get_breakers() == {}
         finally:
             await coordinators[0].redis.delete(f"{prefix}:breakers")
