@@ -170,3 +170,41 @@ async def test_stored_text_is_cut_at_its_limit(tmp_path: Path) -> None:
         StoreTextStep(max_chars=20).run(work)
 
     assert work.record.text == "A sentence of a real"
+
+
+def listing_reader(parts: Parts) -> ListingReader:
+    return ListingReader(parts.discovery, parts.outcomes, max_depth=2, max_urls=100,
+                         max_bytes=100_000, feed_poll_interval=60.0)  # fmt: skip
+
+
+async def test_a_feed_queues_its_items_and_is_due_again_after_its_poll_interval(
+    tmp_path: Path,
+) -> None:
+    rss = (
+        "<?xml version='1.0'?><rss version='2.0'><channel><title>t</title>"
+        f"<item><link>{ROOT}posts/1.html</link></item><item><link>{ROOT}posts/2.html</link>"
+        "</item><item><link>http://elsewhere.example/x</link></item></channel></rss>"
+    )
+    async with crawl_parts(tmp_path, [ROOT]) as parts:
+        feed = ROOT + "feed.xml"
+        result = html_response(feed, rss)
+
+        outcome, rows = listing_reader(parts).read(request_for(feed, kind="feed"), result)
+
+    assert [(row.url, row.kind, row.depth) for row in rows] == [
+        (ROOT + "posts/1.html", "page", 1),
+        (ROOT + "posts/2.html", "page", 1),
+    ]
+    assert (outcome.status, outcome.next_crawl_at) == (UrlStatus.COMPLETED, 1060.0)
+
+
+async def test_a_listing_that_is_not_one_fails_as_listing_invalid(tmp_path: Path) -> None:
+    async with crawl_parts(tmp_path, [ROOT]) as parts:
+        sitemap = ROOT + "sitemap.xml"
+        result = html_response(sitemap, "<html><body>not a sitemap</body></html>")
+
+        outcome, rows = listing_reader(parts).read(request_for(sitemap, kind="sitemap"), result)
+
+    assert (outcome.status, outcome.error_class, rows) == (UrlStatus.FAILED, "ListingInvalid", [])
+    assert outcome.next_crawl_at == 2000.0  # a sitemap: again after the visited TTL
+    assert parts.run.stats["sitemap/invalid"] == 1
