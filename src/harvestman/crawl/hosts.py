@@ -52,14 +52,16 @@ class HostSlots:
     ) -> None:
         """The request is done with its host (``fetched``: a request went out)."""
         self.frontier.release(request, fetched=fetched, not_before=not_before)
-        await self._release_token(request, fetched, not_before)
+        if self.tokens:  # a shared host gate was taken (no await on the local path)
+            await self._release_token(request, fetched, not_before)
 
     async def requeue(
         self, request: CrawlRequest, not_before: float = 0.0, *, fetched: bool = False
     ) -> None:
         """The request goes back to the frontier's buffer, not before ``not_before``."""
         self.frontier.requeue(request, not_before=not_before)
-        await self._release_token(request, fetched, not_before)
+        if self.tokens:
+            await self._release_token(request, fetched, not_before)
 
     async def _release_token(self, request: CrawlRequest, fetched: bool, not_before: float) -> None:
         token = self.tokens.pop(request.id, None)
