@@ -147,7 +147,7 @@ class Discoveries:
     ``NEW_PER_HOST`` new paths of the page's host (so two workers sometimes find the same new URL
     at the same time, as on a real site). The in-process seen set drops repeats; with a
     coordinator, Redis' shared seen set drops what any worker has stored, and what is stored is
-    marked seen after ``record`` (``Engine._flush`` does the same).
+    marked seen after ``record`` (``BatchWriter.flush`` does the same).
     """
 
     def __init__(
@@ -270,7 +270,7 @@ class Worker:
                 try:
                     await self.store.record(job.crawl_id, outcomes, links, now)
                     break
-                except StoreError as exc:  # retried as Engine._flush retries it
+                except StoreError as exc:  # retried as BatchWriter.flush retries it
                     figures.retries.append(str(exc).splitlines()[0][:100])
                     if attempt >= MAX_RETRIES:
                         raise

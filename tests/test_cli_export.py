@@ -17,7 +17,7 @@ from harvestman.archive import location as archive_location
 from harvestman.archive.location import open_blobs
 from harvestman.cli import app
 from harvestman.config import Settings
-from harvestman.engine import Engine
+from harvestman.crawl import Crawler
 from harvestman.store import SqlStore
 from test_archive import make_s3, s3_endpoint  # noqa: F401  (the moto server fixture)
 
@@ -40,7 +40,7 @@ def crawl(settings: Settings) -> str:
     async def run() -> str:
         async with serve(two_pages) as port, SqlStore(settings.database_url) as store:
             await store.upgrade()
-            await Engine(settings, store, [f"http://127.0.0.1:{port}/"]).run()
+            await Crawler(settings, store, [f"http://127.0.0.1:{port}/"]).run()
         return f"http://127.0.0.1:{port}"
 
     return asyncio.run(run())

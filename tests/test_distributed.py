@@ -276,14 +276,14 @@ async def test_a_breaker_opened_by_one_worker_holds_for_the_others(
     tmp_path: Path, redis_url: str, make_settings: object
 ) -> None:
     from harvestman.coord.redis import RedisCoordinator
-    from harvestman.engine import Engine
+    from harvestman.crawl import Crawler
     from harvestman.resilience import BreakerState
 
     settings = make_settings()  # type: ignore[operator]
     prefix = f"test-{uuid.uuid4().hex[:8]}"
     async with SqlStore(settings.database_url) as store:
         await store.upgrade()
-        engines = [Engine(settings, store) for _ in range(2)]
+        engines = [Crawler(settings, store) for _ in range(2)]
         coordinators = [RedisCoordinator(redis_url, store, prefix=prefix) for _ in engines]
         for engine, coordinator in zip(engines, coordinators, strict=True):
             engine.coordinator = coordinator
@@ -294,14 +294,17 @@ async def test_a_breaker_opened_by_one_worker_holds_for_the_others(
             for _ in range(5):
                 first.breakers.record("flaky.test", success=False)
             assert first.breakers.state("flaky.test") is BreakerState.OPEN
-            await first._sync_breakers()
-            await second._sync_breakers()
+            first_gate, second_gate = first.wiring.breaker, second.wiring.breaker
+            assert first_gate is not None
+            assert second_gate is not None
+            await first_gate.sync(coordinators[0])
+            await second_gate.sync(coordinators[1])
             assert second.breakers.state("flaky.test") is BreakerState.OPEN
             assert not second.breakers.allow("flaky.test")
 
             first.breakers.reset("flaky.test")  # closed again: the news is shared too
-            first._breaker_changes["flaky.test"] = BreakerState.CLOSED
-            await first._sync_breakers()
+            first_gate.changes["flaky.test"] = BreakerState.CLOSED
+            await first_gate.sync(coordinators[0])
             assert await coordinators[0].get_breakers() == {}
         finally:
             await coordinators[0].redis.delete(f"{prefix}:breakers")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
 
 import pytest
 
 from conftest import SettingsFactory
-from harvestman.engine import Engine
+from harvestman.crawl import Crawler
 from harvestman.store import SqlStore
+from support.crawling import crawl
 from testsite import (
     EXPECTED,
     EXPECTED_DEPTHS,
@@ -26,16 +26,6 @@ from testsite import (
 def relative(site: TestSite, url: str) -> str:
     assert url.startswith(site.base), url
     return "/" + url[len(site.base) :].lstrip("/")
-
-
-async def crawl(settings: Any, seeds: list[str]) -> tuple[Engine, list[dict], list[dict]]:
-    async with SqlStore(settings.database_url) as store:
-        await store.upgrade()
-        engine = Engine(settings, store, seeds)
-        await engine.run()
-        rows = list(store.iter_urls(engine.crawl_id))
-        pages = list(store.iter_pages(engine.crawl_id))
-    return engine, rows, pages
 
 
 def by_status(site: TestSite, rows: list[dict], kind: str = "page") -> dict[str, set[str]]:
@@ -158,7 +148,7 @@ async def test_bad_seeds_are_reported_and_good_ones_crawled(
     settings = make_settings(crawl_max_depth=0)
     async with SqlStore(settings.database_url) as store:
         await store.upgrade()
-        engine = Engine(settings, store, ["mailto:x@example.com", "http://", site.url("/")])
+        engine = Crawler(settings, store, ["mailto:x@example.com", "http://", site.url("/")])
         await engine.run()
     assert engine.rejected_seeds == [("mailto:x@example.com", "scheme"), ("http://", "no_host")]
     assert engine.stats["fetch/pages"] == 1
@@ -180,7 +170,14 @@ async def test_garbage_pages_are_recorded_with_their_reasons_and_good_short_page
     kept = next(p for p in pages if p["url"] == site.url("/private/open.html"))
     assert kept["title"] == "Open private page"
     rejected = [p for p in pages if p["validation_status"] != "ok"]
-    assert all(p["title"] is None and p["content_hash"] is None for p in rejected)
+    # Content is held back from every rejected page; a soft one keeps what names it.
+    assert all(p["content_hash"] is None and p["text"] is None for p in rejected)
+    titles = {relative(site, p["url"]): p["title"] for p in rejected}
+    assert titles == {
+        "/garbage/enable-js.html": "App",
+        "/garbage/denied.html": None,
+        "/garbage/shell.html": "x",
+    }
     states = {relative(site, r["url"]): (r["status"], r["error_class"]) for r in rows}
     # The host that said "access denied" cooled down and was asked once more, then given up.
     assert states["/garbage/denied.html"] == ("failed", "ContentRejected")

@@ -11,8 +11,7 @@ import pytest
 from aiohttp import web
 
 from conftest import SettingsFactory, serve
-from harvestman.engine import Engine
-from harvestman.store import SqlStore
+from support.crawling import crawl
 
 LAST_PAGE = 5
 TODAY = datetime.date.today()
@@ -65,14 +64,6 @@ async def news() -> AsyncIterator[NewsSite]:
         yield site
 
 
-async def crawl(settings: object, seed: str) -> Engine:
-    async with SqlStore(settings.database_url) as store:  # type: ignore[attr-defined]
-        await store.upgrade()
-        engine = Engine(settings, store, [seed])  # type: ignore[arg-type]
-        await engine.run()
-    return engine
-
-
 async def test_a_paginated_listing_is_followed_to_its_end_and_one_page_beyond_once(
     news: NewsSite, make_settings: SettingsFactory
 ) -> None:
@@ -99,7 +90,7 @@ async def test_date_archives_learnt_from_seen_urls_find_unlinked_pages(
     news: NewsSite, make_settings: SettingsFactory
 ) -> None:
     settings = make_settings(discovery_archives=True, crawl_max_depth=10)
-    engine = await crawl(settings, f"http://127.0.0.1:{news.port}/")
+    engine = (await crawl(settings, f"http://127.0.0.1:{news.port}/")).crawler
 
     assert news.hits[MONTH] == 1
     assert news.hits[f"{MONTH}hidden.html"] == 1

@@ -6,7 +6,7 @@ import csv
 import io
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +17,11 @@ from conftest import SettingsFactory
 from couriersite import ARTICLES, HEADLINE, Courier, rows, running_courier
 from harvestman.config import Settings
 from harvestman.display import render_report
-from harvestman.engine import Engine
 from harvestman.export import export_pages
 from harvestman.lifecycle import replay
 from harvestman.store import SqlStore
 from siteparsers import write_distribution
+from support.crawling import crawl
 from test_engine_yield import run_cli
 
 DAY = 86400.0
@@ -42,16 +42,6 @@ def courier_settings(make_settings: SettingsFactory, **overrides: Any) -> Settin
         "parsers": [COURIER],
     }
     return make_settings(**{**values, **overrides})
-
-
-async def crawl(
-    settings: Settings, seeds: list[str], clock: Callable[[], float] = time.time
-) -> Engine:
-    async with SqlStore(settings.database_url) as store:
-        await store.upgrade()
-        engine = Engine(settings, store, seeds, clock=clock)
-        await engine.run()
-    return engine
 
 
 def stats_of(settings: Settings) -> list[dict[str, Any]]:
@@ -141,7 +131,7 @@ async def test_a_parser_installed_as_an_entry_point_runs_in_the_crawl(
     monkeypatch.syspath_prepend(str(plugins))
     settings = courier_settings(make_settings, parsers=[])
 
-    engine = await crawl(settings, [courier.root])
+    engine = (await crawl(settings, [courier.root])).crawler
 
     assert [parser.name for parser in engine.parsers.parsers] == ["courier-bylines"]  # type: ignore[union-attr]
     assert rows(
@@ -206,7 +196,7 @@ async def test_a_raising_parser_is_recorded_and_the_crawl_goes_on(
         make_settings, parsers=["siteparsers:LocalRaisingParser", COURIER, "nowhere:Parser"]
     )
 
-    engine = await crawl(settings, [courier.root])
+    engine = (await crawl(settings, [courier.root])).crawler
 
     assert rows(settings, "SELECT status, count(*) FROM urls GROUP BY status") == [("completed", 3)]
     failures = rows(

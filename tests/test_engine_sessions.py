@@ -11,10 +11,11 @@ import pytest
 from aiohttp import web
 
 from conftest import SettingsFactory, serve
-from harvestman.engine import Engine
+from harvestman.crawl import Crawler
 from harvestman.resilience import BreakerState
 from harvestman.store import SqlStore
 from proxyservers import HttpProxy, Socks5Server
+from support.crawling import crawl
 
 
 class Site:
@@ -65,14 +66,6 @@ async def site() -> AsyncIterator[Site]:
         yield state
 
 
-async def crawl(settings: object, seeds: list[str]) -> Engine:
-    async with SqlStore(settings.database_url) as store:  # type: ignore[attr-defined]
-        await store.upgrade()
-        engine = Engine(settings, store, seeds)  # type: ignore[arg-type]
-        await engine.run()
-    return engine
-
-
 def rows(settings: object, query: str) -> list[tuple]:
     path = settings.database_url.removeprefix("sqlite:///")  # type: ignore[attr-defined]
     with sqlite3.connect(path) as conn:
@@ -90,7 +83,7 @@ async def test_fetches_go_through_the_proxies_and_a_dead_one_is_taken_out(
             proxy_domain_rate=1000.0,
             crawl_max_depth=1,
         )
-        engine = await crawl(settings, [site.root])
+        engine = (await crawl(settings, [site.root])).crawler
 
     assert site.hits["/p/1"] == 1  # every page arrived exactly once, through the live proxies
     assert proxy.requests > 0
@@ -123,7 +116,9 @@ async def test_a_recrawl_sends_the_etag_and_a_304_counts_as_unchanged(
     await crawl(make_settings(crawl_max_depth=0, crawl_visited_ttl=0), [site.root])
     [(first_hash,)] = rows(make_settings(), "SELECT content_hash FROM urls WHERE depth = 0")
 
-    engine = await crawl(make_settings(crawl_max_depth=0, crawl_visited_ttl=0), [site.root])
+    engine = (
+        await crawl(make_settings(crawl_max_depth=0, crawl_visited_ttl=0), [site.root])
+    ).crawler
 
     assert site.conditional == [None, '"v1"']
     assert engine.stats["fetch/not_modified"] == 1
@@ -147,7 +142,7 @@ async def test_a_failing_host_opens_its_breaker_and_it_closes_after_recovery(
 
     async with SqlStore(settings.database_url) as store:
         await store.upgrade()
-        engine = Engine(settings, store, [site.root])
+        engine = Crawler(settings, store, [site.root])
         assert engine.breakers is not None
         report = engine.breakers.on_transition
 

@@ -14,8 +14,7 @@ from aiohttp import web
 from warcio.archiveiterator import ArchiveIterator
 
 from conftest import SettingsFactory, serve
-from harvestman.engine import Engine
-from harvestman.store import SqlStore
+from support.crawling import crawl
 from testsite import TestSite
 
 CLI = [sys.executable, "-m", "harvestman.cli"]
@@ -57,14 +56,6 @@ async def shop() -> AsyncIterator[Shop]:
     async with serve(state.handle) as port:
         state.port = port
         yield state
-
-
-async def crawl(settings: object, seeds: list[str]) -> Engine:
-    async with SqlStore(settings.database_url) as store:  # type: ignore[attr-defined]
-        await store.upgrade()
-        engine = Engine(settings, store, seeds)  # type: ignore[arg-type]
-        await engine.run()
-    return engine
 
 
 def query(settings: object, sql: str) -> list[tuple]:

@@ -13,7 +13,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from conftest import SettingsFactory, serve
-from harvestman.engine import Engine
+from harvestman.crawl import Crawler
 from harvestman.errors import AddressRefused, PatternError
 from harvestman.fetch import Fetcher
 from harvestman.guard import GuardedResolver, NetworkGuard
@@ -171,10 +171,10 @@ async def test_fetcher_refuses_private_hops_and_admits_the_origin(secret: Hits) 
 # -- crawls -------------------------------------------------------------------------------------
 
 
-async def crawl(settings: Any, seeds: list[str]) -> tuple[Engine, list[dict], Any]:
+async def crawl(settings: Any, seeds: list[str]) -> tuple[Crawler, list[dict], Any]:
     async with SqlStore(settings.database_url) as store:
         await store.upgrade()
-        engine = Engine(settings, store, seeds)
+        engine = Crawler(settings, store, seeds)
         await engine.run()
         rows = list(store.iter_urls(engine.crawl_id))
         domain = await store.get_domain(f"127.0.0.1:{seeds[0].split(':')[2].split('/')[0]}")

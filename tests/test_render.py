@@ -9,9 +9,8 @@ import pytest
 from aiohttp import web
 
 from conftest import IN_CI, SettingsFactory, serve
-from harvestman.engine import Engine
 from harvestman.render import Renderer, RenderError, renderer_unavailable
-from harvestman.store import SqlStore
+from support.crawling import crawl
 
 BROWSER = "/usr/bin/chromium"
 WHY_NOT = renderer_unavailable(BROWSER)
@@ -52,15 +51,6 @@ class App:
         return web.Response(status=404, text="not found")
 
 
-async def crawl(settings: Any, seeds: list[str]) -> tuple[Engine, dict[str, dict]]:
-    async with SqlStore(settings.database_url) as store:
-        await store.upgrade()
-        engine = Engine(settings, store, seeds)
-        await engine.run()
-        pages = {p["url"]: p for p in store.iter_pages(engine.crawl_id)}
-    return engine, pages
-
-
 def settings_for(make_settings: SettingsFactory, **overrides: Any) -> Any:
     values = {"render_enabled": True, "render_browser": BROWSER, "render_settle": 0.5}
     return make_settings(**{"discovery_sitemaps": False, **values, **overrides})
@@ -72,7 +62,8 @@ async def test_a_page_drawn_by_javascript_is_rendered_stored_and_its_links_follo
     app = App()
     async with serve(app.handle) as port:
         app.port = port
-        engine, pages = await crawl(settings_for(make_settings), [app.url("/")])
+        crawled = await crawl(settings_for(make_settings), [app.url("/")])
+        engine, pages = crawled.crawler, crawled.pages_by_url
 
     home = pages[app.url("/")]
     assert (home["validation_status"], home["rejection_reason"]) == ("ok", None)
@@ -91,7 +82,8 @@ async def test_a_page_still_empty_after_rendering_stays_needs_js(
     app = App()
     async with serve(app.handle) as port:
         app.port = port
-        engine, pages = await crawl(settings_for(make_settings), [app.url("/stuck.html")])
+        crawled = await crawl(settings_for(make_settings), [app.url("/stuck.html")])
+        engine, pages = crawled.crawler, crawled.pages_by_url
 
     stuck = pages[app.url("/stuck.html")]
     assert (stuck["validation_status"], stuck["rejection_reason"]) == ("soft", "needs_js")
@@ -106,7 +98,8 @@ async def test_without_the_renderer_the_page_is_recorded_as_needs_js(
     async with serve(app.handle) as port:
         app.port = port
         settings = settings_for(make_settings, render_browser="/nonexistent/chromium")
-        engine, pages = await crawl(settings, [app.url("/")])
+        crawled = await crawl(settings, [app.url("/")])
+        engine, pages = crawled.crawler, crawled.pages_by_url
 
     assert engine.renderer is None  # a browser that is not there: logged, and the crawl goes on
     home = pages[app.url("/")]

@@ -266,7 +266,8 @@ class Settings(BaseSettings):
     @field_validator("crawl_include", "crawl_exclude")
     @classmethod
     def _regexes_compile(cls, patterns: list[str]) -> list[str]:
-        from harvestman.patterns import PatternError, compile_pattern
+        from harvestman.errors import PatternError
+        from harvestman.patterns import compile_pattern
 
         for pattern in patterns:
             try:

@@ -13,13 +13,13 @@ from rich.table import Table
 from harvestman.records import CrawlCounts
 
 if TYPE_CHECKING:
-    from harvestman.engine import Engine
+    from harvestman.crawl import Crawler
 
 
 class CrawlProgress:
     """A live panel: pages, pages/s, frontier size, errors, robots denials, elapsed."""
 
-    def __init__(self, engine: Engine, console: Console, refresh: float = 0.5) -> None:
+    def __init__(self, engine: Crawler, console: Console, refresh: float = 0.5) -> None:
         self.engine = engine
         self.console = console
         self.refresh = refresh
@@ -74,7 +74,7 @@ class CrawlProgress:
         return table
 
 
-def summary_table(engine: Engine, counts: CrawlCounts) -> Group:
+def summary_table(engine: Crawler, counts: CrawlCounts) -> Group:
     """The end-of-crawl summary: this run's figures and the store's totals."""
     stats = engine.stats
     run = Table(title="this run", show_header=False, title_justify="left")

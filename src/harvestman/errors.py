@@ -2,35 +2,49 @@
 
 Third-party errors (aiohttp, asyncio, SQLAlchemy) are translated into these at the boundary
 where they occur, so a recorded failure always carries one of these stable class names
-(``error_class`` in the store is ``type(exc).__name__``)::
+(``error_class`` in the store is ``type(exc).__name__``) and the ``category`` its class names
+(``error_logs.category``; the category is in brackets)::
 
-    HarvestmanError
+    HarvestmanError                                                               [parse]
     ├── ConfigError                  a setting is missing or invalid (CLI exits with status 2)
     │   └── PatternError             a user URL pattern re2 cannot compile, or one too long
     ├── UrlError                     a URL is dropped; ``reason`` says why
     ├── FetchError                   a fetch did not produce a usable response
-    │   ├── NetworkError             connection refused/reset, DNS failure, TLS failure
-    │   │   └── FetchTimeout         the request exceeded its timeout
-    │   ├── TooManyRedirects         more hops than ``max_redirects``
-    │   ├── RedirectLoop             a hop returned to a URL already in the chain
-    │   ├── RedirectRefused          a hop left the scope or is denied by robots.txt
-    │   ├── AddressRefused           the network guard refused the address (private, not admitted)
-    │   ├── BodyTooLarge             the decompressed body passed ``max_page_size``
-    │   ├── ContentDecodingError     a corrupt gzip/deflate/brotli stream
-    │   └── HttpStatusError          a final response with a 4xx/5xx status
-    ├── RobotsDenied                 robots.txt disallows the URL
+    │   ├── NetworkError             connection refused/reset, DNS failure, TLS      [network]
+    │   │   └── FetchTimeout         the request exceeded its timeout                [network]
+    │   ├── TooManyRedirects         more hops than ``max_redirects``                   [http]
+    │   ├── RedirectLoop             a hop returned to a URL already in the chain       [http]
+    │   ├── RedirectRefused          a hop left the scope or is denied by robots.txt    [http]
+    │   ├── AddressRefused           the network guard refused the address              [http]
+    │   ├── BodyTooLarge             the decompressed body passed ``max_page_size``     [http]
+    │   ├── ContentDecodingError     a corrupt gzip/deflate/brotli stream            [network]
+    │   └── HttpStatusError          a final response with a 4xx/5xx status             [http]
+    ├── RobotsDenied                 robots.txt disallows the URL (a policy, not logged)[robots]
+    ├── RobotsUnavailable            robots.txt could not be read, so nothing is allowed
+    │                                                                             [validation]
+    ├── ContentRejected              validation judged the page garbage         [validation]
+    ├── ListingInvalid               a sitemap or feed yielded nothing usable          [parse]
     ├── QueryError                   a search query finds nothing by its form; ``reason`` says why
-    ├── UnstorableValue              a value its column cannot hold was cleared, cut or cleaned
-    └── StoreError                   the store failed or is unusable
+    ├── UnstorableValue              a value its column cannot hold was cleaned  [validation]
+    └── StoreError                   the store failed or is unusable                 [storage]
         ├── StoreRejected            the store refused one record; it was dead-lettered
-        └── SchemaOutdated           the database schema is behind the code
+        ├── StoreUnavailable         the store stays unusable; the process should exit
+        ├── SchemaOutdated           the database schema is behind the code
+        └── ArchiveError             (archive.raw) a raw body could not be kept or read
+
+Any other class (an internal error: a bug, recorded with its stack trace) is ``parse``.
 """
 
 from __future__ import annotations
 
 
 class HarvestmanError(Exception):
-    """Base of every error Harvestman raises on purpose."""
+    """Base of every error Harvestman raises on purpose.
+
+    ``category`` names the ``error_logs`` category of a recorded failure of this class.
+    """
+
+    category = "parse"
 
 
 class ConfigError(HarvestmanError):
@@ -79,6 +93,7 @@ class FetchError(HarvestmanError):
 
 
 class NetworkError(FetchError):
+    category = "network"
     retryable = True
 
 
@@ -87,15 +102,17 @@ class FetchTimeout(NetworkError):
 
 
 class TooManyRedirects(FetchError):
-    pass
+    category = "http"
 
 
 class RedirectLoop(FetchError):
-    pass
+    category = "http"
 
 
 class RedirectRefused(FetchError):
     """A redirect hop was refused; ``reason``: ``"out_of_scope"``, ``"robots"`` or a URL reason."""
+
+    category = "http"
 
     def __init__(self, message: str, url: str = "", reason: str = "") -> None:
         self.reason = reason
@@ -106,21 +123,25 @@ class AddressRefused(FetchError):
     """The network guard (:mod:`harvestman.guard`) refused every address of ``host``: private,
     loopback, link-local or reserved, and neither in the allow-list nor an admitted origin."""
 
+    category = "http"
+
     def __init__(self, message: str, url: str = "", host: str = "") -> None:
         self.host = host
         super().__init__(message, url)
 
 
 class BodyTooLarge(FetchError):
-    pass
+    category = "http"
 
 
 class ContentDecodingError(FetchError):
-    pass
+    category = "network"
 
 
 class HttpStatusError(FetchError):
     """A final response whose status is an error; 5xx and 429 are retryable."""
+
+    category = "http"
 
     def __init__(self, status: int, url: str = "", retry_after: float | None = None) -> None:
         self.status = status
@@ -133,7 +154,37 @@ class HttpStatusError(FetchError):
 
 
 class RobotsDenied(HarvestmanError):
-    pass
+    """robots.txt disallows the URL: the row is blocked (a policy, never an ``error_logs`` row)."""
+
+    category = "robots"
+
+    def __init__(self, message: str = "disallowed by robots.txt") -> None:
+        super().__init__(message)
+
+
+class RobotsUnavailable(HarvestmanError):
+    """robots.txt could not be read (after its retries): everything on the host is blocked."""
+
+    category = "validation"
+
+    def __init__(self, error: str) -> None:
+        super().__init__(f"robots.txt unavailable: {error}")
+
+
+class ContentRejected(HarvestmanError):
+    """Validation judged a page garbage: ``status`` (``soft``/``hard``) and ``reason``
+    (``too_small``, ``needs_js``, ...) as :class:`harvestman.validate.Verdict` says."""
+
+    category = "validation"
+
+    def __init__(self, status: str, reason: str, detail: str | None = None) -> None:
+        self.status = status
+        self.reason = reason
+        super().__init__(f"{status}: {reason}" + (f" ({detail})" if detail else ""))
+
+
+class ListingInvalid(HarvestmanError):
+    """A sitemap or feed that yielded no URL, only errors (or is not one at all)."""
 
 
 class QueryError(HarvestmanError, ValueError):
@@ -146,7 +197,7 @@ class QueryError(HarvestmanError, ValueError):
 
 
 class StoreError(HarvestmanError):
-    pass
+    category = "storage"
 
 
 STALL_EXIT_CODE = 75
@@ -171,19 +222,28 @@ class UnstorableValue(HarvestmanError, ValueError):
     """A value its column cannot hold: out of the column's range, longer than it, holding NUL.
     Recorded, not raised: the value is cleared, cut or cleaned before the write."""
 
-
-# Each recorded failure belongs to one category of ``error_logs``.
-_CATEGORIES = {
-    "network": ("NetworkError", "FetchTimeout", "ContentDecodingError"),
-    "http": ("HttpStatusError", "TooManyRedirects", "RedirectLoop", "RedirectRefused",
-             "BodyTooLarge", "AddressRefused"),
-    "validation": ("ContentRejected", "RobotsUnavailable", "UnstorableValue"),
-    "storage": ("StoreError", "SchemaOutdated", "StoreUnavailable", "ArchiveError",
-                "StoreRejected"),
-}  # fmt: skip
-_CATEGORY_OF = {name: category for category, names in _CATEGORIES.items() for name in names}
+    category = "validation"
 
 
 def error_category(error_class: str) -> str:
-    """network | http | parse | validation | storage (anything else a page yields: parse)."""
-    return _CATEGORY_OF.get(error_class, "parse")
+    """The ``error_logs`` category of a recorded ``error_class`` name: its class's ``category``
+    (network | http | validation | storage | parse; a name of no class here: parse).
+
+    >>> error_category("FetchTimeout"), error_category("ContentRejected"), error_category("X")
+    ('network', 'validation', 'parse')
+    """
+    category = _CATEGORY_OF.get(error_class)
+    if category is None:  # a class defined since (ArchiveError), or an internal error
+        _CATEGORY_OF.update(_categories(HarvestmanError))
+        category = _CATEGORY_OF.setdefault(error_class, HarvestmanError.category)
+    return category
+
+
+def _categories(cls: type[HarvestmanError]) -> dict[str, str]:
+    found = {cls.__name__: cls.category}
+    for sub in cls.__subclasses__():
+        found.update(_categories(sub))
+    return found
+
+
+_CATEGORY_OF: dict[str, str] = _categories(HarvestmanError)

@@ -657,7 +657,7 @@ class RetryPolicy:
         a Retry-After larger than that wins; capped at max_delay."""
         if attempt > self.max_retries:
             return None
-        wait = self.backoff_base * 2 ** (max(attempt, 1) - 1) * self._rng.uniform(0.8, 1.2)
+        wait: float = self.backoff_base * 2.0 ** (max(attempt, 1) - 1) * self._rng.uniform(0.8, 1.2)
         if retry_after is not None and retry_after > wait:
             wait = retry_after
         return min(wait, self.max_delay)

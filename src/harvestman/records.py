@@ -114,6 +114,37 @@ class Outcome:
     parser_runs: list[ParserRun] | None = None
     parse_failures: list[ParserFailure] | None = None
 
+    @classmethod
+    def failed(
+        cls,
+        request: CrawlRequest,
+        exc: BaseException,
+        next_crawl_at: float,
+        *,
+        status: UrlStatus = UrlStatus.FAILED,
+        attempts: int | None = None,
+        error: str | None = None,
+        page: PageRecord | None = None,
+        status_code: int | None = None,
+    ) -> Outcome:
+        """The outcome that records ``exc``: ``error_class`` is its class name (its category
+        follows from the class, see :mod:`harvestman.errors`), ``error`` its message unless
+        given. A ``page`` given carries the same class and message."""
+        error_class = type(exc).__name__
+        message = str(exc) if error is None else error
+        if page is not None:
+            page.error_class, page.error = error_class, message
+        return cls(
+            request=request,
+            status=status,
+            next_crawl_at=next_crawl_at,
+            attempts=request.attempts if attempts is None else attempts,
+            status_code=status_code,
+            error_class=error_class,
+            error=message,
+            page=page,
+        )
+
 
 @dataclass(slots=True)
 class DomainRecord:

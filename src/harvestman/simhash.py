@@ -98,7 +98,7 @@ def simhash64(text: str) -> int:
     """
     data = text.encode("utf-8", "surrogatepass")
     if _kernel is not None:
-        return _kernel(data)
+        return int(_kernel(data))
     return _simhash64_numpy(data)
 
 

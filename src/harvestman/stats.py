@@ -10,7 +10,10 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 
+from harvestman.errors import RobotsDenied
 from harvestman.records import NewUrl, Outcome, UrlStatus
+
+_ROBOTS_DENIED = RobotsDenied.__name__  # a policy, counted apart from errors
 
 MINUTE = 60.0  # the stats history's finest resolution (store.history: "minute")
 
@@ -92,7 +95,7 @@ class StatsHistory:
             if outcome.status is UrlStatus.FAILED:
                 counts["failed"] += 1
             error = outcome.error_class
-            if error == "RobotsDenied":
+            if error == _ROBOTS_DENIED:
                 counts["robots_denied"] += 1
             elif error is not None:
                 counts["errors"] += 1

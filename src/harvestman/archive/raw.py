@@ -206,7 +206,8 @@ class S3Blobs:
     def read(self, key: str) -> bytes:
         response = self._call("get_object", key, Bucket=self.bucket, Key=self.prefix + key)
         try:
-            return response["Body"].read()
+            body: bytes = response["Body"].read()
+            return body
         except Exception as exc:  # a dropped connection mid-body, from urllib3 or botocore
             raise ArchiveError(f"cannot read {key} from bucket {self.bucket}: {exc}") from exc
 

@@ -118,8 +118,8 @@ async def _crawl(
 ) -> int:
     import asyncio
 
+    from harvestman.crawl import Crawler
     from harvestman.display import CrawlProgress, summary_table
-    from harvestman.engine import Engine
     from harvestman.export import page_summary
 
     out = output.open("ab") if output else None
@@ -133,7 +133,7 @@ async def _crawl(
                     if line is not None:
                         out.write(line)
 
-        engine = Engine(settings, store, seeds, on_pages=write_pages)
+        engine = Crawler(settings, store, seeds, on_pages=write_pages)
         for seed, reason in engine.rejected_seeds:
             err.print(f"[yellow]skipped seed[/yellow] {seed!r}: {reason}")
         crawl_id = await store.find_crawl(settings.crawl_name)
@@ -223,11 +223,11 @@ def coordinator_for(settings: Settings, store: SqlStore, worker_id: str) -> Any:
 async def _work(settings: Settings, store: SqlStore, exit_when_done: bool) -> int:
     import asyncio
 
-    from harvestman.engine import Engine
+    from harvestman.crawl import Crawler
 
     async with store:
         await store.check_schema()  # a worker never migrates: that is `harvestman db upgrade`
-        engine = Engine(settings, store, worker_mode=True, exit_when_done=exit_when_done)
+        engine = Crawler(settings, store, worker_mode=True, exit_when_done=exit_when_done)
         coordinator = coordinator_for(settings, store, engine.worker_id)
         engine.coordinator = coordinator
         loop = asyncio.get_running_loop()

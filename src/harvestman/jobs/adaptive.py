@@ -37,7 +37,8 @@ def adaptive_interval(
     baseline: float, unchanged_count: int, cap: float = ADAPTIVE_MAX_INTERVAL
 ) -> float:
     """``baseline × 2^unchanged_count`` capped at ``cap``, but never below ``baseline``."""
-    return max(baseline, min(baseline * 2 ** min(unchanged_count, 62), cap))
+    grown: float = baseline * 2.0 ** min(unchanged_count, 62)
+    return max(baseline, min(grown, cap))
 
 
 def combined_hash(url_hashes: Mapping[str, str]) -> str | None:

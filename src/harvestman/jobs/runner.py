@@ -1,4 +1,4 @@
-"""Runs one execution of a job: the crawl Engine on the job's source, measured.
+"""Runs one execution of a job: the crawler on the job's source, measured.
 
 - **Settings for the source**: the service's settings with the source's namespace
   (``source-<id>``: the source's frontier and pages, kept across runs), its max depth (0: 3), crawl
@@ -12,7 +12,7 @@
   does meanwhile), the error and its stack trace when the crawl raised, and the SHA-256 of each
   start page's text for adaptive scheduling (a 304 counts as the content last stored).
 
-Log lines are captured by the scheduler's ``LogCapture`` around the call: every task the Engine
+Log lines are captured by the scheduler's ``LogCapture`` around the call: every task the crawler
 starts inherits the execution's context.
 """
 
@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harvestman.config import Settings
-from harvestman.engine import Engine
+from harvestman.crawl import Crawler
 from harvestman.errors import UrlError
 from harvestman.jobs.records import (
     DEEP_CRAWL_WARNING,
@@ -71,7 +71,7 @@ OPTION_SETTINGS: dict[str, str] = {
 
 def source_settings(settings: Settings, source: Source, *, fetched_before: int = 0) -> Settings:
     """``settings`` for a crawl of ``source``. ``max_pages`` is per run, so the budget counts
-    on from the fetches the namespace already holds (the Engine counts them all)."""
+    on from the fetches the namespace already holds (the crawler counts them all)."""
     if source.max_depth > DEEP_CRAWL_WARNING:
         log.warning(
             "source %r: max depth %d is above %d, the crawl may grow very large",
@@ -136,7 +136,7 @@ def _rss_bytes() -> int:
 
 
 class EngineRunner:
-    """Runs executions with the crawl ``Engine`` on ``store`` (the crawl store: the same
+    """Runs executions with the ``Crawler`` on ``store`` (the crawl store: the same
     database as the jobs' tables, or another)."""
 
     def __init__(
@@ -145,7 +145,7 @@ class EngineRunner:
         store: SqlStore,
         *,
         clock: Callable[[], float] = time.time,
-        engine_factory: Callable[..., Engine] = Engine,
+        engine_factory: Callable[..., Crawler] = Crawler,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -168,7 +168,7 @@ class EngineRunner:
                 # Start URLs fetched before become pending again now (in-progress ones are
                 # leased by a crawl still running and are left to it).
                 await self.start_pages.make_due(crawl_id, list(start), self.clock())
-                # Counted after the start pages are due again, as the Engine counts.
+                # Counted after the start pages are due again, as the crawler counts.
                 before = (await self.store.counts(crawl_id)).fetched
                 settings = source_settings(self.settings, source, fetched_before=before)
 
@@ -210,7 +210,7 @@ class EngineRunner:
         return result
 
     def _normalized(self, seeds: Sequence[str]) -> list[str]:
-        """The seeds as the Engine will normalize them (invalid ones it reports itself)."""
+        """The seeds as the crawler will normalize them (invalid ones it reports itself)."""
         normalizer = UrlNormalizer(self.settings.url_tracking_params, self.settings.url_max_length)
         normalized = []
         for seed in seeds:
@@ -238,6 +238,6 @@ class EngineRunner:
         return hashes
 
 
-async def _stop_on(stop: asyncio.Event, engine: Engine) -> None:
+async def _stop_on(stop: asyncio.Event, engine: Crawler) -> None:
     await stop.wait()
     engine.stop()

@@ -1,0 +1,98 @@
+"""What a crawl learns of new URLs: the seen filter and the scope every discovered URL passes.
+
+Links, feeds, sitemaps, listings and guesses (pagination, archives) all become ``NewUrl`` rows
+here, each checked once against this process's seen cache and the crawl's scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from harvestman.discovery.listings import feed_row, sitemap_rows
+from harvestman.frontier import priority_for
+from harvestman.records import NewUrl
+from harvestman.stats import Stats
+from harvestman.urls import Scope, host_key, url_hash
+
+
+class Discovery:
+    """The seen filter (a cache: the store's unique index is the truth) and the crawl's scope.
+
+    ``scope`` is set when the crawl starts and again when a worker refreshes it.
+    """
+
+    def __init__(self, stats: Stats, *, max_depth: int, seen_cache_size: int) -> None:
+        self.stats = stats
+        self.max_depth = max_depth
+        self.seen_cache_size = seen_cache_size
+        self.seen: set[str] = set()
+        self.scope = Scope([])
+
+    def seed_row(self, url: str) -> NewUrl:
+        digest = url_hash(url)
+        self.seen.add(digest)
+        return NewUrl(url, digest, host_key(url), 0, priority_for(url, 0, is_seed=True))
+
+    def links(self, links: Iterable[str], depth: int) -> list[NewUrl]:
+        """The links that are new to this process and in scope, as pages at ``depth``."""
+        check_scope = self.scope.check
+        seen = self.seen
+        if len(seen) > self.seen_cache_size:
+            seen.clear()
+        found: list[NewUrl] = []
+        for link in links:
+            digest = url_hash(link)
+            if digest in seen:
+                continue
+            seen.add(digest)
+            if check_scope(link) is not None:
+                self.stats.inc("frontier/out_of_scope")
+                continue
+            found.append(NewUrl(link, digest, host_key(link), depth, priority_for(link, depth)))
+        return found
+
+    def feeds(self, feeds: Iterable[str], depth: int) -> list[NewUrl]:
+        """Feed URLs new to this process and in scope, as ``feed`` rows."""
+        check_scope = self.scope.check
+        found = []
+        for url in feeds:
+            digest = url_hash(url)
+            if digest not in self.seen and check_scope(url) is None:
+                self.seen.add(digest)
+                found.append(feed_row(url, depth))
+        return found
+
+    def sitemaps(self, url: str, declared: Sequence[str], root: str) -> list[NewUrl]:
+        """A host's sitemaps (robots.txt's and ``/sitemap.xml``), new and in scope."""
+        if self.max_depth == 0:  # only the seeds: what a sitemap lists is out of reach
+            return []
+        check = self.scope.check
+        found = []
+        for row in sitemap_rows(declared, root):
+            if row.url_hash not in self.seen and check(row.url) is None:
+                self.seen.add(row.url_hash)
+                found.append(row)
+        return found
+
+    def listed(self, rows: Iterable[NewUrl]) -> list[NewUrl]:
+        """A sitemap's or feed's rows within max depth that are new, or say they changed."""
+        found = [
+            row
+            for row in rows
+            if (row.kind != "page" or row.depth <= self.max_depth)
+            and (row.url_hash not in self.seen or row.lastmod)
+        ]
+        self.seen.update(row.url_hash for row in found)
+        return found
+
+    def guessed(self, urls: Iterable[str], depth: int) -> list[NewUrl]:
+        """Speculative URLs (pagination, archives): low priority, same depth, in scope."""
+        found = []
+        for url in urls:
+            digest = url_hash(url)
+            if digest in self.seen or self.scope.check(url) is not None:
+                continue
+            self.seen.add(digest)
+            found.append(NewUrl(url, digest, host_key(url), depth, 1))
+        self.stats.inc("discovery/guessed", len(found))
+        return found

@@ -1,0 +1,201 @@
+"""Request gates: what a leased request passes before it is fetched.
+
+A gate's ``check(request)`` answers ``None`` (proceed), :class:`Requeue` (back to the
+frontier, not before a time) or :class:`Final` (an outcome, no fetch). The wiring lists the
+gates that are on, in order: robots.txt, pagination rules, the circuit breaker.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, Self
+
+from harvestman.config import Settings
+from harvestman.coord import Coordinator
+from harvestman.crawl.outcomes import Outcomes
+from harvestman.crawl.run import CrawlRun
+from harvestman.errors import RobotsDenied, RobotsUnavailable
+from harvestman.records import CrawlRequest, NewUrl, Outcome, UrlStatus
+from harvestman.resilience import (
+    BreakerRecord,
+    BreakerState,
+    CircuitBreakers,
+    is_breaker_failure,
+)
+from harvestman.robots_cache import robots_root
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True, frozen=True)
+class Requeue:
+    """Back to the frontier's buffer until ``not_before``; ``fetched``: the host's turn was
+    used (by robots.txt), so the shared host gate keeps the politeness delay."""
+
+    not_before: float = 0.0
+    fetched: bool = False
+
+
+@dataclass(slots=True, frozen=True)
+class Final:
+    """The request's outcome without a fetch (blocked by robots.txt)."""
+
+    outcome: Outcome
+    fetched: bool = False
+
+
+Verdict = Requeue | Final | None
+
+
+class Gate(Protocol):
+    """A check before the fetch; may await (robots.txt is fetched by the gate that needs it)."""
+
+    async def check(self, request: CrawlRequest) -> Verdict: ...
+
+
+class RobotsGate:
+    """robots.txt: read once per host (its Crawl-delay sets the host's delay), then obeyed.
+
+    While robots.txt does not answer, the host's URLs wait for its retry; once out of retries
+    they are blocked (``RobotsUnavailable``). A disallowed URL is blocked (``RobotsDenied``).
+    ``on_read(url, sitemaps)``: called when a host's robots.txt is first read (sitemaps).
+    """
+
+    def __init__(
+        self,
+        run: CrawlRun,
+        outcomes: Outcomes,
+        user_agent: str,
+        on_read: Callable[[str, Sequence[str]], None] | None = None,
+    ) -> None:
+        self.run = run
+        self.outcomes = outcomes
+        self.user_agent = user_agent
+        self.on_read = on_read
+        self.delay_known: set[str] = set()
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        run: CrawlRun,
+        outcomes: Outcomes,
+        on_read: Callable[[str, Sequence[str]], None] | None = None,
+    ) -> Self:
+        return cls(run, outcomes, settings.fetch_user_agent, on_read)
+
+    async def check(self, request: CrawlRequest) -> Verdict:
+        run, host = self.run, request.host
+        frontier = run.frontier
+        entry, asked_host = await run.robots.get(host, request.url)
+        if host not in self.delay_known:
+            self.delay_known.add(host)
+            if entry.crawl_delay is not None:
+                frontier.set_delay(host, entry.crawl_delay)
+        if asked_host:
+            run.stats.inc("robots/fetched")
+            if self.on_read is not None and not entry.unavailable:
+                self.on_read(request.url, entry.rules.sitemaps)
+        if entry.unavailable and not entry.exhausted:
+            # Everything is disallowed until robots.txt answers; wait for the retry.
+            return Requeue(entry.expires_at, fetched=asked_host)
+        if asked_host and frontier.delay_of(host) > 0:
+            # robots.txt used this host's turn; the page waits for the next one (spaced by the
+            # delay robots.txt itself may just have set).
+            return Requeue(fetched=True)
+        if entry.unavailable:
+            run.stats.inc("robots/unavailable")
+            exc: Exception = RobotsUnavailable(str(entry.error))
+            return Final(self.outcomes.final(request, UrlStatus.BLOCKED, exc), asked_host)
+        if not entry.rules.is_allowed(request.url, self.user_agent):
+            run.stats.inc("robots/denied")
+            exc = RobotsDenied()
+            return Final(self.outcomes.final(request, UrlStatus.BLOCKED, exc), asked_host)
+        return None
+
+
+def sitemap_queue(
+    discovery_sitemaps: Callable[[str, Sequence[str], str], list[NewUrl]],
+    add_urls: Callable[[list[NewUrl]], None],
+) -> Callable[[str, Sequence[str]], None]:
+    """Queue a host's sitemaps (robots.txt's and /sitemap.xml) when its robots.txt is read."""
+
+    def queue(url: str, declared: Sequence[str]) -> None:
+        add_urls(discovery_sitemaps(url, declared, robots_root(url)))
+
+    return queue
+
+
+class BreakerGate:
+    """A circuit breaker per host: a host that keeps failing waits until a probe may go.
+
+    Also a health observer (every response and fetch error counts) and, when workers share a
+    coordinator, shares the breakers it opens and adopts those others opened.
+    """
+
+    def __init__(self, breakers: CircuitBreakers, run: CrawlRun, open_seconds: float) -> None:
+        self.breakers = breakers
+        self.run = run
+        self.open_seconds = open_seconds
+        self.changes: dict[str, BreakerState] = {}
+        self.adopted: set[str] = set()
+        breakers.on_transition = self.changed
+
+    @classmethod
+    def from_settings(cls, settings: Settings, run: CrawlRun) -> Self | None:
+        if not settings.breaker_enabled:
+            return None
+        breakers = CircuitBreakers(
+            settings.breaker_failure_threshold,
+            settings.breaker_open_seconds,
+            settings.breaker_success_threshold,
+            clock=run.clock,
+        )
+        return cls(breakers, run, settings.breaker_open_seconds)
+
+    async def check(self, request: CrawlRequest) -> Verdict:
+        if self.breakers.allow(request.host):
+            return None
+        self.run.stats.inc("breaker/deferred")
+        return Requeue(self.breakers.retry_at(request.host) or self.run.clock() + 1.0)
+
+    def observe(self, request: CrawlRequest, status: int | None, error: str | None) -> None:
+        self.breakers.record(request.host, success=not is_breaker_failure(status, error))
+
+    def changed(self, host: str, old: BreakerState, new: BreakerState) -> None:
+        if host not in self.adopted:  # what others told us is not news to share
+            self.changes[host] = new
+        self.run.stats.inc(f"breaker/{new.value}")
+        log.warning("circuit breaker for %s: %s -> %s", host, old.value, new.value)
+
+    async def sync(self, coordinator: Coordinator) -> None:
+        """Share breaker changes with the other workers and adopt the breakers they opened
+        (when workers share a Redis; at most one heartbeat late)."""
+        if not coordinator.shared:
+            return
+        breakers = self.breakers
+        changes, self.changes = self.changes, {}
+        records = {host: record.to_dict() for host, record in breakers.store.items()}
+        await coordinator.put_breakers(
+            {
+                host: None if state is BreakerState.CLOSED else records.get(host)
+                for host, state in changes.items()
+            }
+        )
+        fresh_after = self.run.clock() - self.open_seconds
+        for host, record in (await coordinator.get_breakers()).items():
+            if host in changes or breakers.state(host) is not BreakerState.CLOSED:
+                continue
+            if record.get("state") != "open" or (record.get("opened_at") or 0) < fresh_after:
+                continue  # only a breaker opened within its open period is news
+            self.adopted.add(host)
+            breakers.store.set(host, BreakerRecord.from_dict(record))
+            self.run.stats.inc("breaker/adopted")
+
+
+class HealthObserver(Protocol):
+    """Told of every fetch: its status (None without a response) and error class."""
+
+    def observe(self, request: CrawlRequest, status: int | None, error: str | None) -> None: ...

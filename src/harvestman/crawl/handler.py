@@ -1,0 +1,133 @@
+"""One leased request, start to end: gates, fetch, exchange steps, page steps, outcome.
+
+The request's host slot is released exactly once on every path, here and (when workers share
+a coordinator) for every worker: before the response is handled, or after it when a page may
+be rendered (the host's turn lasts until the browser is done with it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harvestman.crawl.fetching import HopCheck, PageFetcher
+from harvestman.crawl.gates import Final, Gate, HealthObserver, Requeue
+from harvestman.crawl.hosts import HostSlots
+from harvestman.crawl.outcomes import Outcomes
+from harvestman.crawl.pages import PagePipeline
+from harvestman.crawl.run import CrawlRun
+from harvestman.crawl.work import Exchange, ExchangeStep
+from harvestman.errors import FetchError, HttpStatusError, UrlError
+from harvestman.fetch import FetchResult, parse_retry_after
+from harvestman.records import CrawlRequest, NewUrl, Outcome, UrlStatus
+
+Handled = tuple[Outcome, list[NewUrl]]
+
+
+class RequestHandler:
+    """Runs one request through the gates, the fetch and the steps the wiring switched on."""
+
+    def __init__(
+        self,
+        run: CrawlRun,
+        outcomes: Outcomes,
+        gates: Sequence[Gate],
+        observers: Sequence[HealthObserver],
+        exchange_steps: Sequence[ExchangeStep],
+        pipeline: PagePipeline,
+        *,
+        listing_max_bytes: int,
+        hold_host_while_handling: bool,
+    ) -> None:
+        self.run = run
+        self.outcomes = outcomes
+        self.gates = tuple(gates)
+        self.observers = tuple(observers)
+        self.exchange_steps = tuple(exchange_steps)
+        self.pipeline = pipeline
+        self.listing_max_bytes = listing_max_bytes
+        self.hold_host_while_handling = hold_host_while_handling
+
+    async def handle(
+        self, request: CrawlRequest, fetcher: PageFetcher, check_hop: HopCheck, hosts: HostSlots
+    ) -> Handled | None:
+        """The request's outcome and the URLs it revealed; None: it went back to the frontier."""
+        try:
+            for gate in self.gates:
+                verdict = await gate.check(request)
+                if verdict is None:
+                    continue
+                if isinstance(verdict, Requeue):
+                    await hosts.requeue(request, verdict.not_before, fetched=verdict.fetched)
+                    return None
+                assert isinstance(verdict, Final)
+                await hosts.release(request, fetched=verdict.fetched)
+                return verdict.outcome, []
+        except BaseException:
+            await hosts.release(request, fetched=False)
+            raise
+        return await self._fetch(request, fetcher, check_hop, hosts)
+
+    async def _fetch(
+        self, request: CrawlRequest, fetcher: PageFetcher, check_hop: HopCheck, hosts: HostSlots
+    ) -> Handled:
+        headers = {}
+        if request.etag:
+            headers["If-None-Match"] = request.etag
+        if request.last_modified:
+            headers["If-Modified-Since"] = request.last_modified
+        started = self.run.clock()
+        max_bytes = self.listing_max_bytes if request.kind != "page" else None
+        try:
+            result = await fetcher.fetch(
+                request.url, headers=headers, check_hop=check_hop, max_bytes=max_bytes
+            )
+        except FetchError as exc:
+            await hosts.release(request)
+            self.run.stats.inc(f"fetch/error/{type(exc).__name__}")
+            self._observe(request, None, type(exc).__name__)
+            return self.outcomes.fetch_failure(request, exc, started), []
+        except UrlError as exc:  # a stored URL the HTTP client cannot request
+            await hosts.release(request, fetched=False)
+            return self.outcomes.final(request, UrlStatus.FAILED, exc), []
+        except BaseException:
+            await hosts.release(request)
+            raise
+        retry_after = None
+        if result.status in (429, 503):
+            retry_after = parse_retry_after(result.headers.get("Retry-After"))
+        not_before = self.run.clock() + retry_after if retry_after else 0.0
+        if not self.hold_host_while_handling or result.status >= 400:
+            await hosts.release(request, not_before=not_before)
+            return await self._response(request, result, headers, started, retry_after)
+        try:
+            return await self._response(request, result, headers, started, retry_after)
+        finally:
+            await hosts.release(request, not_before=not_before)
+
+    async def _response(
+        self,
+        request: CrawlRequest,
+        result: FetchResult,
+        headers: dict[str, str],
+        started: float,
+        retry_after: float | None,
+    ) -> Handled:
+        self._observe(request, result.status, None)
+        exchange = Exchange(request, result, headers)
+        for step in self.exchange_steps:
+            await step.keep(exchange)
+        stats = self.run.stats
+        stats.inc("fetch/responses")
+        stats.inc(f"fetch/status/{result.status}")
+        stats.inc("fetch/bytes", len(result.body))
+        if result.status >= 400:
+            exc = HttpStatusError(result.status, request.url, retry_after)
+            return self.outcomes.fetch_failure(request, exc, started, result), []
+        exchange.outcome, exchange.new_urls = self.pipeline.handle(request, result)
+        for step in self.exchange_steps:
+            await step.finish(exchange)
+        return exchange.outcome, exchange.new_urls
+
+    def _observe(self, request: CrawlRequest, status: int | None, error: str | None) -> None:
+        for observer in self.observers:
+            observer.observe(request, status, error)

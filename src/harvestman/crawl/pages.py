@@ -1,0 +1,155 @@
+"""A response made into an outcome: a listing is read, a page parsed and run through the steps.
+
+The steps are the ones the wiring switched on, in its order; a rejected page meets only the
+steps that run on rejected pages (discovery), and validation may halt the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from harvestman.crawl.discovery import Discovery
+from harvestman.crawl.outcomes import Outcomes
+from harvestman.crawl.work import PageWork, Step
+from harvestman.discovery.listings import read_listing
+from harvestman.errors import ListingInvalid
+from harvestman.fetch import FetchResult
+from harvestman.parse import parse_html
+from harvestman.records import CrawlRequest, NewUrl, Outcome, UrlStatus
+from harvestman.urls import UrlNormalizer
+
+
+class ListingReader:
+    """A sitemap or feed: its entries join the frontier; a broken one is recorded.
+
+    A feed is due again after ``feed_poll_interval`` (fetched with its ETag/Last-Modified),
+    a sitemap after the visited TTL.
+    """
+
+    def __init__(
+        self,
+        discovery: Discovery,
+        outcomes: Outcomes,
+        *,
+        max_depth: int,
+        max_urls: int,
+        max_bytes: int,
+        feed_poll_interval: float,
+    ) -> None:
+        self.discovery = discovery
+        self.outcomes = outcomes
+        self.max_depth = max_depth
+        self.max_urls = max_urls
+        self.max_bytes = max_bytes
+        self.feed_poll_interval = feed_poll_interval
+
+    def again(self, request: CrawlRequest) -> float:
+        return self.feed_poll_interval if request.kind == "feed" else self.outcomes.visited_ttl
+
+    def read(self, request: CrawlRequest, result: FetchResult) -> tuple[Outcome, list[NewUrl]]:
+        stats = self.discovery.stats
+        check = self.discovery.scope.check
+        listing = read_listing(
+            result.body,
+            result.final_url,
+            depth=request.depth,
+            max_depth=self.max_depth,
+            max_urls=self.max_urls,
+            max_bytes=self.max_bytes,
+            in_scope=lambda url: check(url) is None,
+        )
+        stats.inc(f"{request.kind}/fetched")
+        stats.inc(f"{request.kind}/urls", len(listing.urls))
+        record = self.outcomes.page_record(request, result)
+        again = self.again(request)
+        if listing.errors:
+            record.error = "; ".join(listing.errors[:5])[:2000]
+        if listing.invalid:
+            stats.inc(f"{request.kind}/invalid")
+            exc = ListingInvalid(record.error or f"not a {request.kind}")
+            return self.outcomes.rejected(
+                request, exc, record, status=UrlStatus.FAILED, again=again
+            ), []
+        new_urls = self.discovery.listed(listing.urls)
+        record.links_count = len(listing.urls)
+        return self.outcomes.completed(request, result, record, again), new_urls
+
+
+class PagePipeline:
+    """Reads a listing, or parses a page's HTML and runs the page steps over it."""
+
+    def __init__(
+        self,
+        steps: Sequence[Step],
+        outcomes: Outcomes,
+        listings: ListingReader,
+        normalizer: UrlNormalizer,
+        *,
+        max_links: int,
+        parse_empty: bool,
+        count: Callable[[str], None],
+    ) -> None:
+        self.steps = tuple(steps)
+        self.outcomes = outcomes
+        self.listings = listings
+        self.normalizer = normalizer
+        self.max_links = max_links
+        # With validation on, an empty HTML body is parsed too, so that it is judged.
+        self.parse_empty = parse_empty
+        self.count = count
+
+    def _judges_empty(self, result: FetchResult) -> bool:
+        """An empty page is judged (too small) when validation is on; 204 and 205 have no
+        content by definition."""
+        return self.parse_empty and result.status not in (204, 205)
+
+    def handle(self, request: CrawlRequest, result: FetchResult) -> tuple[Outcome, list[NewUrl]]:
+        """The outcome of a response below 400 and the URLs it revealed."""
+        outcomes = self.outcomes
+        if result.status == 304:  # unchanged since the stored ETag / Last-Modified
+            self.count("fetch/not_modified")
+            again = self.listings.again(request) if request.kind != "page" else outcomes.visited_ttl
+            return Outcome(
+                request,
+                UrlStatus.COMPLETED,
+                outcomes.clock() + again,
+                request.attempts,
+                status_code=304,
+            ), []
+        if request.kind != "page":
+            return self.listings.read(request, result)
+        record = outcomes.page_record(request, result)
+        if not (result.is_html and (result.body or self._judges_empty(result))):
+            return outcomes.completed(request, result, record, outcomes.visited_ttl), []
+        page = parse_html(
+            result.body,
+            result.final_url,
+            charset=result.charset,
+            normalizer=self.normalizer,
+            max_links=self.max_links,
+        )
+        self.count("parse/pages")
+        record.charset = page.encoding
+        record.content_hash = page.content_hash
+        record.title = page.title
+        record.description = page.description
+        record.canonical = page.canonical
+        record.lang = page.lang
+        record.links_count = len(page.links)
+        work = PageWork(request, result, record, page)
+        for step in self.steps:
+            if work.outcome is not None:  # rejected by validation
+                if work.halted:
+                    break
+                if not step.on_rejected:
+                    continue
+            step.run(work)
+        outcome = work.outcome
+        if outcome is None:
+            outcome = outcomes.completed(request, result, record, outcomes.visited_ttl)
+            outcome.products = work.products
+            if work.extracted:
+                outcome.records = work.extracted.get("records")
+                outcome.parser_runs = work.extracted.get("parser_runs")
+                outcome.parse_failures = work.extracted.get("parse_failures")
+        return outcome, work.new_urls

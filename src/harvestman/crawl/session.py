@@ -1,0 +1,74 @@
+"""The crawl's session, kept in the store across restarts: cookies per host, the proxies'
+health, and the pagination rules learnt."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from dataclasses import asdict
+
+import aiohttp
+
+from harvestman.cookies import dump_cookies, load_cookies
+from harvestman.crawl.run import CrawlRun
+from harvestman.errors import StoreError
+from harvestman.proxies import ProxyHealth, ProxyPool
+
+log = logging.getLogger(__name__)
+
+RulesSource = Callable[[], dict[str, dict[str, dict[str, int | None]]]]
+
+
+class Session:
+    """Loads the session when the crawl starts and saves it with sweeps and at the end.
+
+    ``cookies``: keep a cookie jar (else none is used); ``proxies``: the pool whose health is
+    kept; ``rules``: the pagination rules that changed since the last save.
+    """
+
+    def __init__(
+        self,
+        run: CrawlRun,
+        *,
+        cookies: bool,
+        proxies: ProxyPool | None,
+        rules: RulesSource | None,
+    ) -> None:
+        self.run = run
+        self.cookies = cookies
+        self.proxies = proxies
+        self.rules = rules
+        self.cookie_jar: aiohttp.CookieJar | None = None
+
+    async def load(self) -> aiohttp.CookieJar | None:
+        """The crawl's cookie jar and the proxies' health, as the store kept them."""
+        store = self.run.store
+        if self.proxies is not None:
+            known = {row["url"]: row for row in await store.load_proxies()}
+            fields = {f.name for f in dataclasses.fields(ProxyHealth)}
+            self.proxies.restore(
+                ProxyHealth(**{k: v for k, v in row.items() if k in fields})
+                for row in known.values()
+            )
+        if not self.cookies:
+            return None
+        jar = aiohttp.CookieJar(unsafe=True)  # unsafe: keep cookies of IP-address hosts too
+        load_cookies(jar, await store.load_cookies(self.run.crawl_id))
+        self.cookie_jar = jar
+        return jar
+
+    async def save(self) -> None:
+        store, clock = self.run.store, self.run.clock
+        try:
+            if self.rules is not None:
+                changed = self.rules()
+                if changed:
+                    await store.save_discovery_state(clock(), rules=changed)
+            if self.cookie_jar is not None:
+                await store.save_cookies(self.run.crawl_id, dump_cookies(self.cookie_jar))
+            if self.proxies is not None:
+                health = [asdict(h) for h in self.proxies.health()]
+                await store.save_proxies(health, clock())
+        except StoreError as exc:
+            log.warning("could not save cookies and proxy health: %s", exc)

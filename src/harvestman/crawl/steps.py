@@ -1,0 +1,204 @@
+"""The page steps that judge and extract: validation, stored text, near-duplicates, products,
+site parsers. Each is built by ``from_settings`` (None: off) in :mod:`harvestman.crawl.wiring`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Self
+
+from harvestman.config import Settings
+from harvestman.crawl.outcomes import Outcomes
+from harvestman.crawl.run import CrawlRun
+from harvestman.crawl.work import PageWork
+from harvestman.errors import ContentRejected
+from harvestman.extract.plugins import ParserRegistry
+from harvestman.extract.products import scan_products
+from harvestman.records import UrlStatus
+from harvestman.simhash import NearDuplicateIndex, sample_text, simhash64, to_signed64
+from harvestman.stats import Stats
+from harvestman.validate import Validator, VerdictStatus
+
+
+class ValidateStep:
+    """Garbage pages are recorded with their reason, their content held back.
+
+    Hard (the host refuses us): the host cools down and the URL is tried again after it.
+    Soft: a page that needs JavaScript is recorded as ``needs_js`` and its links are not
+    followed; a page that is merely small or textless keeps its title and metadata and still
+    leads on.
+    """
+
+    on_rejected: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        validator: Validator,
+        run: CrawlRun,
+        outcomes: Outcomes,
+        *,
+        hard_cooldown: float,
+        max_retries: int,
+    ) -> None:
+        self.validator = validator
+        self.run_ = run
+        self.outcomes = outcomes
+        self.hard_cooldown = hard_cooldown
+        self.max_retries = max_retries
+
+    @classmethod
+    def from_settings(cls, settings: Settings, run: CrawlRun, outcomes: Outcomes) -> Self | None:
+        if not settings.validate_pages:
+            return None
+        return cls(
+            Validator(min_bytes=settings.validate_min_bytes),
+            run,
+            outcomes,
+            hard_cooldown=settings.validate_hard_cooldown,
+            max_retries=settings.fetch_max_retries,
+        )
+
+    def run(self, work: PageWork) -> None:
+        result, record = work.result, work.record
+        verdict = self.validator.validate(
+            result.status, result.headers, result.body, work.page.text
+        )
+        record.validation_status = verdict.status.value
+        if verdict.status is VerdictStatus.OK:
+            return
+        reason = "needs_js" if verdict.needs_render else verdict.reason or verdict.status.value
+        record.rejection_reason = reason
+        record.content_hash = None  # the content is held back; what names the page stays
+        self.run_.stats.inc(f"validate/{verdict.status.value}/{reason}")
+        exc = ContentRejected(verdict.status.value, reason, verdict.detail)
+        request = work.request
+        if verdict.status is VerdictStatus.HARD:
+            record.title = record.description = record.canonical = None
+            work.halted = True
+            self.run_.frontier.hold(request.host, self.run_.clock() + self.hard_cooldown)
+            if request.attempts < self.max_retries:
+                work.outcome = self.outcomes.rejected(
+                    request,
+                    exc,
+                    record,
+                    status=UrlStatus.PENDING,
+                    again=self.hard_cooldown,
+                    attempts=request.attempts + 1,
+                )
+                return
+            work.outcome = self.outcomes.rejected(
+                request, exc, record, status=UrlStatus.FAILED, again=self.outcomes.visited_ttl
+            )
+            return
+        work.halted = verdict.needs_render  # no renderer here: its links are not followed
+        work.outcome = self.outcomes.rejected(
+            request, exc, record, status=UrlStatus.COMPLETED, again=self.outcomes.visited_ttl
+        )
+
+
+class StoreTextStep:
+    """The page's visible text goes to the store (for search), cut at ``max_chars``."""
+
+    on_rejected: ClassVar[bool] = False
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Self | None:
+        return cls(settings.store_text_max_chars) if settings.store_text else None
+
+    def run(self, work: PageWork) -> None:
+        work.record.text = work.page.text[: self.max_chars]
+
+
+class NearDuplicateStep:
+    """A page that (nearly) repeats an earlier page of its host: recorded as such, its links
+    not followed (they are the original's)."""
+
+    on_rejected: ClassVar[bool] = False
+
+    def __init__(self, stats: Stats, max_distance: int) -> None:
+        self.stats = stats
+        self.max_distance = max_distance
+        self.by_host: dict[str, NearDuplicateIndex] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings, stats: Stats) -> Self | None:
+        return cls(stats, settings.near_duplicate_distance) if settings.near_duplicates else None
+
+    def run(self, work: PageWork) -> None:
+        text = work.page.text
+        if not text:
+            return
+        request, record = work.request, work.record
+        fingerprint = simhash64(sample_text(text))
+        record.simhash = to_signed64(fingerprint)
+        index = self.by_host.get(request.host)
+        if index is None:
+            index = self.by_host[request.host] = NearDuplicateIndex(max_distance=self.max_distance)
+        original = index.add(request.url_hash, fingerprint)
+        if original is not None and original != request.url_hash:
+            record.near_duplicate_of = original
+            work.follow = False
+            self.stats.inc("content/near_duplicates")
+
+
+class ProductsStep:
+    """schema.org products of a 2xx page."""
+
+    on_rejected: ClassVar[bool] = False
+
+    def __init__(self, stats: Stats) -> None:
+        self.stats = stats
+
+    @classmethod
+    def from_settings(cls, settings: Settings, stats: Stats) -> Self | None:
+        return cls(stats) if settings.extract_products else None
+
+    def run(self, work: PageWork) -> None:
+        if not work.is_success:
+            return
+        result = work.result
+        scan = scan_products(result.body, result.final_url, charset=result.charset)
+        if scan.products:
+            work.products = scan.products
+            self.stats.inc("extract/products/pages")
+            self.stats.inc("extract/products/found", len(scan.products))
+
+
+class ParsersStep:
+    """Site parsers (settings paths and installed entry points) on a 2xx page."""
+
+    on_rejected: ClassVar[bool] = False
+
+    def __init__(self, registry: ParserRegistry, stats: Stats) -> None:
+        self.registry = registry
+        self.stats = stats
+
+    @classmethod
+    def from_settings(cls, settings: Settings, stats: Stats) -> Self | None:
+        """None when parsers are off or none loaded: such a crawl pays nothing per page. A
+        plugin that fails to load is logged and counted, and the others run."""
+        if not settings.parsers_enabled:
+            return None
+        registry = ParserRegistry.load(settings.parsers)
+        if registry.failures:
+            stats.inc("parsers/load_failed", len(registry.failures))
+        return cls(registry, stats) if registry else None
+
+    def run(self, work: PageWork) -> None:
+        if not work.is_success:
+            return
+        result = work.result
+        parsed = self.registry.parse(
+            result.body, result.final_url, work.page, charset=result.charset
+        )
+        if parsed.runs:
+            work.extracted.update(
+                records=parsed.records,
+                parser_runs=parsed.runs,
+                parse_failures=parsed.failures or None,
+            )
+            self.stats.inc("extract/parsers/pages")
+            self.stats.inc("extract/parsers/records", len(parsed.records))
+            self.stats.inc("extract/parsers/failures", len(parsed.failures))

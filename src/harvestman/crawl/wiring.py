@@ -1,0 +1,322 @@
+"""The one place that reads ``Settings`` for a crawl: it builds the components that are on,
+in their order, and hands plain values to everything below it.
+
+Request gates, in order::
+
+    robots.txt -> pagination rules (discovery_pagination) -> circuit breaker (breaker_enabled)
+
+Page steps, in order (a disabled one is not built)::
+
+    validate -> stored text -> near-duplicates -> products -> site parsers
+             -> feeds -> links -> pagination
+
+Exchange steps, in order::
+
+    WARC (warc_path) -> render (render_enabled) -> raw archive (archive_enabled) -> main text
+
+Fetching goes through the plain fetcher, or through the proxies (``proxy_urls``) behind the
+same ``fetch()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import aiohttp
+
+from harvestman.archive import RawArchive, WarcWriter
+from harvestman.archive.location import archive_location
+from harvestman.archive.raw import LocalBlobs, S3Blobs
+from harvestman.config import Settings
+from harvestman.coord import Coordinator, WorkerStatus
+from harvestman.crawl.archives import ArchiveDiscovery
+from harvestman.crawl.budget import Budget
+from harvestman.crawl.discovery import Discovery
+from harvestman.crawl.discovery_steps import FeedsStep, LinksStep, PaginationStep
+from harvestman.crawl.exchange import MainTextStep, RawArchiveStep, RenderStep, WarcStep
+from harvestman.crawl.fetching import PageFetcher, ProxiedFetcher, RedirectCheck
+from harvestman.crawl.gates import BreakerGate, Gate, HealthObserver, RobotsGate, sitemap_queue
+from harvestman.crawl.handler import RequestHandler
+from harvestman.crawl.hosts import HostSlots
+from harvestman.crawl.liveness import Liveness, WatchdogLimits
+from harvestman.crawl.outcomes import Outcomes
+from harvestman.crawl.pages import ListingReader, PagePipeline
+from harvestman.crawl.run import CrawlRun
+from harvestman.crawl.session import Session
+from harvestman.crawl.steps import (
+    NearDuplicateStep,
+    ParsersStep,
+    ProductsStep,
+    StoreTextStep,
+    ValidateStep,
+)
+from harvestman.crawl.work import ExchangeStep, Step
+from harvestman.crawl.writer import BatchWriter, PagesCallback
+from harvestman.errors import RedirectRefused
+from harvestman.fetch import Fetcher, RetryPolicy
+from harvestman.frontier import Frontier
+from harvestman.guard import NetworkGuard
+from harvestman.proxies import DomainProxyLimiter, ProxyPool
+from harvestman.robots_cache import RobotsCache
+from harvestman.stats import StatsHistory
+from harvestman.urls import Scope, UrlNormalizer
+
+
+class Wiring:
+    """Everything one crawler is made of, built from ``settings`` once (see the module
+    docstring); what needs the running crawl (the fetcher, the frontier) is built by the
+    methods the crawler calls when it starts."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        run: CrawlRun,
+        *,
+        on_pages: PagesCallback | None,
+        tasks: set[asyncio.Task[None]],
+    ) -> None:
+        self.settings = settings
+        self.run = run
+        stats, clock = run.stats, run.clock
+        # One guard for every fetch of the crawl; the seeds' origins are admitted as they load.
+        self.guard = NetworkGuard(settings.network_allow)
+        self.normalizer = UrlNormalizer(settings.url_tracking_params, settings.url_max_length)
+        self.retry = RetryPolicy(settings.fetch_max_retries, settings.fetch_retry_backoff)
+        self.outcomes = Outcomes(
+            stats, clock, visited_ttl=settings.crawl_visited_ttl, retry=self.retry
+        )
+        self.discovery = Discovery(
+            stats,
+            max_depth=settings.crawl_max_depth,
+            seen_cache_size=settings.crawl_seen_cache_size,
+        )
+        history = StatsHistory(settings.stats_history_interval) if settings.stats_history else None
+        self.writer = BatchWriter(
+            run,
+            batch_size=settings.store_batch_size,
+            flush_interval=settings.store_flush_interval,
+            history=history,
+            on_pages=on_pages,
+        )
+        self.budget = Budget.from_settings(settings, lambda: self.writer.final_outcomes)
+        self.breaker = BreakerGate.from_settings(settings, run)
+        self.pagination = PaginationStep.from_settings(settings, self.discovery, run)
+        self.archives = ArchiveDiscovery.from_settings(
+            settings, run, self.discovery, self.writer, tasks
+        )
+        self.parsers = ParsersStep.from_settings(settings, stats)
+        self.proxies = (
+            ProxyPool(
+                settings.proxy_urls,
+                max_consecutive_failures=settings.proxy_max_consecutive_failures,
+                probe_after=settings.proxy_probe_after,
+                clock=clock,
+            )
+            if settings.proxy_urls
+            else None
+        )
+        self.session = Session(
+            run,
+            cookies=settings.fetch_cookies,
+            proxies=self.proxies,
+            rules=self.pagination.changed_rules if self.pagination is not None else None,
+        )
+        self.pipeline = PagePipeline(
+            self._page_steps(),
+            self.outcomes,
+            ListingReader(
+                self.discovery,
+                self.outcomes,
+                max_depth=settings.sitemap_max_depth,
+                max_urls=settings.sitemap_max_urls,
+                max_bytes=settings.sitemap_max_bytes,
+                feed_poll_interval=settings.feed_poll_interval,
+            ),
+            self.normalizer,
+            max_links=settings.crawl_max_links_per_page,
+            parse_empty=settings.validate_pages,
+            count=stats.inc,
+        )
+        # Where the raw archive keeps bodies, recorded with the crawl (archive/location.py).
+        self.archive_location = archive_location(settings) if settings.archive_enabled else None
+        self.render = RenderStep.from_settings(settings, self.pipeline, stats, self.guard)
+        self.main_text = MainTextStep.from_settings(settings, stats, clock)
+
+    def _page_steps(self) -> list[Step]:
+        settings, run, stats = self.settings, self.run, self.run.stats
+        steps: list[Step | None] = [
+            ValidateStep.from_settings(settings, run, self.outcomes),
+            StoreTextStep.from_settings(settings),
+            NearDuplicateStep.from_settings(settings, stats),
+            ProductsStep.from_settings(settings, stats),
+            self.parsers,
+            FeedsStep.from_settings(settings, self.discovery),
+            LinksStep.from_settings(settings, self.discovery),
+            self.pagination,
+        ]
+        return [step for step in steps if step is not None]
+
+    def gates(self) -> list[Gate]:
+        on_read = None
+        if self.settings.discovery_sitemaps:
+            on_read = sitemap_queue(self.discovery.sitemaps, self.writer.add_urls)
+        gates: list[Gate | None] = [
+            RobotsGate.from_settings(self.settings, self.run, self.outcomes, on_read),
+            self.pagination,
+            self.breaker,
+        ]
+        return [gate for gate in gates if gate is not None]
+
+    def observers(self) -> list[HealthObserver]:
+        observers: list[HealthObserver | None] = [self.breaker, self.pagination]
+        return [observer for observer in observers if observer is not None]
+
+    # -- built when the crawl starts --------------------------------------------------------
+
+    def scope(self, seeds: Sequence[str]) -> Scope:
+        settings = self.settings
+        return Scope(
+            seeds, settings.crawl_allow_domains, settings.crawl_include, settings.crawl_exclude
+        )
+
+    def frontier(self, worker_id: str) -> Frontier:
+        settings = self.settings
+        return Frontier(
+            self.run.store,
+            self.run.crawl_id,
+            worker_id,
+            delay=settings.frontier_delay,
+            per_host_concurrency=settings.frontier_per_host_concurrency,
+            lease_seconds=settings.frontier_lease_seconds,
+            lease_batch=settings.frontier_lease_batch,
+            on_host_dry=self.archives.host_ran_dry if self.archives is not None else None,
+            clock=self.run.clock,
+        )
+
+    def exchange_steps(self, keep: contextlib.ExitStack) -> list[ExchangeStep]:
+        """The exchange steps, their files opened for the run in ``keep``."""
+        settings, stats = self.settings, self.run.stats
+        warc = raw = None
+        if settings.warc_path:
+            writer = keep.enter_context(
+                WarcWriter(
+                    Path(settings.warc_path), gzip=settings.warc_path.endswith(".gz"), append=True
+                )
+            )
+            warc = WarcStep(writer, settings.fetch_user_agent, stats, self.run.clock)
+        if settings.archive_enabled:
+            raw = RawArchiveStep(keep.enter_context(RawArchive(raw_blobs(settings))), stats)
+        steps: list[ExchangeStep | None] = [warc, self.render, raw, self.main_text]
+        return [step for step in steps if step is not None]
+
+    def fetcher(self, cookie_jar: aiohttp.CookieJar | None) -> Fetcher:
+        settings = self.settings
+        return Fetcher(
+            user_agent=settings.fetch_user_agent,
+            user_agents=settings.fetch_user_agents or None,
+            cookie_jar=cookie_jar,
+            timeout=settings.fetch_timeout,
+            max_redirects=settings.fetch_max_redirects,
+            max_page_size=settings.fetch_max_page_size,
+            max_connections=settings.crawl_concurrency,
+            normalizer=self.normalizer,
+            guard=self.guard,
+        )
+
+    def page_fetcher(self, fetcher: Fetcher) -> PageFetcher:
+        """The fetcher pages go through: the proxies when there are any."""
+        if self.proxies is None:
+            return fetcher
+        limiter = DomainProxyLimiter(self.settings.proxy_domain_rate)
+        return ProxiedFetcher(fetcher, self.proxies, limiter, self.run.stats, self.run.clock)
+
+    def robots(self, fetcher: Fetcher, coordinator: Coordinator) -> RobotsCache:
+        settings = self.settings
+        return RobotsCache(
+            self.run.store,
+            fetcher,
+            user_agent=settings.fetch_user_agent,
+            ttl=settings.robots_ttl,
+            max_bytes=settings.robots_max_bytes,
+            retry=self.retry,
+            coordinator=coordinator,
+            clock=self.run.clock,
+            check_hop=self._check_robots_hop,
+        )
+
+    async def _check_robots_hop(self, url: str) -> None:
+        """A robots.txt redirect hop must stay in scope (robots.txt of its own is not asked)."""
+        reason = self.discovery.scope.check(url)
+        if reason is not None:
+            raise RedirectRefused(f"robots.txt redirect to {url} refused: {reason}", url, reason)
+
+    async def admit_origins(self, seeds: Sequence[str]) -> None:
+        """A seed (or proxy) someone gave on purpose admits its own origin to the guard, not
+        its whole address."""
+        for url in (*seeds, *self.settings.proxy_urls):
+            await self.guard.admit_url(url)
+
+    def redirect_check(self, robots: RobotsCache) -> RedirectCheck:
+        discovery = self.discovery
+        return RedirectCheck(lambda: discovery.scope, robots, self.settings.fetch_user_agent)
+
+    def handler(self, exchange_steps: Sequence[ExchangeStep]) -> RequestHandler:
+        return RequestHandler(
+            self.run,
+            self.outcomes,
+            self.gates(),
+            self.observers(),
+            exchange_steps,
+            self.pipeline,
+            listing_max_bytes=self.settings.sitemap_max_bytes,
+            hold_host_while_handling=self.render is not None,
+        )
+
+    def host_slots(self, frontier: Frontier, coordinator: Coordinator) -> HostSlots:
+        settings = self.settings
+        return HostSlots(
+            frontier,
+            coordinator,
+            self.run.clock,
+            per_host_concurrency=settings.frontier_per_host_concurrency,
+            gate_hold=settings.fetch_timeout + 10.0,
+        )
+
+    def liveness(self, worker_id: str, status: Callable[[], WorkerStatus]) -> Liveness:
+        settings = self.settings
+        liveness = Liveness(
+            self.run,
+            worker_id,
+            status,
+            heartbeat_interval=settings.worker_heartbeat_interval,
+            heartbeat_timeout=settings.worker_heartbeat_timeout,
+            lease_seconds=settings.frontier_lease_seconds,
+            sweep_interval=settings.frontier_sweep_interval,
+            watchdog=WatchdogLimits(
+                settings.watchdog_check_url,
+                settings.watchdog_stall_seconds,
+                settings.watchdog_check_interval,
+                settings.watchdog_network_retry,
+            ),
+        )
+        if self.breaker is not None:
+            liveness.on_beat.append(self.breaker.sync)
+        liveness.on_sweep.append(self.session.save)
+        return liveness
+
+
+def raw_blobs(settings: Settings) -> LocalBlobs | S3Blobs:
+    """Where raw bodies go: an S3-compatible bucket when one is set, else a local directory."""
+    if settings.archive_s3_bucket:
+        return S3Blobs(
+            settings.archive_s3_bucket,
+            endpoint_url=settings.archive_s3_endpoint_url,
+            region=settings.archive_s3_region,
+            access_key_id=settings.archive_s3_access_key_id,
+            secret_access_key=settings.archive_s3_secret_access_key,
+            prefix=settings.archive_s3_prefix,
+        )
+    return LocalBlobs(Path(settings.archive_dir))
