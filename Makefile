@@ -18,7 +18,8 @@ setup: $(BIN)/harvestman
 run: setup
 	URL='$(URL)' BIN='$(BIN)' bash scripts/run.sh
 
-# The whole test suite: lint, then pytest (PostgreSQL tests need 127.0.0.1:5432). The
+# The whole test suite: lint, types (mypy: strict for the crawler and the store), the import
+# contract (tests/test_architecture.py), then pytest (PostgreSQL tests need 127.0.0.1:5432). The
 # dashboard's browser tests drive Debian's chromium: installed here when missing (as root).
 CHROMIUM ?= /usr/bin/chromium
 
@@ -30,6 +31,7 @@ test: setup
 	fi
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
 	HARVESTMAN_SLOW_TESTS=1 $(BIN)/pytest
 
 bench: setup
