@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, select, update
 
-from harvestman.errors import error_category
+from harvestman.errors import RobotsDenied, error_category
 from harvestman.records import NewUrl, Outcome
 from harvestman.store import dialect, isolation, parsed
 from harvestman.store.connection import StoreConnection
@@ -135,7 +135,7 @@ class OutcomeRepository(StoreConnection):
                 "created_at": now,
             }
             for o in outcomes
-            if o.error_class is not None and o.error_class != "RobotsDenied"
+            if o.error_class is not None and o.error_class != RobotsDenied.__name__
         ]
         if rows:
             conn.execute(error_logs.insert(), rows)
