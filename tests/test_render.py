@@ -52,7 +52,14 @@ class App:
 
 
 def settings_for(make_settings: SettingsFactory, **overrides: Any) -> Any:
-    values = {"render_enabled": True, "render_browser": BROWSER, "render_settle": 0.5}
+    # The hit counts below tell a fetch from a render: a busy machine's fetch timeout (1 s in
+    # make_settings) must not add a retry to them.
+    values = {
+        "render_enabled": True,
+        "render_browser": BROWSER,
+        "render_settle": 0.5,
+        "fetch_timeout": 10.0,
+    }
     return make_settings(**{"discovery_sitemaps": False, **values, **overrides})
 
 
