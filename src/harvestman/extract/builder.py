@@ -90,7 +90,7 @@ class ProductBuilder:
             images=[image.url for image in images],
             image_details=images,
             source=source,
-            errors=[*page_errors, *self.errors],
+            errors=[*page_errors, *dict.fromkeys(self.errors)],  # an aggregate's reasons once
             mpn=text(self._get("mpn")),
             condition=offer.condition,
             low_price=offer.low_price,
@@ -122,17 +122,20 @@ class ProductBuilder:
         """
         offers = self.found.offer if self.found.offer is not None else self._get("offers")
         candidates: list[dict[str, Any]] = []
+        parents: dict[int, dict[str, Any]] = {}  # id() of a listed offer -> its AggregateOffer
         read = _Offer()
         for offer in self._nodes(offers):
             candidates.append(offer)
             if "AggregateOffer" in types(offer):
                 if read.offer_count is None and read.low_price is None:
                     self._aggregate(offer, read)
-                candidates.extend(self._nodes(offer.get("offers")))
+                listed = self._nodes(offer.get("offers"))
+                parents.update((id(item), offer) for item in listed)
+                candidates.extend(listed)
         availability = next((o["availability"] for o in candidates if o.get("availability")), None)
         condition = next((o["itemCondition"] for o in candidates if o.get("itemCondition")), None)
         for offer in candidates:
-            found = self._priced(offer)
+            found = self._priced(offer, parents.get(id(offer)))
             if found is None:
                 continue
             read.price, read.currency = found
@@ -144,22 +147,29 @@ class ProductBuilder:
         read.condition = self._term(condition, "itemCondition", condition_of)
         return read
 
-    def _priced(self, offer: dict[str, Any]) -> tuple[Decimal, str | None] | None:
+    def _priced(
+        self, offer: dict[str, Any], parent: dict[str, Any] | None
+    ) -> tuple[Decimal, str | None] | None:
+        """``(price, currency)`` of one offer, read through its price specifications; the
+        currency may be declared by the AggregateOffer listing it."""
         for holder in [offer, *self._nodes(offer.get("priceSpecification"))]:
-            raw = first(holder.get("lowPrice"))
-            if raw is None:
-                raw = first(holder.get("price"))
+            key = "lowPrice" if first(holder.get("lowPrice")) is not None else "price"
+            raw = first(holder.get(key))
             if raw is None:
                 continue
             price, hint, reason = parse_price(raw)
             if price is not None:
-                price = self._within_maximum(price, "price")
+                price = self._within_maximum(price, key)
             elif reason:
-                self.errors.append(f"price skipped: {reason}")
+                self.errors.append(f"{key} skipped: {reason}")
             if price is None:
                 continue
             currency = None
-            declared = first(holder.get("priceCurrency") or offer.get("priceCurrency"))
+            declared = first(
+                holder.get("priceCurrency")
+                or offer.get("priceCurrency")
+                or (parent or {}).get("priceCurrency")
+            )
             if declared is not None:
                 currency, reason = parse_currency(declared)
                 if reason:

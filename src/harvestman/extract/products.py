@@ -55,6 +55,7 @@ class ProductScan:
 
     products: list[Product] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    rejected: int = 0  # products left out for want of a name (each has a note in errors)
 
 
 def extract_products(
@@ -148,6 +149,7 @@ def scan_products(
     for position, product in enumerate(built[own]):
         if product.name is None:
             scan.errors.append(f"{own} product {position + 1} rejected: no name")
+            scan.rejected += 1
             continue
         alone = len(built[own]) == 1
         product.sources, product.confidence, notes = corroborate(product, alone, others)
