@@ -4,13 +4,15 @@ queries answered in the API's error shape (the search itself on both stores: tes
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from sqlalchemy import text
 
 from apiclient import Api, running_api
 from conftest import SettingsFactory
+from harvestman.api.routes.search import Availability
+from harvestman.extract.vocabulary import AVAILABILITY_VALUES
 from test_search import page, product, write, write_products
 
 
@@ -159,3 +161,54 @@ async def test_operator_syntax_is_matched_as_words(api: Api) -> None:
 
     for q in ("NEAR(zephyr", 'zephyr"', "zephyr*", "AND zephyr OR", "{zephyr}:^", "zephyr\x00"):
         assert names(await search(api, q=q)) == ["hit"], q
+
+
+async def test_product_hits_carry_the_product_record_and_every_availability_filters(
+    api: Api,
+) -> None:
+    write_products(
+        api.store.engine,
+        {**product("anvil aggregate", price="119.99", availability="made_to_order"),
+         "sku": "0446310786", "mpn": "925872", "gtin": "09506000134352", "condition": "used",
+         "low_price": "119.99", "high_price": "199.99", "offer_count": 5, "rating": "4.4",
+         "best_rating": None, "worst_rating": None, "review_count": 89, "rating_count": None,
+         "sources": '["json-ld", "microdata"]', "confidence": 0.75},
+        {**product("anvil plain", price="5.00", position=1), "sku": None, "mpn": None,
+         "gtin": None, "condition": None, "low_price": None, "high_price": None,
+         "offer_count": None, "rating": None, "best_rating": None, "worst_rating": None,
+         "review_count": None, "rating_count": None, "sources": None, "confidence": None},
+    )  # fmt: skip
+
+    found = await search(api, q="anvil", target="products", availability="made_to_order")
+    (hit,) = found["items"]
+    fields = (
+        "name",
+        "sku",
+        "mpn",
+        "gtin",
+        "condition",
+        "low_price",
+        "high_price",
+        "offer_count",
+        "rating",
+        "best_rating",
+        "review_count",
+        "rating_count",
+        "sources",
+        "confidence",
+    )
+    assert {k: hit[k] for k in fields} == {
+        "name": "anvil aggregate", "sku": "0446310786", "mpn": "925872",
+        "gtin": "09506000134352", "condition": "used", "low_price": "119.99",
+        "high_price": "199.99", "offer_count": 5, "rating": "4.4", "best_rating": None,
+        "review_count": 89, "rating_count": None, "sources": ["json-ld", "microdata"],
+        "confidence": 0.75,
+    }  # fmt: skip
+    plain = await search(api, q="anvil", target="products", availability="in_stock")
+    assert [(i["name"], i["sources"], i["confidence"]) for i in plain["items"]] == [
+        ("anvil plain", [], None)
+    ]
+
+
+def test_the_availability_filter_accepts_exactly_the_stored_values() -> None:
+    assert get_args(Availability) == AVAILABILITY_VALUES

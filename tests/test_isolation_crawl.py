@@ -27,7 +27,9 @@ PRODUCTS: dict[str, dict[str, Any]] = {
     "/p/huge-price": {"name": "Huge", "offers": {"price": HUGE, "priceCurrency": "EUR"}},
     "/p/big-rating": {
         "name": "Rated", "offers": {"price": "5.00", "priceCurrency": "EUR"},
-        "aggregateRating": {"ratingValue": 98765, "reviewCount": 12},
+        # On its own scale, so that the extractor keeps it and the store's check clears it
+        # (and the scale's top with it).
+        "aggregateRating": {"ratingValue": 98765, "bestRating": 100000, "reviewCount": 12},
     },
     "/p/many-reviews": {
         "name": "Popular", "offers": {"price": "6.00", "priceCurrency": "EUR"},
@@ -115,6 +117,8 @@ def crawl_env(database_url: str) -> dict[str, str]:
         "HARVESTMAN_FETCH_TIMEOUT": "5",
         "HARVESTMAN_DISCOVERY_SITEMAPS": "false",
         "HARVESTMAN_CRAWL_MAX_DEPTH": "1",
+        # Past NUMERIC(18, 4): the store's check, not the extractor's maximum, clears a price.
+        "HARVESTMAN_EXTRACT_PRODUCTS_MAX_PRICE": "1e40",
         "HARVESTMAN_STORE_FLUSH_INTERVAL": "0.02",
         "HARVESTMAN_FRONTIER_REFRESH_INTERVAL": "0.2",
     }
@@ -159,7 +163,8 @@ async def assert_every_page_stored_with_its_values_fitted(
         None, json.dumps([f"price cleared: {HUGE} is outside NUMERIC(18, 4)"]),
     )  # fmt: skip
     assert found[shop.url("/p/big-rating")][2::2] == (
-        None, json.dumps(["rating cleared: 98765 is outside NUMERIC(6, 2)"]),
+        None, json.dumps(["rating cleared: 98765 is outside NUMERIC(6, 2)",
+                          "best_rating cleared: 100000 is outside NUMERIC(6, 2)"]),
     )  # fmt: skip
     assert found[shop.url("/p/many-reviews")][3:] == (
         None, json.dumps(["review_count cleared: 3000000000 is outside INTEGER"]),
@@ -178,7 +183,7 @@ async def assert_every_page_stored_with_its_values_fitted(
          "values changed to fit the store: page lang cleared: 40 characters, over VARCHAR(35)"),
         (shop.url("/p/big-rating"), "validation",
          "values changed to fit the store: product 0 rating cleared: 98765 is outside"
-         " NUMERIC(6, 2)"),
+         " NUMERIC(6, 2); product 0 best_rating cleared: 100000 is outside NUMERIC(6, 2)"),
         (shop.url("/p/huge-price"), "validation",
          f"values changed to fit the store: product 0 price cleared: {HUGE} is outside"
          " NUMERIC(18, 4)"),

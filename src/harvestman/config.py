@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import tomllib
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -151,6 +152,9 @@ class Settings(BaseSettings):
 
     # what a crawl yields
     extract_products: bool = Field(True, description="schema.org products from pages")
+    extract_products_max_price: Decimal = Field(
+        Decimal(10**9), gt=0, description="a product price above this is left out, as absurd"
+    )
     store_text: bool = Field(
         False, description="keep pages' visible text (full-text search indexes it; costly)"
     )

@@ -32,16 +32,19 @@ def _exported(row: dict[str, Any]) -> dict[str, Any]:
 PRODUCT_FIELDS = (
     "page_url", "product_url", "name", "description", "price", "currency", "availability",
     "rating", "review_count", "brand", "category", "sku", "gtin", "source", "parser",
-    "updated_at",
+    "updated_at", "mpn", "condition", "low_price", "high_price", "offer_count", "best_rating",
+    "worst_rating", "rating_count", "sources", "confidence",
 )  # fmt: skip
+_PRODUCT_DECIMALS = ("price", "rating", "low_price", "high_price", "best_rating", "worst_rating")
 
 
 def _exported_product(row: dict[str, Any]) -> dict[str, Any]:
     record = {name: row.get(name) for name in PRODUCT_FIELDS}
-    for name in ("price", "rating"):  # Decimal -> exact string, never a float; no pad zeros
+    for name in _PRODUCT_DECIMALS:  # Decimal -> exact string, never a float; no pad zeros
         value = record[name]
         if value is not None:
             record[name] = format(Decimal(value).normalize(), "f")
+    record["sources"] = orjson.loads(record["sources"]) if record["sources"] else []
     record["images"] = row.get("images", [])
     return record
 
@@ -105,6 +108,7 @@ def export_pages(
             record = convert(row)
             if what == "products":
                 record["images"] = " ".join(record["images"])
+                record["sources"] = " ".join(record["sources"])
             elif what == "records":
                 record["data"] = row["data"]
             writer.writerow(record)

@@ -4,6 +4,7 @@ site parsers. Each is built by ``from_settings`` (None: off) in :mod:`harvestman
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import ClassVar, Self
 
 from harvestman.config import Settings
@@ -12,7 +13,7 @@ from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.work import PageWork
 from harvestman.errors import ContentRejected
 from harvestman.extract.plugins import ParserRegistry
-from harvestman.extract.products import scan_products
+from harvestman.extract.products import DEFAULT_MAX_PRICE, scan_products
 from harvestman.records import UrlStatus
 from harvestman.simhash import NearDuplicateIndex, sample_text, simhash64, to_signed64
 from harvestman.stats import Stats
@@ -148,18 +149,25 @@ class ProductsStep:
 
     on_rejected: ClassVar[bool] = False
 
-    def __init__(self, stats: Stats) -> None:
+    def __init__(self, stats: Stats, max_price: Decimal = DEFAULT_MAX_PRICE) -> None:
         self.stats = stats
+        self.max_price = max_price
 
     @classmethod
     def from_settings(cls, settings: Settings, stats: Stats) -> Self | None:
-        return cls(stats) if settings.extract_products else None
+        if not settings.extract_products:
+            return None
+        return cls(stats, settings.extract_products_max_price)
 
     def run(self, work: PageWork) -> None:
         if not work.is_success:
             return
         result = work.result
-        scan = scan_products(result.body, result.final_url, charset=result.charset)
+        scan = scan_products(
+            result.body, result.final_url, charset=result.charset, max_price=self.max_price
+        )
+        if scan.rejected:
+            self.stats.inc("extract/products/rejected", scan.rejected)
         if scan.products:
             work.products = scan.products
             self.stats.inc("extract/products/pages")

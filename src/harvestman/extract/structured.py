@@ -268,10 +268,12 @@ def opengraph_product(tree: LexborHTMLParser) -> dict[str, Any] | None:
         "category": tag("product:category", "og:category"),
         "sku": tag("product:retailer_item_id", "product:sku", "og:sku"),
         "gtin": tag("product:gtin", "product:ean", "product:upc", "product:isbn"),
+        "mpn": tag("product:mfr_part_no", "product:mpn"),
         "offers": {
             "@type": "Offer",
             "price": tag("product:price:amount", "og:price:amount"),
             "priceCurrency": tag("product:price:currency", "og:price:currency"),
             "availability": tag("product:availability", "og:availability"),
+            "itemCondition": tag("product:condition", "og:condition"),
         },
     }

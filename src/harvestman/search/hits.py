@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Generic, TypeVar
 
@@ -30,7 +30,8 @@ class PageHit:
 
 @dataclass(frozen=True, slots=True)
 class ProductHit:
-    """A matching product. ``url`` is the product's own URL, else the page's."""
+    """A matching product. ``url`` is the product's own URL, else the page's; the fields after
+    ``host`` are those of the product record (docs/DESIGN.md), ``None`` when not given."""
 
     name: str | None
     brand: str | None
@@ -43,6 +44,20 @@ class ProductHit:
     rank: float
     updated_at: float
     host: str
+    sku: str | None = None
+    gtin: str | None = None
+    mpn: str | None = None
+    condition: str | None = None
+    low_price: Decimal | None = None
+    high_price: Decimal | None = None
+    offer_count: int | None = None
+    rating: Decimal | None = None
+    best_rating: Decimal | None = None
+    worst_rating: Decimal | None = None
+    review_count: int | None = None
+    rating_count: int | None = None
+    sources: tuple[str, ...] = field(default=())
+    confidence: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

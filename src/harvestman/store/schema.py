@@ -210,6 +210,16 @@ products = Table(
     Column("source", String(16), nullable=False),  # json-ld | microdata | opengraph | a parser
     Column("parser", String(100), nullable=False),  # name@version of what extracted it
     Column("errors", Text),  # JSON list of skipped parts
+    Column("mpn", Text),
+    Column("condition", String(16)),  # new | used | refurbished | damaged
+    Column("low_price", Numeric(18, 4)),  # of its AggregateOffer
+    Column("high_price", Numeric(18, 4)),
+    Column("offer_count", Integer),
+    Column("best_rating", Numeric(6, 2)),  # of its AggregateRating, as the page gives them
+    Column("worst_rating", Numeric(6, 2)),
+    Column("rating_count", Integer),
+    Column("sources", Text),  # JSON list of the forms that agree on it
+    Column("confidence", Float),  # 0..1: how far those forms agree (extract/agreement.py)
     Column("content_hash", String(64), nullable=False),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),  # moves only when content_hash changes

@@ -240,7 +240,9 @@ _NEW_URL: Final = _plan(urls, {
 _PRODUCT: Final = _plan(products, {
     **{name: name
        for name in ("name", "description", "price", "currency", "availability", "rating",
-                    "review_count", "brand", "category", "sku", "gtin", "source")},
+                    "review_count", "brand", "category", "sku", "gtin", "source", "mpn",
+                    "condition", "low_price", "high_price", "offer_count", "best_rating",
+                    "worst_rating", "rating_count", "confidence")},
     "url": "product_url",
 })  # fmt: skip
 _IMAGE: Final = _plan(images, {"url": "url", "alt": "alt", "width": "width", "height": "height"})

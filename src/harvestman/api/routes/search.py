@@ -32,9 +32,11 @@ from harvestman.search.query import MAX_QUERY_CHARS
 
 router = APIRouter(tags=["search"])
 
+# extract.vocabulary.AVAILABILITY_VALUES, spelled out for the OpenAPI schema (a test holds
+# them equal).
 Availability = Literal[
-    "in_stock", "out_of_stock", "preorder", "backorder", "discontinued", "limited",
-    "online_only", "in_store_only", "sold_out",
+    "in_stock", "out_of_stock", "preorder", "presale", "backorder", "made_to_order",
+    "discontinued", "limited", "online_only", "in_store_only", "sold_out", "reserved",
 ]  # fmt: skip
 Text = Annotated[
     str,
@@ -73,6 +75,22 @@ class ProductHitOut(BaseModel):
     rank: float
     updated_at: float
     host: str
+    sku: str | None = None
+    gtin: str | None = Field(None, description="GTIN-8, -12, -13 or -14 digits, check digit valid")
+    mpn: str | None = None
+    condition: str | None = Field(None, description="new, used, refurbished or damaged")
+    low_price: Decimal | None = Field(None, description="of its AggregateOffer")
+    high_price: Decimal | None = None
+    offer_count: int | None = None
+    rating: Decimal | None = Field(None, description="within worst_rating..best_rating")
+    best_rating: Decimal | None = None
+    worst_rating: Decimal | None = None
+    review_count: int | None = None
+    rating_count: int | None = None
+    sources: list[str] = Field(
+        default_factory=list, description="the structured data forms that agree on it"
+    )
+    confidence: float | None = Field(None, description="0..1: how far those forms agree")
 
 
 class SearchOut(BaseModel):
@@ -185,4 +203,9 @@ def _product_out(hit: ProductHit) -> ProductHitOut:
         name=hit.name, brand=hit.brand, price=hit.price, currency=hit.currency,
         availability=hit.availability, url=hit.url, page_url=hit.page_url,
         snippet=to_html(hit.snippet), rank=hit.rank, updated_at=hit.updated_at, host=hit.host,
+        sku=hit.sku, gtin=hit.gtin, mpn=hit.mpn, condition=hit.condition,
+        low_price=hit.low_price, high_price=hit.high_price, offer_count=hit.offer_count,
+        rating=hit.rating, best_rating=hit.best_rating, worst_rating=hit.worst_rating,
+        review_count=hit.review_count, rating_count=hit.rating_count,
+        sources=list(hit.sources), confidence=hit.confidence,
     )  # fmt: skip

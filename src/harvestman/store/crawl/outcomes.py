@@ -211,10 +211,20 @@ def _product_row(product: Any, digest: str, now: float) -> dict[str, Any]:
         "source": product.source,
         "parser": getattr(product, "parser", None) or f"harvestman.products@{PRODUCTS_PARSER}",
         "errors": json.dumps(product.errors) if product.errors else None,
+        "mpn": product.mpn,
+        "condition": product.condition,
+        "low_price": product.low_price,
+        "high_price": product.high_price,
+        "offer_count": product.offer_count,
+        "best_rating": product.best_rating,
+        "worst_rating": product.worst_rating,
+        "rating_count": product.rating_count,
+        "sources": json.dumps(product.sources) if product.sources else None,
+        "confidence": product.confidence,
         "content_hash": digest,
         "updated_at": now,
     }
 
 
 # The built-in product extractor's version: bump it when its output changes.
-PRODUCTS_PARSER = "1"
+PRODUCTS_PARSER = "2"

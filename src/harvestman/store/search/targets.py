@@ -3,6 +3,7 @@ turn ranked ids into hits (``harvestman.search.hits``)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
@@ -127,14 +128,15 @@ def search_products(
     query = parse_query(q)
     columns = (
         "id, name, brand, price, currency, availability, product_url, page_url, description, "
-        "updated_at"
+        "updated_at, sku, gtin, mpn, condition, low_price, high_price, offer_count, rating, "
+        "best_rating, worst_rating, review_count, rating_count, sources, confidence"
     )
     ranked, rows = _run(engine, PRODUCTS, query, filters, limit, offset, window, columns)
     hits = [
         ProductHit(
             name=row.name,
             brand=row.brand,
-            price=None if row.price is None else Decimal(str(row.price)),
+            price=_decimal(row.price),
             currency=row.currency,
             availability=row.availability,
             url=row.product_url or row.page_url,
@@ -143,10 +145,29 @@ def search_products(
             rank=score,
             updated_at=row.updated_at,
             host=urlsplit(row.page_url).netloc.rpartition("@")[2],
+            sku=row.sku,
+            gtin=row.gtin,
+            mpn=row.mpn,
+            condition=row.condition,
+            low_price=_decimal(row.low_price),
+            high_price=_decimal(row.high_price),
+            offer_count=row.offer_count,
+            rating=_decimal(row.rating),
+            best_rating=_decimal(row.best_rating),
+            worst_rating=_decimal(row.worst_rating),
+            review_count=row.review_count,
+            rating_count=row.rating_count,
+            sources=tuple(json.loads(row.sources)) if row.sources else (),
+            confidence=row.confidence,
         )
         for row, score in rows
     ]
     return SearchResult(ranked.total, ranked.is_exact, hits, ranked.ignored)
+
+
+def _decimal(value: Any) -> Decimal | None:
+    """A NUMERIC column's value as a Decimal (SQLite hands back a float: read its shortest repr)."""
+    return None if value is None else Decimal(str(value))
 
 
 def _check_page(limit: int, offset: int) -> None:
