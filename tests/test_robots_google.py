@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from harvestman.robots import _normalize, _path_of, parse_robots
+from harvestman.robots import _normalize, _path_of, parse_robots, product_token
 
 ROBOTS_URL = "http://foo.bar/robots.txt"
 
@@ -336,3 +336,28 @@ def test_get_path_params_query(url: str, path: str) -> None:
 )
 def test_maybe_escape_pattern(pattern: str, escaped: str) -> None:
     assert _normalize(pattern) == escaped
+
+
+@pytest.mark.parametrize(
+    ("user_agent", "token", "obeys_foobot_group"),
+    [
+        ("Foobot", "foobot", True),
+        ("Foobot-Bar", "foobot-bar", False),
+        ("Foo_Bar", "foo_bar", False),
+        ("", "", False),
+        ("ツ", "ツ", False),
+        # Google refuses these as tokens; we read a User-Agent header, whose product name ends
+        # at "/" or white space (RFC 9110 §10.1.5), so the last three name "foobot".
+        ("Foobot*", "foobot*", False),
+        (" Foobot ", "foobot", True),
+        ("Foobot/2.1", "foobot", True),
+        ("Foobot Bar", "foobot", True),
+    ],
+)
+def test_id_verify_valid_user_agents_to_obey(
+    user_agent: str, token: str, obeys_foobot_group: bool
+) -> None:
+    rules = parse_robots("User-agent: *\nAllow: /\nUser-agent: FooBot\nDisallow: /\n", ROBOTS_URL)
+
+    assert product_token(user_agent) == token
+    assert rules.is_allowed("http://foo.bar/x", user_agent) is not obeys_foobot_group
