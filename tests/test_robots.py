@@ -279,6 +279,21 @@ def test_rfc_9309_longest_match_example(path: str, expected: bool) -> None:
         ("Disallow: /\nUser-agent: otherbot\nDisallow: /x\n", UA, True),
         # A crawler whose user agent has no product token only gets the '*' group.
         ("User-agent: *\nDisallow: /\n\nUser-agent: harvestman\nAllow: /\n", "123bot", False),
+        # The crawler's token is compared whole: "Foo.Bot" is not "foo", so it falls to '*'
+        # (RFC 9309 §2.2.1; google/robotstxt robots.cc compares the caller's agent whole).
+        ("User-agent: foo\nDisallow: /\n", "Foo.Bot/1.0", True),
+        ("User-agent: foo\nDisallow: /\n\nUser-agent: *\nAllow: /\n", "Foo.Bot/1.0", True),
+        ("User-agent: foo\nAllow: /\n\nUser-agent: *\nDisallow: /\n", "Foo.Bot/1.0", False),
+        ("User-agent: foo\nDisallow: /\n", "Foo-Bot_2.0", True),
+        ("User-agent: foo-bot_\nDisallow: /\n", "Foo-Bot_2.0", True),
+        # A line's token ends at its first character outside [a-zA-Z_-]: "Foo2Bot" names "foo"
+        # (Google's ExtractUserAgent; RFC 9309 allows no digits in a token, so this follows
+        # Google), and a crawler named "Foo2Bot" is not "foo".
+        ("User-agent: Foo2Bot\nDisallow: /\n", "Foo/1.0", False),
+        ("User-agent: Foo2Bot\nDisallow: /\n", "Foo2Bot/1.0", True),
+        ("User-agent: Foo.Bot\nDisallow: /\n", "Foo.Bot/1.0", True),
+        ("User-agent: Foo.Bot\nDisallow: /\n", "Foo/1.0", False),
+        ("User-agent: FOO-bot_\nDisallow: /\n", "foo-BOT_/1.0", False),
     ],
 )
 def test_user_agent_group_selection(robots: str, user_agent: str, expected: bool) -> None:
@@ -304,10 +319,14 @@ def test_groups_for_the_same_agent_are_merged() -> None:
     [
         ("Harvestman/0.1 (+https://x)", "harvestman"),
         ("FooBot", "foobot"),
-        ("Foo-Bot_2.0", "foo-bot_"),
+        # The caller's product name is never shortened (RFC 9309 §2.2.1, Google's matcher).
+        ("Foo-Bot_2.0", "foo-bot_2.0"),
+        ("Foo.Bot/1.0", "foo.bot"),
+        ("Foo2Bot/3 (+https://x)", "foo2bot"),
+        ("FooBot\t(compatible)", "foobot"),
         ("  Googlebot/2.1", "googlebot"),
         ("Mozilla/5.0 (compatible; Harvestman/0.1)", "mozilla"),
-        ("123bot", ""),
+        ("123bot", "123bot"),
         ("", ""),
     ],
 )
@@ -383,11 +402,12 @@ def test_a_line_cut_by_the_cap_is_read_as_far_as_it_goes() -> None:
 
 
 def test_lines_longer_than_googles_limit_are_cut() -> None:
+    # Google keeps 2083 * 8 - 1 characters of a line (google/robotstxt robots.cc, Parse()).
     rule = "Disallow: /" + "a" * 20_000
     rules = parse_robots(f"User-agent: *\n{rule}\n", ROBOTS_URL)
 
-    assert rules.is_allowed("https://example.com/" + "a" * (2083 * 8 - 11), UA) is False
-    assert rules.is_allowed("https://example.com/" + "a" * (2083 * 8 - 12), UA) is True
+    assert rules.is_allowed("https://example.com/" + "a" * (2083 * 8 - 12), UA) is False
+    assert rules.is_allowed("https://example.com/" + "a" * (2083 * 8 - 13), UA) is True
 
 
 def test_source_parses_back_to_the_same_rules() -> None:

@@ -24,11 +24,20 @@ class RobotsServer:
         self.status = 200
         self.body = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 2.5\n"
         self.hits: Counter[str] = Counter()
+        self.redirects = 0
+        self.loop = False
         self.runner: web.AppRunner | None = None
         self.port = 0
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.hits[request.path] += 1
+        if self.redirects and (request.path == "/robots.txt" or request.path.startswith("/hop/")):
+            # A chain of ``redirects`` hops: /robots.txt -> /hop/1 -> ... -> /hop/N (the file).
+            hop = 0 if request.path == "/robots.txt" else int(request.path.rsplit("/", 1)[1])
+            if hop < self.redirects:
+                target = "/robots.txt" if self.loop and hop == 1 else f"/hop/{hop + 1}"
+                raise web.HTTPFound(target)
+            return web.Response(body=self.body)
         if request.path == "/moved/robots.txt":
             return web.Response(body=self.body)
         if request.path == "/robots.txt" and self.status == 301:
@@ -183,3 +192,52 @@ async def test_only_the_first_500_kib_are_read(server: RobotsServer, store: SqlS
     assert entry.rules.is_allowed(server.origin + "past-the-cap/x", UA)
     assert entry.text is not None
     assert len(entry.text.encode()) <= 500 * 1024
+
+
+@pytest.mark.parametrize("fetch_max_redirects", [0, 5, 20])
+async def test_five_redirects_are_followed_whatever_the_fetch_setting(
+    server: RobotsServer, store: SqlStore, fetch_max_redirects: int
+) -> None:
+    server.redirects = 5
+    async with Fetcher(user_agent=UA, max_redirects=fetch_max_redirects) as fetcher:
+        entry, _ = await (await make_cache(store, Clock(), fetcher)).get(server.host, server.origin)
+
+    assert server.hits == Counter(["/robots.txt", *(f"/hop/{n}" for n in range(1, 6))])
+    assert (entry.status, entry.error, entry.unavailable) == (200, None, False)
+    assert not entry.rules.is_allowed(server.origin + "private/x", UA)
+
+
+@pytest.mark.parametrize("fetch_max_redirects", [0, 5, 20])
+async def test_more_than_five_redirects_mean_no_robots_txt(
+    server: RobotsServer, store: SqlStore, fetch_max_redirects: int
+) -> None:
+    # Google: "Google follows at least five redirect hops [...] and then stops and treats it as
+    # a 404 for the robots.txt" (developers.google.com/search/docs/crawling-indexing/robots/
+    # robots_txt, "Handling of errors and HTTP status codes"); RFC 9309 §2.3.1.2.
+    server.redirects = 6
+    async with Fetcher(user_agent=UA, max_redirects=fetch_max_redirects) as fetcher:
+        entry, asked = await (await make_cache(store, Clock(), fetcher)).get(
+            server.host, server.origin
+        )
+
+    # Six responses, all redirects; the sixth hop's target, the file, is never asked for.
+    assert server.hits == Counter(["/robots.txt", *(f"/hop/{n}" for n in range(1, 6))])
+    assert asked is True
+    assert (entry.status, entry.text, entry.unavailable) == (None, None, False)
+    assert entry.error == "TooManyRedirects: more than 5 redirects"
+    assert entry.rules.is_allowed(server.origin + "private/x", UA)
+    domain = await store.get_domain(server.host)
+    assert domain is not None
+    assert (domain.robots_status, domain.robots_txt, domain.allowed) == (None, None, True)
+
+
+async def test_a_redirect_loop_means_no_robots_txt(server: RobotsServer, store: SqlStore) -> None:
+    server.redirects, server.loop = 6, True  # /robots.txt -> /hop/1 -> /robots.txt
+    async with Fetcher(user_agent=UA) as fetcher:
+        entry, _ = await (await make_cache(store, Clock(), fetcher)).get(server.host, server.origin)
+
+    assert server.hits == Counter({"/robots.txt": 1, "/hop/1": 1})
+    assert entry.error is not None
+    assert entry.error.startswith("RedirectLoop: ")
+    assert (entry.status, entry.unavailable) == (None, False)
+    assert entry.rules.is_allowed(server.origin + "private/x", UA)

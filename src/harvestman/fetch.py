@@ -313,6 +313,7 @@ class Fetcher:
         max_bytes: int | None = None,
         truncate: bool = False,
         proxy: str | None = None,
+        max_redirects: int | None = None,
     ) -> FetchResult:
         """GET ``url`` (an http(s) URL, normally already normalized), following redirects.
 
@@ -320,6 +321,7 @@ class Fetcher:
         before each redirect hop is requested and may raise (``RedirectRefused`` for scope or
         robots). ``max_bytes`` replaces ``max_page_size`` for this call; with ``truncate`` the
         body is cut there (``truncated=True``) instead of raising ``BodyTooLarge``.
+        ``max_redirects`` replaces the fetcher's ``max_redirects`` for this call.
         ``proxy`` (http, https, socks5 or socks5h URL, see
         :func:`harvestman.proxies.parse_proxy_urls`) carries every hop of this fetch.
 
@@ -345,8 +347,17 @@ class Fetcher:
         via = "" if proxy is None else f" (via proxy {redact_proxy_url(proxy)})"
         try:
             async with asyncio.timeout(self.timeout):
+                hops = self.max_redirects if max_redirects is None else max_redirects
                 result = await self._follow(
-                    session, url, headers, check_hop, cap, truncate, http_proxy, proxy is not None
+                    session,
+                    url,
+                    headers,
+                    check_hop,
+                    cap,
+                    truncate,
+                    http_proxy,
+                    proxy is not None,
+                    hops,
                 )
         except TimeoutError:
             message = f"no complete response within {self.timeout:g} s{via}"
@@ -391,6 +402,7 @@ class Fetcher:
         truncate: bool,
         http_proxy: str | None,
         proxied: bool,
+        max_redirects: int,
     ) -> FetchResult:
         current = url
         chain: list[str] = []
@@ -434,8 +446,8 @@ class Fetcher:
             target = self._resolve_location(location, current, url)
             if target in seen:
                 raise RedirectLoop(f"redirect from {current} back to {target}", url)
-            if len(chain) >= self.max_redirects:
-                raise TooManyRedirects(f"more than {self.max_redirects} redirects", url)
+            if len(chain) >= max_redirects:
+                raise TooManyRedirects(f"more than {max_redirects} redirects", url)
             if check_hop is not None:
                 await check_hop(target)
             chain.append(current)

@@ -42,14 +42,19 @@ __all__ = ["MAX_ROBOTS_BYTES", "RobotsRules", "parse_robots", "product_token"]
 MAX_ROBOTS_BYTES: Final = 500 * 1024
 """Octets of a robots.txt body that are read; the rest is ignored (RFC 9309 §2.5, Google)."""
 
-# Google's line limit: eight times the longest URL the old browsers took. It also bounds the
-# work a single hostile pattern can cost per URL.
-_MAX_LINE_CHARS: Final = 2083 * 8
+# Google's line limit: eight times the longest URL the old browsers took, less the byte its
+# buffer keeps for the final NUL (robots.cc, RobotsTxtParser::Parse). It also bounds the work a
+# single hostile pattern can cost per URL.
+_MAX_LINE_CHARS: Final = 2083 * 8 - 1
 _BOM: Final = b"\xef\xbb\xbf"
 _WHITESPACE: Final = " \t\v\f"
 _LINE_BREAK: Final = re.compile(r"\r\n?|\n")
 _WHITESPACE_RUN: Final = re.compile(r"[ \t]+")
-_PRODUCT_TOKEN: Final = re.compile(r"[A-Za-z_-]*")
+# A user-agent line names the run of [a-zA-Z_-] its value starts with (RFC 9309 §2.2.1 allows
+# only those characters; Google reads "Foo/1.0" or "Foo2Bot" as "foo" rather than dropping it).
+_LINE_TOKEN: Final = re.compile(r"[A-Za-z_-]*")
+# The crawler's own product name: its user agent up to the version or the comment.
+_CALLER_TOKEN: Final = re.compile(r"[^/\s]*")
 _CRAWL_DELAY: Final = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 _PATH_START: Final = re.compile(r"[/?;]")
 
@@ -72,14 +77,26 @@ _KEYS: Final = (
 
 
 def product_token(user_agent: str) -> str:
-    """The name robots.txt groups are matched on: the leading run of ``[A-Za-z_-]``, lower-cased.
+    """The crawler's product token: its user agent's product name, up to "/" or white space,
+    lower-cased, and never shortened further.
+
+    Groups are selected by comparing it whole with each user-agent line's token
+    (:func:`_line_token`), as RFC 9309 §2.2.1 and Google's matcher both do, so "Foo.Bot/1.0"
+    does not bind a ``User-agent: foo`` group: it falls to ``*``.
 
     >>> product_token("Harvestman/0.1 (+https://x)")
     'harvestman'
-    >>> product_token("Foo-Bot_2.0")
-    'foo-bot_'
+    >>> product_token("Foo.Bot/1.0")
+    'foo.bot'
     """
-    match = _PRODUCT_TOKEN.match(user_agent.strip(_WHITESPACE))
+    match = _CALLER_TOKEN.match(user_agent.strip(_WHITESPACE))
+    return match.group().lower() if match else ""
+
+
+def _line_token(value: str) -> str:
+    """The name a user-agent line gives: its value up to the first character outside
+    ``[a-zA-Z_-]``, lower-cased ("Foo-Bot/2.0 (x)" names "foo-bot")."""
+    match = _LINE_TOKEN.match(value)
     return match.group().lower() if match else ""
 
 
@@ -141,8 +158,9 @@ class RobotsRules:
     :meth:`disallow_all`. Build one with :func:`parse_robots`, :meth:`allow_all` or
     :meth:`disallow_all`.
 
-    A user agent is matched on its :func:`product_token`: the groups naming that token apply,
-    merged; else the ``*`` groups, merged; else nothing is disallowed. What a user agent selects
+    A user agent is matched on its :func:`product_token`, whole and case-insensitively: the
+    groups naming that token apply, merged; else the ``*`` groups, merged; else nothing is
+    disallowed. What a user agent selects
     is worked out once and kept, since a crawler asks with the same user agent every time.
     """
 
@@ -229,7 +247,7 @@ class _Group:
         if value[:1] == "*" and (len(value) == 1 or value[1] in _WHITESPACE):
             self.is_global = True
         else:
-            token = product_token(value)
+            token = _line_token(value)
             if token:
                 self.agents.add(token)
 

@@ -3,8 +3,13 @@
 RFC 9309 §2.3.1: a 2xx body is parsed; 4xx (but 429) means no restrictions; 5xx, 429 or a
 network error means "disallow everything for now" — the host's URLs wait and the file is asked
 for again with backoff; when the retries are spent the host's URLs are blocked with that reason.
-At most ``max_bytes`` (500 KiB) are read; redirects are followed by the fetcher (5 hops), each
-hop checked by ``check_hop`` (the crawl's scope) and by the fetcher's network guard.
+At most ``max_bytes`` (500 KiB) are read; redirects are followed by the fetcher, each hop
+checked by ``check_hop`` (the crawl's scope) and by the fetcher's network guard.
+
+Five redirect hops are followed, whatever the crawl's ``fetch_max_redirects``: RFC 9309 §2.3.1.2
+asks for at least five, and Google follows five and then treats robots.txt as unavailable in the
+4xx sense. A sixth hop (``TooManyRedirects``), or a loop (``RedirectLoop``, a chain that would go
+on forever), therefore means no restrictions; the entry's ``error`` names it.
 
 A redirect that is refused (out of scope, or to an address the guard refuses) is treated as
 RFC 9309 §2.3.1.2 treats a redirect chain that cannot be followed: robots.txt is unavailable
@@ -22,12 +27,21 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from harvestman.coord import Coordinator, LocalCoordinator
-from harvestman.errors import AddressRefused, FetchError, RedirectRefused
+from harvestman.errors import (
+    AddressRefused,
+    FetchError,
+    RedirectLoop,
+    RedirectRefused,
+    TooManyRedirects,
+)
 from harvestman.fetch import Fetcher, RetryPolicy, parse_retry_after
 from harvestman.records import DomainRecord
 from harvestman.robots import RobotsRules, parse_robots
 from harvestman.store import HostRecords
 from harvestman.urls import robots_url
+
+ROBOTS_MAX_REDIRECTS = 5
+"""Redirect hops followed for robots.txt (RFC 9309 §2.3.1.2; Google follows five)."""
 
 
 @dataclass(slots=True)
@@ -144,9 +158,13 @@ class RobotsCache:
         retry_after: float | None = None
         try:
             result = await self.fetcher.fetch(
-                url, max_bytes=self.max_bytes, truncate=True, check_hop=self.check_hop
+                url,
+                max_bytes=self.max_bytes,
+                truncate=True,
+                check_hop=self.check_hop,
+                max_redirects=ROBOTS_MAX_REDIRECTS,
             )
-        except (RedirectRefused, AddressRefused) as exc:
+        except (RedirectRefused, AddressRefused, TooManyRedirects, RedirectLoop) as exc:
             error = f"{type(exc).__name__}: {exc}"
             return RobotsEntry(RobotsRules.allow_all(), now + self.ttl, None, error=error)
         except FetchError as exc:

@@ -35,8 +35,11 @@ class ListingReader:
         max_urls: int,
         max_bytes: int,
         feed_poll_interval: float,
+        normalizer: UrlNormalizer | None = None,
     ) -> None:
         self.discovery = discovery
+        # Listed URLs come as written; they are normalized like every link of the crawl.
+        self.normalize = (normalizer or UrlNormalizer()).normalize
         self.outcomes = outcomes
         self.max_depth = max_depth
         self.max_urls = max_urls
@@ -57,6 +60,7 @@ class ListingReader:
             max_urls=self.max_urls,
             max_bytes=self.max_bytes,
             in_scope=lambda url: check(url) is None,
+            normalize=self.normalize,
         )
         stats.inc(f"{request.kind}/fetched")
         stats.inc(f"{request.kind}/urls", len(listing.urls))

@@ -134,6 +134,7 @@ class Wiring:
                 max_urls=settings.sitemap_max_urls,
                 max_bytes=settings.sitemap_max_bytes,
                 feed_poll_interval=settings.feed_poll_interval,
+                normalizer=self.normalizer,
             ),
             self.normalizer,
             max_links=settings.crawl_max_links_per_page,

@@ -4,6 +4,10 @@ A sitemap or feed is a URL of kind ``sitemap`` or ``feed`` in the frontier, so i
 politely, leased, retried and resumed like any page. Its body yields page URLs (with their
 ``lastmod``, which can make a known page due again) and, for a sitemap index, child sitemaps
 one level deeper, up to ``max_depth`` levels.
+
+The parser hands URLs over as the document wrote them; here each one is normalized, as every
+URL is before it becomes a frontier row, and one that cannot be crawled is dropped with its
+reason in ``Listing.errors``.
 """
 
 from __future__ import annotations
@@ -12,13 +16,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from harvestman.discovery.sitemaps import Sitemap, parse_sitemap
+from harvestman.errors import UrlError
 from harvestman.frontier import priority_for
 from harvestman.records import NewUrl
-from harvestman.urls import host_key, url_hash
+from harvestman.urls import host_key, normalize_url, url_hash
 
 SITEMAP = "sitemap"
 FEED = "feed"
 PAGE = "page"
+# Reasons for dropped URLs are listed up to this many, then only counted.
+_MAX_LISTED = 100
 
 
 @dataclass(slots=True)
@@ -44,26 +51,60 @@ def read_listing(
     max_urls: int,
     max_bytes: int,
     in_scope: Callable[[str], bool],
+    normalize: Callable[[str], str] = normalize_url,
 ) -> Listing:
-    """Parse a sitemap/feed body into the URLs to queue (scoped, hashed, with priorities)."""
+    """Parse a sitemap/feed body into the URLs to queue (normalized with ``normalize``, scoped,
+    hashed, with priorities)."""
     sitemap: Sitemap = parse_sitemap(body, url, max_urls=max_urls, max_bytes=max_bytes)
     listing = Listing(kind=sitemap.kind, errors=list(sitemap.errors))
+    dropped = _Dropped(listing.errors)
     for entry in sitemap.urls:
-        if not in_scope(entry.loc):
+        loc = dropped.normalized(entry.loc, normalize)
+        if loc is None:
+            continue
+        if not in_scope(loc):
             listing.out_of_scope += 1
             continue
         lastmod = entry.lastmod.timestamp() if entry.lastmod is not None else None
         # Listed pages are one hop from the listing, whatever the index nesting.
-        listing.urls.append(_row(entry.loc, 1, PAGE, lastmod))
+        listing.urls.append(_row(loc, 1, PAGE, lastmod))
     if depth < max_depth:
-        for child in sitemap.sitemaps:
+        for written in sitemap.sitemaps:
+            child = dropped.normalized(written, normalize)
+            if child is None:
+                continue
             if in_scope(child):
                 listing.urls.append(_row(child, depth + 1, SITEMAP))
             else:
                 listing.out_of_scope += 1
     elif sitemap.sitemaps:
         listing.errors.append(f"{len(sitemap.sitemaps)} child sitemaps beyond depth {max_depth}")
+    dropped.finish()
     return listing
+
+
+class _Dropped:
+    """Normalizes listed URLs and keeps the reasons for those it drops, up to a bound."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self._errors = errors
+        self._listed = 0
+        self._unlisted = 0
+
+    def normalized(self, loc: str, normalize: Callable[[str], str]) -> str | None:
+        try:
+            return normalize(loc)
+        except UrlError as exc:
+            if self._listed < _MAX_LISTED:
+                self._listed += 1
+                self._errors.append(f"bad loc {loc[:200]!r}: {exc.reason}")
+            else:
+                self._unlisted += 1
+            return None
+
+    def finish(self) -> None:
+        if self._unlisted:
+            self._errors.append(f"{self._unlisted} more bad locs not listed")
 
 
 def sitemap_rows(robots_sitemaps: Iterable[str], root: str) -> list[NewUrl]:

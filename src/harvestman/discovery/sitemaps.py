@@ -1,9 +1,13 @@
 """Sitemaps: XML urlsets and indexes, plain-text lists, RSS and Atom feeds used as sitemaps.
 
 :func:`parse_sitemap` turns the bytes of one sitemap into page URLs (with their ``lastmod``) and
-child sitemap URLs. It streams: a gzip body (detected by its magic bytes) is inflated in chunks of
-64 KiB and each chunk goes straight to a pull parser, so memory stays bounded whatever the body
-holds, and nothing past ``max_bytes`` of decompressed data is ever produced.
+child sitemap URLs, each as the document wrote it: white space trimmed, entities and CDATA
+decoded, a feed's relative link resolved, nothing normalized (no case folding, no reordered
+query, no dropped parameter). Normalizing, and dropping what cannot be crawled, is the
+frontier's job (:mod:`harvestman.discovery.listings`). It streams: a gzip body (detected by
+its magic bytes) is inflated in chunks of 64 KiB and each chunk goes straight to a pull parser,
+so memory stays bounded whatever the body holds, and nothing past ``max_bytes`` of decompressed
+data is ever produced.
 
 XML is parsed with expat, never resolving entities: a document declaring an entity (the "billion
 laughs" bomb, ``<!ENTITY x SYSTEM "file:///etc/passwd">``) is refused at the declaration, and no
@@ -22,10 +26,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from typing import Final, NoReturn
+from urllib.parse import urljoin
 from xml.parsers import expat
-
-from harvestman.errors import UrlError
-from harvestman.urls import normalize_url
 
 __all__ = ["MAX_SITEMAP_BYTES", "MAX_SITEMAP_URLS", "Sitemap", "SitemapUrl", "parse_sitemap"]
 
@@ -48,7 +50,8 @@ _WHITESPACE: Final = b" \t\r\n"
 
 @dataclass(slots=True, frozen=True)
 class SitemapUrl:
-    """A page URL from a sitemap, normalized, with its last modification time if one was given."""
+    """A page URL from a sitemap as written (see the module docstring), with its last
+    modification time if one was given."""
 
     loc: str
     lastmod: datetime | None
@@ -83,7 +86,10 @@ class _Format:
     entry: str  # the element holding one entry
     locs: tuple[str, ...]  # child elements giving the URL, in order of preference
     dates: tuple[str, ...]  # child elements giving the date, in order of preference
-    relative: bool  # whether relative URLs resolve against the document's URL (feeds)
+    # Whether relative URLs resolve against the document's URL: feeds' links may be relative
+    # (Atom, RFC 4287 §4.2.7.1), a sitemap's <loc> must be absolute (sitemaps.org: "must begin
+    # with the protocol"), so a relative one is kept as written and refused by the frontier.
+    relative: bool
 
 
 _RSS: Final = _Format("rss", "item", ("link", "guid"), ("pubdate", "date", "updated"), True)
@@ -92,7 +98,10 @@ _FORMATS: Final = {
     "sitemapindex": _Format("index", "sitemap", ("loc",), ("lastmod",), False),
     "rss": _RSS,
     "rdf": _RSS,  # RSS 1.0: <rdf:RDF> with <item> elements
-    "feed": _Format("atom", "entry", ("link",), ("updated", "published"), True),
+    # Atom 1.0 (updated, published) and Atom 0.3 (modified, issued; RFC 4287 replaced them).
+    "feed": _Format(
+        "atom", "entry", ("link",), ("updated", "modified", "published", "issued"), True
+    ),
 }
 
 _W3C_DATETIME: Final = re.compile(
@@ -140,6 +149,21 @@ def _parse_datetime(text: str) -> datetime | None:
         return None
 
 
+_HAS_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:").match
+
+
+def _resolve(reference: str, base: str) -> str:
+    """``reference`` resolved against ``base`` (RFC 3986 §5.2), or as written if that fails.
+
+    >>> _resolve("posts/2?b=1&a=2", "https://example.com/blog/atom.xml")
+    'https://example.com/blog/posts/2?b=1&a=2'
+    """
+    try:
+        return urljoin(base, reference)
+    except ValueError:  # e.g. an unclosed "[" in the base's host: the frontier will say why
+        return reference
+
+
 class _Collector:
     """Turns entries into results, enforcing the URL limit and bounding the error list."""
 
@@ -156,34 +180,25 @@ class _Collector:
             self._unlisted += 1
 
     def add(
-        self,
-        loc: str,
-        date: str | None = None,
-        *,
-        relative: bool = False,
-        index: bool = False,
-        what: str = "loc",
+        self, loc: str, date: str | None = None, *, relative: bool = False, index: bool = False
     ) -> None:
-        """Keep one entry, or record why not; raise ``_Stop`` past the URL limit.
+        """Keep one entry (``loc`` trimmed, not empty); raise ``_Stop`` past the URL limit.
 
-        ``relative`` resolves ``loc`` against the document's URL; ``what`` names it in errors.
+        ``relative`` resolves ``loc`` against the document's URL when it is relative.
         """
-        try:
-            normalized = normalize_url(loc, self._url if relative else None)
-        except UrlError as exc:
-            self.skip(f"bad {what} {loc[:200]!r}: {exc.reason}")
-            return
         if len(self.result.urls) + len(self.result.sitemaps) >= self._max_urls:
             raise _Stop(f"truncated at {self._max_urls} URLs")
+        if relative and not _HAS_SCHEME(loc):
+            loc = _resolve(loc, self._url)
         if index:
-            self.result.sitemaps.append(normalized)
+            self.result.sitemaps.append(loc)
             return
         lastmod = None
         if date:
             lastmod = _parse_datetime(date)
             if lastmod is None:
-                self.skip(f"bad lastmod {date[:100]!r} of {normalized}")
-        self.result.urls.append(SitemapUrl(normalized, lastmod))
+                self.skip(f"bad lastmod {date[:100]!r} of {loc[:200]}")
+        self.result.urls.append(SitemapUrl(loc, lastmod))
 
     def finish(self) -> None:
         if self._unlisted:
@@ -354,7 +369,7 @@ class _TextSink:
         except UnicodeDecodeError:
             self._out.skip(f"bad line {self._line_number}: not UTF-8")
             return
-        self._out.add(text, what=f"line {self._line_number}")
+        self._out.add(text)
 
 
 class _Body:
@@ -434,20 +449,18 @@ def parse_sitemap(
 
     The format is detected by content: gzip by its magic bytes, XML by a leading ``<`` (after an
     optional BOM and white space), plain text otherwise; the XML root element tells a urlset,
-    a sitemap index, RSS (2.0 or 1.0) or Atom apart. Every URL is normalized
-    (:func:`harvestman.urls.normalize_url`); feed links may be relative to ``url``, sitemap
-    locations may not. At most ``max_urls`` entries are kept and at most ``max_bytes`` of
-    (decompressed) body are read; past either limit parsing stops and the reason is recorded.
+    a sitemap index, RSS (2.0 or 1.0) or Atom (1.0 or 0.3) apart. Every URL is returned as
+    written (feed links resolved against ``url``); the caller normalizes them. At most
+    ``max_urls`` entries are kept and at most ``max_bytes`` of (decompressed) body are read;
+    past either limit parsing stops and the reason is recorded.
 
     >>> sitemap = parse_sitemap(
-    ...     b"<urlset><url><loc>HTTP://Example.com/a</loc><lastmod>2024-05-06</lastmod></url>"
-    ...     b"<url><loc>mailto:x@example.com</loc></url></urlset>",
+    ...     b"<urlset><url><loc> HTTP://Example.com/a?b=1&amp;a=2 </loc>"
+    ...     b"<lastmod>2024-05-06</lastmod></url></urlset>",
     ...     "https://example.com/sitemap.xml",
     ... )
     >>> sitemap.kind, [(u.loc, u.lastmod.isoformat()) for u in sitemap.urls]
-    ('urlset', [('http://example.com/a', '2024-05-06T00:00:00+00:00')])
-    >>> sitemap.errors
-    ["bad loc 'mailto:x@example.com': scheme"]
+    ('urlset', [('HTTP://Example.com/a?b=1&a=2', '2024-05-06T00:00:00+00:00')])
     """
     result = Sitemap(urls=[], sitemaps=[], errors=[], kind="invalid")
     out = _Collector(result, url, max_urls)
