@@ -172,6 +172,39 @@ class FrontierRepository(StoreConnection):
 
         await self._run(_add)
 
+    async def make_expired_due(self, crawl_id: int, now: float, max_depth: int) -> int:
+        """Completed rows whose visited TTL ran out become pending again now; returns how many.
+
+        A crawl's start makes them due on their own, not only when a fetched page links to
+        them again: a start page (or sitemap, feed) that answers 304 has no body, reveals no
+        links, and would hide every page under it for good. Pages deeper than ``max_depth``
+        (the crawl's limit may have shrunk since) stay as they are; sitemaps and feeds have
+        their own depth. One UPDATE, rows locked in id order (``locked_ids``).
+        """
+
+        def _expire() -> int:
+            with self._begin() as conn:
+                result = conn.execute(
+                    update(urls)
+                    .where(
+                        locked_ids(
+                            urls.c.crawl_id == crawl_id,
+                            urls.c.status == UrlStatus.COMPLETED.value,
+                            urls.c.next_crawl_at <= now,
+                            or_(urls.c.kind != "page", urls.c.depth <= max_depth),
+                        )
+                    )
+                    .values(
+                        status=UrlStatus.PENDING.value,
+                        next_crawl_at=now,
+                        attempts=0,
+                        updated_at=now,
+                    )
+                )
+                return result.rowcount or 0
+
+        return await self._run(_expire)
+
     async def pending_hosts(self, crawl_id: int) -> dict[str, float]:
         """Every host with pending rows, with the earliest time one of them is due."""
 
