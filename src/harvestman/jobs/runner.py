@@ -11,6 +11,9 @@
   process CPU time and peak RSS while the run lasted (shared with anything else the process
   does meanwhile), the error and its stack trace when the crawl raised, and the SHA-256 of each
   start page's text for adaptive scheduling (a 304 counts as the content last stored).
+- **Failure**: the run is ``failed`` (so the job's retries and back-off apply) when the crawl
+  raised, or when every start URL ended the run without a page: failed after its retries
+  (connection refused, DNS, 5xx) or blocked (robots.txt unreachable or denying it).
 
 Log lines are captured by the scheduler's ``LogCapture`` around the call: every task the crawler
 starts inherits the execution's context.
@@ -198,6 +201,11 @@ class EngineRunner:
                     watcher.cancel()
                 result.metadata["stopped_early"] = engine.stopped_early
                 result.start_hashes = await self._start_hashes(crawl_id, start, seen)
+                failed = None if engine.stopped_early else start_failure(start, seen)
+                if failed is not None:
+                    log.error("job %d: %s", job.id, failed)
+                    result.status = ExecutionStatus.FAILED
+                    result.error_message = failed
             except Exception as exc:
                 log.exception("job %d: the crawl failed", job.id)
                 result.status = ExecutionStatus.FAILED
@@ -236,6 +244,30 @@ class EngineRunner:
             else:
                 hashes[url] = outcome.content_hash
         return hashes
+
+
+def start_failure(start: dict[str, str], seen: dict[str, Outcome]) -> str | None:
+    """Why the run failed when every start URL ended this run without a page (failed, or
+    blocked: robots.txt unreachable or denying), else None. A start URL not finished in this
+    run (leased elsewhere, past the page budget) leaves the verdict to the others' success.
+
+    >>> from harvestman.records import CrawlRequest
+    >>> def ended(status, error=None):
+    ...     request = CrawlRequest(1, "http://a.test/", "h", "a.test", 0, 3, 3)
+    ...     return Outcome(request, status, 0.0, 3, error_class=error, error="refused")
+    >>> start_failure({"h": "http://a.test/"}, {"h": ended(UrlStatus.FAILED, "NetworkError")})
+    'every start URL failed: http://a.test/: NetworkError: refused'
+    >>> start_failure({"h": "http://a.test/"}, {"h": ended(UrlStatus.COMPLETED)}) is None
+    True
+    """
+    if not start or len(seen) < len(start):
+        return None
+    if any(outcome.status is UrlStatus.COMPLETED for outcome in seen.values()):
+        return None
+    reasons = [
+        f"{url}: {seen[digest].error_class}: {seen[digest].error}" for digest, url in start.items()
+    ]
+    return ("every start URL failed: " + "; ".join(reasons))[:2000]
 
 
 async def _stop_on(stop: asyncio.Event, engine: Crawler) -> None:
