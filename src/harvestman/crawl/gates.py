@@ -193,10 +193,10 @@ class BreakerGate:
         exc = HostUnavailable(host, down)
         now = run.clock()
         if host not in self.given_up:
-            self.given_up.add(host)
             count = await run.store.give_up_host(
                 run.crawl_id, host, type(exc).__name__, str(exc), now, now + self.visited_ttl
             )
+            self.given_up.add(host)  # after the write: a store error tries again next time
             run.stats.inc("breaker/given_up_hosts")
             run.stats.inc("breaker/given_up_urls", count)
             log.warning("%s: breaker open for %.0f s, gave up %d pending URLs", host, down, count)
