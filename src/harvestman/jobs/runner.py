@@ -12,8 +12,9 @@
   does meanwhile), the error and its stack trace when the crawl raised, and the SHA-256 of each
   start page's text for adaptive scheduling (a 304 counts as the content last stored).
 - **Failure**: the run is ``failed`` (so the job's retries and back-off apply) when the crawl
-  raised, or when every start URL ended the run without a page: failed after its retries
-  (connection refused, DNS, 5xx) or blocked (robots.txt unreachable or denying it).
+  raised, or when every start URL's row ended the run without a page: failed after its
+  retries (connection refused, DNS, 5xx; its host given up) or blocked (robots.txt
+  unreachable or denying it).
 
 Log lines are captured by the scheduler's ``LogCapture`` around the call: every task the crawler
 starts inherits the execution's context.
@@ -45,7 +46,7 @@ from harvestman.jobs.records import (
 )
 from harvestman.records import Outcome, UrlStatus
 from harvestman.store import SqlStore
-from harvestman.store.jobs.start_pages import StartPages
+from harvestman.store.jobs.start_pages import StartPages, StartState
 from harvestman.urls import UrlNormalizer, url_hash
 
 log = logging.getLogger(__name__)
@@ -201,7 +202,10 @@ class EngineRunner:
                     watcher.cancel()
                 result.metadata["stopped_early"] = engine.stopped_early
                 result.start_hashes = await self._start_hashes(crawl_id, start, seen)
-                failed = None if engine.stopped_early else start_failure(start, seen)
+                failed = None
+                if not engine.stopped_early:
+                    states = await self.start_pages.states(crawl_id, list(start))
+                    failed = start_failure(start, states)
                 if failed is not None:
                     log.error("job %d: %s", job.id, failed)
                     result.status = ExecutionStatus.FAILED
@@ -246,26 +250,26 @@ class EngineRunner:
         return hashes
 
 
-def start_failure(start: dict[str, str], seen: dict[str, Outcome]) -> str | None:
-    """Why the run failed when every start URL ended this run without a page (failed, or
-    blocked: robots.txt unreachable or denying), else None. A start URL not finished in this
-    run (leased elsewhere, past the page budget) leaves the verdict to the others' success.
+def start_failure(start: dict[str, str], states: dict[str, StartState]) -> str | None:
+    """Why the run failed when every start URL's row ended it without a page (failed, or
+    blocked: robots.txt unreachable or denying), else None. Read from the store, not from the
+    run's outcomes: a host given up fails its pending rows in one write, without an outcome
+    each. A start URL still pending or leased (past the page budget, or taken by another run)
+    leaves the verdict to the others' success.
 
-    >>> from harvestman.records import CrawlRequest
-    >>> def ended(status, error=None):
-    ...     request = CrawlRequest(1, "http://a.test/", "h", "a.test", 0, 3, 3)
-    ...     return Outcome(request, status, 0.0, 3, error_class=error, error="refused")
-    >>> start_failure({"h": "http://a.test/"}, {"h": ended(UrlStatus.FAILED, "NetworkError")})
+    >>> failed = StartState(UrlStatus.FAILED, "NetworkError", "refused")
+    >>> start_failure({"h": "http://a.test/"}, {"h": failed})
     'every start URL failed: http://a.test/: NetworkError: refused'
-    >>> start_failure({"h": "http://a.test/"}, {"h": ended(UrlStatus.COMPLETED)}) is None
-    True
+    >>> start_failure({"h": "http://a.test/"}, {"h": failed._replace(status=UrlStatus.PENDING)})
     """
-    if not start or len(seen) < len(start):
-        return None
-    if any(outcome.status is UrlStatus.COMPLETED for outcome in seen.values()):
+    ended = (UrlStatus.FAILED, UrlStatus.BLOCKED)
+    if not start or any(
+        digest not in states or states[digest].status not in ended for digest in start
+    ):
         return None
     reasons = [
-        f"{url}: {seen[digest].error_class}: {seen[digest].error}" for digest, url in start.items()
+        f"{url}: {states[digest].error_class}: {states[digest].error}"
+        for digest, url in start.items()
     ]
     return ("every start URL failed: " + "; ".join(reasons))[:2000]
 
