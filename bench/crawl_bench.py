@@ -4,7 +4,8 @@ Two runs, both on 127.0.0.1 only:
 
 - **throughput** (default): one host of 20,000 pages of ~20 KB, politeness off
   (``--delay 0 --per-host-concurrency 64 --concurrency 64``). Bar: >= 1,000 pages/s, exactly the
-  expected pages completed and URLs blocked, peak RSS of the crawler < 250 MB.
+  expected pages completed and URLs blocked, a line in ``--output`` for each expected page and
+  nothing else (not the guessed /sitemap.xml), peak RSS of the crawler < 250 MB.
 - **politeness** (``--hosts 200``, delay 1 s unless ``--delay``): 200 hosts seeded at once, one
   request at a time per host, bounded by ``--max-pages``. Bar: steady-state pages/s after the
   last robots.txt is served >= 90 % of hosts / delay, and no two requests to one host closer
@@ -24,6 +25,7 @@ import argparse
 import contextlib
 import io
 import itertools
+import json
 import os
 import pstats
 import shutil
@@ -252,10 +254,18 @@ def verdict(checks: dict[str, bool]) -> bool:
     return passed
 
 
+def output_urls(output: Path) -> list[str]:
+    """The URLs of the lines ``crawl --output`` wrote (none when it wrote no file)."""
+    if not output.exists():
+        return []
+    return [json.loads(line)["url"] for line in output.read_bytes().splitlines()]
+
+
 def report_throughput(
-    measured: Measured, server_cpu: float, db: Path, manifest: dict[str, object]
+    measured: Measured, server_cpu: float, db: Path, manifest: dict[str, object], output: Path
 ) -> bool:
     statuses, page_rows, completed = read_store(db)
+    written = output_urls(output)
     expected_allowed = int(manifest["expected_allowed"])  # type: ignore[call-overload]
     expected_denied = int(manifest["expected_denied"])  # type: ignore[call-overload]
     done = statuses.get("completed", 0)
@@ -274,15 +284,20 @@ def report_throughput(
     print(f"completed        {done} / expected {expected_allowed}")
     print(f"blocked          {blocked} / expected {expected_denied}")
     print(f"other statuses   {others or 'none'}")
+    print(f"--output lines   {len(written)} / expected {expected_allowed}")
     exact = done == expected_allowed and blocked == expected_denied and not others
+    hosts = manifest["hosts"]
+    allowed = {p for host in hosts for p in host["allowed_paths"]}  # type: ignore[attr-defined]
     if done != expected_allowed:
-        hosts = manifest["hosts"]
-        allowed = {p for host in hosts for p in host["allowed_paths"]}  # type: ignore[attr-defined]
         print(f"difference       {diff_paths(completed, allowed)}")
+    output_exact = len(written) == len(set(written)) == expected_allowed
+    if not output_exact:
+        print(f"--output differs {diff_paths(written, allowed)}")
     return verdict(
         {
             f"pages/s >= {MIN_PAGES_PER_SECOND}": rate >= MIN_PAGES_PER_SECOND,
             "exact counts": exact,
+            "--output holds the pages": output_exact,
             f"RSS < {MAX_RSS_MB} MB": measured.max_rss_mb < MAX_RSS_MB,
             "crawler exit 0": measured.returncode == 0,
         }
@@ -388,6 +403,9 @@ def main() -> int:
         run.mkdir(parents=True)
         db = run / "harvestman.db"
         command = crawler_command(args, server.ports, db, run)
+        output = run / "pages.jsonl"
+        if not polite:  # what a user keeps of the crawl: its pages, one line each
+            command += ["--output", str(output)]
         if args.profile:
             python = args.harvestman.parent / "python"
             command = [str(python), "-m", "cProfile", "-o", str(run / "crawler.prof"), *command]
@@ -412,7 +430,7 @@ def main() -> int:
                 measured, server_cpu, db, Path(access_log), since, args.hosts, args.delay
             )
         else:
-            passed = report_throughput(measured, server_cpu, db, manifest)
+            passed = report_throughput(measured, server_cpu, db, manifest, output)
         if args.profile:
             print_profile(run / "crawler.prof", run / "profile.txt")
     return 0 if passed else 1

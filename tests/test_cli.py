@@ -84,11 +84,15 @@ async def test_crawl_writes_jsonl_and_export_and_stats_read_the_store(
     assert code == 0
     assert len(jsonl_text.splitlines()) == len(lines)
 
+    # The stats count every stored fetch: the site's sitemap too, which page exports leave out.
+    code, everything, _ = await run_cli("export", "--db", str(db), "--kind", "page,sitemap,feed")
+    fetched = [json.loads(line) for line in everything.splitlines()]
+    assert [line["url"] for line in fetched if line["kind"] != "page"] == [site.url("/sitemap.xml")]
     code, stats_text, _ = await run_cli("stats", "--db", str(db), "--json")
     assert code == 0
     report = json.loads(stats_text)
-    assert report["pages"] == len(lines)
-    assert report["urls"]["completed"] == sum(1 for line in lines if line["error"] is None)
+    assert report["pages"] == len(fetched) == len(lines) + 1
+    assert report["urls"]["completed"] == sum(1 for line in fetched if line["error"] is None)
 
 
 async def test_invalid_settings_exit_with_status_2_and_a_clear_message(tmp_path: Path) -> None:

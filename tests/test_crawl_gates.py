@@ -89,6 +89,70 @@ async def test_an_open_breaker_requeues_until_its_probe_may_go(tmp_path: Path) -
     assert parts.run.stats["breaker/deferred"] == 1
 
 
+async def test_a_host_down_past_the_give_up_time_fails_its_pending_urls_in_one_call(
+    tmp_path: Path,
+) -> None:
+    dead, alive = "http://127.0.0.1:9", "http://127.0.0.1:10"
+    urls = [f"{dead}/{n}" for n in range(5)]
+    async with crawl_parts(tmp_path, [f"{dead}/"]) as parts:
+        store, crawl_id = parts.store, parts.run.crawl_id
+        rows = [parts.discovery.seed_row(url) for url in [*urls, f"{alive}/"]]
+        await store.add_urls(crawl_id, rows, parts.now[0])
+        breakers = CircuitBreakers(1, 60.0, 1, clock=parts.run.clock)
+        gate = BreakerGate(breakers, parts.run, 60.0, give_up_seconds=600.0, visited_ttl=1000.0)
+        leased = request_for(urls[0])
+
+        gate.observe(leased, None, "NetworkError")  # opens at 1000
+        for _ in range(9):  # every probe, once a minute, fails: still down since 1000
+            parts.now[0] += 60.0
+            assert await gate.check(leased) is None
+            gate.observe(leased, None, "NetworkError")
+        before = await gate.check(leased)
+        parts.now[0] = 1600.0
+        given_up = await gate.check(leased)
+        again = await gate.check(request_for(urls[1]))
+        states = {row["url"]: row for row in store.iter_urls(crawl_id)}
+        errors = store.error_rows(crawl_id=crawl_id)
+
+    assert before == Requeue(1600.0)
+    assert isinstance(given_up, Final)
+    assert isinstance(again, Final)
+    assert (given_up.outcome.status, given_up.outcome.error_class) == (
+        UrlStatus.FAILED, "HostUnavailable",
+    )  # fmt: skip
+    assert given_up.outcome.next_crawl_at == 2600.0
+    assert given_up.outcome.error == "127.0.0.1:9 unavailable: failing for 600 s, given up"
+    assert {url: (row["status"], row["error_class"]) for url, row in states.items()} == {
+        **{url: ("failed", "HostUnavailable") for url in urls},
+        f"{alive}/": ("pending", None),
+    }
+    assert {(row["category"], row["error_class"], row["task"]) for row in errors} == {
+        ("network", "HostUnavailable", url) for url in urls
+    }
+    assert gate.given_up == {"127.0.0.1:9"}
+    assert parts.run.stats["breaker/given_up_hosts"] == 1
+    assert parts.run.stats["breaker/given_up_urls"] == 5 + 2  # the batch, then one at a time
+
+
+async def test_a_breaker_that_closes_starts_its_down_time_over(tmp_path: Path) -> None:
+    async with crawl_parts(tmp_path, ["http://127.0.0.1:9/"]) as parts:
+        breakers = CircuitBreakers(1, 60.0, 1, clock=parts.run.clock)
+        gate = BreakerGate(breakers, parts.run, 60.0, give_up_seconds=600.0, visited_ttl=1000.0)
+        request = request_for("http://127.0.0.1:9/")
+
+        gate.observe(request, 503, None)
+        parts.now[0] += 500.0
+        assert await gate.check(request) is None  # the probe
+        gate.observe(request, 200, None)  # closes
+        gate.observe(request, 503, None)  # opens again at 1500
+        parts.now[0] += 500.0
+        verdict = await gate.check(request)
+
+    assert breakers.down_for("127.0.0.1:9") == 500.0
+    assert verdict is None  # a probe: down for 500 s since it last opened, not given up
+    assert gate.given_up == set()
+
+
 @pytest.mark.parametrize(
     ("path", "reason"),
     [("/private/secret.html", "robots"), ("/private/open.html", None)],

@@ -166,13 +166,14 @@ async def test_posts_reachable_only_through_the_feed_are_all_crawled_and_the_fee
     }
     assert blog.feed_conditions == [None]
 
-    # Once the home page is due again it names its feed again; the feed, past its poll
-    # interval, is asked for with its ETag, and is unchanged: its posts are not asked again.
+    # Past the visited TTL the home page is due again; the feed, past its poll interval, is
+    # asked for with its ETag and is unchanged (304: nothing listed); its posts, past their
+    # own TTL, come due by themselves and are asked once more.
     later = await crawl(settings, root + "/", clock=lambda: time.time() + 900.0)
 
     assert blog.hits["/"] == 2
     assert blog.feed_conditions == [None, Blog.ETAG]
     assert later.crawler.stats["fetch/not_modified"] == 1
-    assert all(blog.hits[f"/posts/{n}.html"] == 1 for n in range(1, POSTS + 1))
+    assert all(blog.hits[f"/posts/{n}.html"] == 2 for n in range(1, POSTS + 1))
     feed = next(row for row in later.rows if row["kind"] == "feed")
     assert feed["status"] == "completed"

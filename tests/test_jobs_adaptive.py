@@ -187,12 +187,18 @@ async def test_the_interval_grows_while_the_start_page_stays_and_resets_when_it_
     job_id = await _source_and_job(service, site)
     intervals = [await _run_and_interval(service, job_id) for _ in range(3)]
     site.down = True
-    intervals.append(await _run_and_interval(service, job_id))  # not fetched: stays
+    # Not fetched: the run fails and is retried after the job's back-off, observing nothing.
+    planned = (await service.store.jobs.get(job_id)).next_run_at
+    assert planned is not None
+    service.clock.now = planned
+    assert await service.run_due() == [job_id]
+    retried = await service.store.jobs.get(job_id)
+    assert (retried.status, retried.next_run_at) == (JobStatus.PENDING, planned + 60)
     site.down = False
     intervals.append(await _run_and_interval(service, job_id))
     site.text = "second edition"
     intervals.append(await _run_and_interval(service, job_id))
-    assert intervals == [30, 60, 120, 120, 240, 30]
+    assert intervals == [30, 60, 120, 240, 30]
     # Every run fetched the start page again; the article only once (its visited TTL).
     assert (site.hits[("/", 200)], site.hits[("/", 503)], site.hits[("/a", 200)]) == (5, 4, 1)
 
@@ -202,7 +208,15 @@ async def test_the_interval_grows_while_the_start_page_stays_and_resets_when_it_
     assert list(state.url_hashes) == [f"{site.base}/"]
 
     history = (await service.store.executions.list(job_id)).items
-    assert [e.status for e in history] == [ExecutionStatus.COMPLETED] * 6
+    assert [e.status for e in reversed(history)] == [
+        *[ExecutionStatus.COMPLETED] * 3,
+        ExecutionStatus.FAILED,
+        *[ExecutionStatus.COMPLETED] * 2,
+    ]
+    assert (
+        history[2].error_message
+        == f"every start URL failed: {site.base}/: HttpStatusError: HTTP 503"
+    )
     crawled = [(e.items_crawled, e.items_indexed) for e in reversed(history)]
     assert crawled == [(2, 2), (1, 1), (1, 1), (1, 0), (1, 1), (1, 1)]
     first = history[-1]

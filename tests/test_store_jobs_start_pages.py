@@ -94,3 +94,19 @@ async def test_content_hashes_are_those_stored_for_the_asked_rows(store: SqlStor
 
     assert await pages.content_hashes(crawl, [home, unknown]) == {home: "hash-of-http://a.test/"}
     assert await pages.content_hashes(crawl, []) == {}
+
+
+async def test_the_states_of_start_pages_include_a_host_given_up_in_one_write(
+    store: SqlStore,
+) -> None:
+    crawl = await store.ensure_crawl("source-1")
+    urls = ["http://a.test/", "http://b.test/", "http://a.test/never-added"]
+    await store.add_urls(crawl, [new(url) for url in urls[:2]], NOW)
+    await store.give_up_host(crawl, "a.test", "HostUnavailable", "a.test gone", NOW, NOW + 60)
+
+    states = await StartPages(store.engine).states(crawl, [url_hash(url) for url in urls])
+
+    assert states == {
+        url_hash(urls[0]): (UrlStatus.FAILED, "HostUnavailable", "a.test gone"),
+        url_hash(urls[1]): (UrlStatus.PENDING, None, None),
+    }

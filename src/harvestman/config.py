@@ -133,6 +133,9 @@ class Settings(BaseSettings):
     breaker_failure_threshold: int = Field(5, ge=1)
     breaker_open_seconds: float = Field(60.0, gt=0)
     breaker_success_threshold: int = Field(2, ge=1)
+    breaker_give_up_seconds: float = Field(
+        600.0, ge=0, description="a host failing this long gives up its URLs (0: never)"
+    )
     watchdog_stall_seconds: float = Field(300.0, gt=0)
     watchdog_check_interval: float = Field(10.0, gt=0)
     watchdog_network_retry: float = Field(30.0, gt=0)

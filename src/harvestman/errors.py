@@ -22,6 +22,8 @@ where they occur, so a recorded failure always carries one of these stable class
     ├── RobotsDenied                 robots.txt disallows the URL (a policy, not logged)[robots]
     ├── RobotsUnavailable            robots.txt could not be read, so nothing is allowed
     │                                                                             [validation]
+    ├── HostUnavailable              the host's breaker stayed open past the give-up time;
+    │                                its pending URLs were given up                  [network]
     ├── ContentRejected              validation judged the page garbage         [validation]
     ├── ListingInvalid               a sitemap or feed yielded nothing usable          [parse]
     ├── QueryError                   a search query finds nothing by its form; ``reason`` says why
@@ -169,6 +171,21 @@ class RobotsUnavailable(HarvestmanError):
 
     def __init__(self, error: str) -> None:
         super().__init__(f"robots.txt unavailable: {error}")
+
+
+class HostUnavailable(HarvestmanError):
+    """A host kept failing: its circuit breaker stayed open (probes failing) for ``seconds``,
+    past ``breaker_give_up_seconds``, so its URLs were failed for good instead of waiting on.
+
+    Not a ``FetchError``: no fetch was tried for the URL it is recorded for.
+    """
+
+    category = "network"
+
+    def __init__(self, host: str, seconds: float) -> None:
+        self.host = host
+        self.seconds = seconds
+        super().__init__(f"{host} unavailable: failing for {seconds:.0f} s, given up")
 
 
 class ContentRejected(HarvestmanError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Collection
 from decimal import Decimal
 from typing import IO, Any
 
@@ -14,12 +15,34 @@ from harvestman.store import SqlStore
 
 FORMATS = ("jsonl", "csv", "es")
 WHAT = ("pages", "products", "records")
+# What a fetched URL was (``urls.kind``); robots.txt fetches are kept per host, never as pages.
+KINDS = ("page", "sitemap", "feed")
+PAGES_ONLY: tuple[str, ...] = ("page",)
+
+
+def parse_kinds(value: str) -> tuple[str, ...]:
+    """``--kind``'s comma-separated list, checked against :data:`KINDS`.
+
+    >>> parse_kinds("page, feed"), parse_kinds("page,page")
+    (('page', 'feed'), ('page',))
+    >>> parse_kinds("robots")
+    Traceback (most recent call last):
+    ValueError: unknown kind 'robots': choose from page, sitemap, feed
+    """
+    kinds = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    for kind in kinds:
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r}: choose from {', '.join(KINDS)}")
+    if not kinds:
+        raise ValueError(f"no kind given: choose from {', '.join(KINDS)}")
+    return kinds
+
 
 # The exported fields of a page, in order (CSV columns).
 FIELDS = (
     "url", "final_url", "status_code", "title", "description", "content_type", "content_length",
-    "charset", "content_hash", "canonical", "lang", "links_count", "depth", "crawl_duration_ms",
-    "fetched_at", "error_class", "error",
+    "charset", "content_hash", "canonical", "lang", "links_count", "depth", "kind",
+    "crawl_duration_ms", "fetched_at", "error_class", "error",
 )  # fmt: skip
 
 
@@ -72,10 +95,17 @@ def _document_id(what: str, row: dict[str, Any]) -> str:
 
 
 def export_pages(
-    store: SqlStore, crawl_id: int, fmt: str, out: IO[bytes], *, what: str = "pages"
+    store: SqlStore,
+    crawl_id: int,
+    fmt: str,
+    out: IO[bytes],
+    *,
+    what: str = "pages",
+    kinds: Collection[str] = PAGES_ONLY,
 ) -> int:
     """Write every stored page (product, or site parser record) of ``crawl_id`` to ``out``;
-    return how many.
+    return how many. Pages are those of ``kinds`` (pages only by default: sitemaps and feeds
+    are fetched and stored too, but are not what a page export is for).
 
     ``es`` is Elasticsearch's bulk NDJSON: an ``index`` action line (with a stable ``_id``)
     before each document.
@@ -86,7 +116,7 @@ def export_pages(
     elif what == "records":
         rows, convert, fields = store.iter_records(crawl_id), _exported_record, RECORD_FIELDS
     elif what == "pages":
-        rows, convert, fields = store.iter_pages(crawl_id), _exported, FIELDS
+        rows, convert, fields = store.iter_pages(crawl_id, kinds=kinds), _exported, FIELDS
     else:
         raise ValueError(f"unknown export {what!r}: one of {', '.join(WHAT)}")
     count = 0
@@ -118,10 +148,11 @@ def export_pages(
     raise ValueError(f"unknown export format {fmt!r}")
 
 
-def page_summary(outcome: Outcome) -> bytes | None:
-    """The JSONL line ``crawl --output`` writes for a stored outcome (None: no page)."""
+def page_summary(outcome: Outcome, kinds: Collection[str] = PAGES_ONLY) -> bytes | None:
+    """The JSONL line ``crawl --output`` writes for a stored outcome (None: no page, or one
+    whose URL is not of ``kinds``)."""
     page = outcome.page
-    if page is None:
+    if page is None or outcome.request.kind not in kinds:
         return None
     return (
         orjson.dumps(
@@ -136,6 +167,7 @@ def page_summary(outcome: Outcome) -> bytes | None:
                 "content_hash": page.content_hash,
                 "links_count": page.links_count,
                 "depth": outcome.request.depth,
+                "kind": outcome.request.kind,
                 "fetched_at": page.fetched_at,
                 "error_class": page.error_class,
                 "error": page.error,

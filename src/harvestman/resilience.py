@@ -54,13 +54,16 @@ class BreakerState(StrEnum):
 
 @dataclass(slots=True)
 class BreakerRecord:
-    """One host's breaker. ``probe_until``: a half-open probe is out until then."""
+    """One host's breaker. ``probe_until``: a half-open probe is out until then.
+    ``down_since``: when it first opened; kept while failed probes re-open it, cleared with the
+    record when it closes."""
 
     state: BreakerState = BreakerState.CLOSED
     failures: int = 0
     successes: int = 0
     opened_at: float | None = None
     probe_until: float | None = None
+    down_since: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -224,6 +227,24 @@ class CircuitBreakers:
             return BreakerState.CLOSED
         return self._current(host, record, self.clock()).state
 
+    def down_for(self, host: str) -> float | None:
+        """Seconds since ``host``'s breaker first opened, through every failed probe since;
+        None while it is closed.
+
+        >>> now = [0.0]
+        >>> breakers = CircuitBreakers(failure_threshold=1, open_seconds=60, clock=lambda: now[0])
+        >>> breakers.record("a.org", success=False)
+        <BreakerState.OPEN: 'open'>
+        >>> now[0] = 60.0; breakers.allow("a.org"), breakers.record("a.org", success=False)
+        (True, <BreakerState.OPEN: 'open'>)
+        >>> now[0] = 90.0; breakers.down_for("a.org"), breakers.down_for("b.org")
+        (90.0, None)
+        """
+        record = self.store.get(host)
+        if record is None or record.state is BreakerState.CLOSED or record.down_since is None:
+            return None
+        return self.clock() - record.down_since
+
     def snapshot(self) -> dict[str, dict[str, Any]]:
         """Hosts with recent failures: state, failures, successes, opened_at, retry_at."""
         now = self.clock()
@@ -267,6 +288,8 @@ class CircuitBreakers:
         old = record.state
         record.state = BreakerState.OPEN
         record.opened_at = now
+        if record.down_since is None:
+            record.down_since = now
         record.successes = 0
         record.probe_until = None
         self.store.set(host, record)

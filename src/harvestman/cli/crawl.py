@@ -18,6 +18,7 @@ from harvestman.cli.options import (
     DatabaseUrlOption,
     DbOption,
     JsonOption,
+    KindOption,
     NameOption,
     PerHostConcurrencyOption,
     RedisOption,
@@ -71,6 +72,7 @@ def crawl(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Append fetched pages here as JSONL")
     ] = None,
+    kind: KindOption = "page",
     warc: Annotated[
         Path | None, typer.Option("--warc", help="Also write every exchange to this WARC file")
     ] = None,
@@ -80,7 +82,13 @@ def crawl(
     verbose: VerboseOption = 0,
 ) -> None:
     """Crawl from seed URLs into the store; run it again to resume."""
+    from harvestman.export import parse_kinds
+
     setup_logging(verbose)
+    try:
+        kinds = parse_kinds(kind)
+    except ValueError as exc:
+        raise usage_error(f"--kind: {exc}") from None
     with open_store(
         config, db, database_url,
         crawl_name=name,
@@ -97,7 +105,8 @@ def crawl(
         warc_path=str(warc) if warc else None,
     ) as (settings, store):  # fmt: skip
         seeds = read_seeds(urls or [], seeds_file)
-        code = run(_crawl(settings, store, seeds, output, progress and sys.stderr.isatty()))
+        live = progress and sys.stderr.isatty()
+        code = run(_crawl(settings, store, seeds, output, live, kinds))
     raise typer.Exit(code)
 
 
@@ -114,7 +123,12 @@ def read_seeds(urls: list[str], seeds_file: Path | None) -> list[str]:
 
 
 async def _crawl(
-    settings: Settings, store: SqlStore, seeds: list[str], output: Path | None, live: bool
+    settings: Settings,
+    store: SqlStore,
+    seeds: list[str],
+    output: Path | None,
+    live: bool,
+    kinds: tuple[str, ...],
 ) -> int:
     import asyncio
 
@@ -129,7 +143,7 @@ async def _crawl(
         def write_pages(outcomes: Any) -> None:
             if out is not None:
                 for outcome in outcomes:
-                    line = page_summary(outcome)
+                    line = page_summary(outcome, kinds)
                     if line is not None:
                         out.write(line)
 

@@ -18,6 +18,7 @@ from harvestman.cli.options import (
     ErrorClassOption,
     HostOption,
     JsonOption,
+    KindOption,
     LimitOption,
     NameOption,
 )
@@ -40,6 +41,7 @@ def export(
     what: Annotated[
         str, typer.Option("--what", help="pages, products or records (site parsers')")
     ] = "pages",
+    kind: KindOption = "page",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="File to write [default: stdout]")
     ] = None,
@@ -49,20 +51,25 @@ def export(
     name: NameOption = None,
 ) -> None:
     """Write every stored page (product, parser record) of a crawl, streaming; WARC from the
-    raw archive."""
-    from harvestman.export import FORMATS, WHAT, export_pages
+    raw archive. Pages are the crawl's pages unless --kind adds its sitemaps and feeds; a WARC
+    holds every archived exchange."""
+    from harvestman.export import FORMATS, WHAT, export_pages, parse_kinds
 
     if fmt not in (*FORMATS, "warc"):
         raise usage_error(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}, warc")
     if what not in WHAT:
         raise usage_error(f"--what must be one of {', '.join(WHAT)}")
+    try:
+        kinds = parse_kinds(kind)
+    except ValueError as exc:
+        raise usage_error(f"--kind: {exc}") from None
     with open_crawl(config, db, database_url, name) as (settings, store, crawl_id):
         if fmt == "warc":
             _export_warc(store, crawl_id, settings, output)
             return
         target = output.open("wb") if output else sys.stdout.buffer
         try:
-            n = export_pages(store, crawl_id, fmt, target, what=what)
+            n = export_pages(store, crawl_id, fmt, target, what=what, kinds=kinds)
         finally:
             if output:
                 target.close()

@@ -46,3 +46,9 @@ ConcurrencyOption = Annotated[
 PerHostConcurrencyOption = Annotated[
     int | None, typer.Option("--per-host-concurrency", help="Requests in flight per host [1]")
 ]
+KindOption = Annotated[
+    str,
+    typer.Option(
+        "--kind", help="What fetches hold: page, sitemap, feed, comma-separated [default: page]"
+    ),
+]

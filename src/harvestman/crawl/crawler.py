@@ -141,6 +141,10 @@ class Crawler:
         await liveness.register(now)
         rows = [wiring.discovery.seed_row(seed) for seed in self.seeds]
         await store.add_urls(run.crawl_id, rows, now)
+        # What a 304 cannot reveal again (its links) comes due by its own visited TTL.
+        expired = await store.make_expired_due(run.crawl_id, now, wiring.discovery.max_depth)
+        if expired:
+            log.info("%d stored URLs are due again (visited TTL)", expired)
         if wiring.budget is not None:
             wiring.budget.fetched_before = (await store.counts(run.crawl_id)).fetched
         run.frontier = wiring.frontier(self.worker_id)

@@ -16,7 +16,7 @@ from harvestman.config import Settings
 from harvestman.coord import Coordinator
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.run import CrawlRun
-from harvestman.errors import RobotsDenied, RobotsUnavailable
+from harvestman.errors import HostUnavailable, RobotsDenied, RobotsUnavailable
 from harvestman.records import CrawlRequest, NewUrl, Outcome, UrlStatus
 from harvestman.resilience import (
     BreakerRecord,
@@ -131,16 +131,32 @@ def sitemap_queue(
 class BreakerGate:
     """A circuit breaker per host: a host that keeps failing waits until a probe may go.
 
+    A host whose breaker has stayed open (its probes failing) for ``give_up_seconds`` (0:
+    never) is given up: every pending URL of it is failed with ``HostUnavailable`` in one
+    store call, and each of its requests that reaches the gate afterwards is failed the same
+    way, so a crawl of a dead host ends. Failed rows are due again after ``visited_ttl``.
+
     Also a health observer (every response and fetch error counts) and, when workers share a
     coordinator, shares the breakers it opens and adopts those others opened.
     """
 
-    def __init__(self, breakers: CircuitBreakers, run: CrawlRun, open_seconds: float) -> None:
+    def __init__(
+        self,
+        breakers: CircuitBreakers,
+        run: CrawlRun,
+        open_seconds: float,
+        *,
+        give_up_seconds: float = 0.0,
+        visited_ttl: float = 0.0,
+    ) -> None:
         self.breakers = breakers
         self.run = run
         self.open_seconds = open_seconds
+        self.give_up_seconds = give_up_seconds
+        self.visited_ttl = visited_ttl
         self.changes: dict[str, BreakerState] = {}
         self.adopted: set[str] = set()
+        self.given_up: set[str] = set()  # hosts whose pending rows this run already failed
         breakers.on_transition = self.changed
 
     @classmethod
@@ -153,13 +169,39 @@ class BreakerGate:
             settings.breaker_success_threshold,
             clock=run.clock,
         )
-        return cls(breakers, run, settings.breaker_open_seconds)
+        return cls(
+            breakers,
+            run,
+            settings.breaker_open_seconds,
+            give_up_seconds=settings.breaker_give_up_seconds,
+            visited_ttl=settings.crawl_visited_ttl,
+        )
 
     async def check(self, request: CrawlRequest) -> Verdict:
-        if self.breakers.allow(request.host):
+        host = request.host
+        if self.give_up_seconds:
+            down = self.breakers.down_for(host)
+            if down is not None and down >= self.give_up_seconds:
+                return await self._give_up(request, down)
+        if self.breakers.allow(host):
             return None
         self.run.stats.inc("breaker/deferred")
-        return Requeue(self.breakers.retry_at(request.host) or self.run.clock() + 1.0)
+        return Requeue(self.breakers.retry_at(host) or self.run.clock() + 1.0)
+
+    async def _give_up(self, request: CrawlRequest, down: float) -> Final:
+        run, host = self.run, request.host
+        exc = HostUnavailable(host, down)
+        now = run.clock()
+        if host not in self.given_up:
+            count = await run.store.give_up_host(
+                run.crawl_id, host, type(exc).__name__, str(exc), now, now + self.visited_ttl
+            )
+            self.given_up.add(host)  # after the write: a store error tries again next time
+            run.stats.inc("breaker/given_up_hosts")
+            run.stats.inc("breaker/given_up_urls", count)
+            log.warning("%s: breaker open for %.0f s, gave up %d pending URLs", host, down, count)
+        run.stats.inc("breaker/given_up_urls")  # this one, leased before
+        return Final(Outcome.failed(request, exc, now + self.visited_ttl, status=UrlStatus.FAILED))
 
     def observe(self, request: CrawlRequest, status: int | None, error: str | None) -> None:
         self.breakers.record(request.host, success=not is_breaker_failure(status, error))

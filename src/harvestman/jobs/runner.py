@@ -11,6 +11,10 @@
   process CPU time and peak RSS while the run lasted (shared with anything else the process
   does meanwhile), the error and its stack trace when the crawl raised, and the SHA-256 of each
   start page's text for adaptive scheduling (a 304 counts as the content last stored).
+- **Failure**: the run is ``failed`` (so the job's retries and back-off apply) when the crawl
+  raised, or when every start URL's row ended the run without a page: failed after its
+  retries (connection refused, DNS, 5xx; its host given up) or blocked (robots.txt
+  unreachable or denying it).
 
 Log lines are captured by the scheduler's ``LogCapture`` around the call: every task the crawler
 starts inherits the execution's context.
@@ -42,7 +46,7 @@ from harvestman.jobs.records import (
 )
 from harvestman.records import Outcome, UrlStatus
 from harvestman.store import SqlStore
-from harvestman.store.jobs.start_pages import StartPages
+from harvestman.store.jobs.start_pages import StartPages, StartState
 from harvestman.urls import UrlNormalizer, url_hash
 
 log = logging.getLogger(__name__)
@@ -198,6 +202,14 @@ class EngineRunner:
                     watcher.cancel()
                 result.metadata["stopped_early"] = engine.stopped_early
                 result.start_hashes = await self._start_hashes(crawl_id, start, seen)
+                failed = None
+                if not engine.stopped_early:
+                    states = await self.start_pages.states(crawl_id, list(start))
+                    failed = start_failure(start, states)
+                if failed is not None:
+                    log.error("job %d: %s", job.id, failed)
+                    result.status = ExecutionStatus.FAILED
+                    result.error_message = failed
             except Exception as exc:
                 log.exception("job %d: the crawl failed", job.id)
                 result.status = ExecutionStatus.FAILED
@@ -236,6 +248,30 @@ class EngineRunner:
             else:
                 hashes[url] = outcome.content_hash
         return hashes
+
+
+def start_failure(start: dict[str, str], states: dict[str, StartState]) -> str | None:
+    """Why the run failed when every start URL's row ended it without a page (failed, or
+    blocked: robots.txt unreachable or denying), else None. Read from the store, not from the
+    run's outcomes: a host given up fails its pending rows in one write, without an outcome
+    each. A start URL still pending or leased (past the page budget, or taken by another run)
+    leaves the verdict to the others' success.
+
+    >>> failed = StartState(UrlStatus.FAILED, "NetworkError", "refused")
+    >>> start_failure({"h": "http://a.test/"}, {"h": failed})
+    'every start URL failed: http://a.test/: NetworkError: refused'
+    >>> start_failure({"h": "http://a.test/"}, {"h": failed._replace(status=UrlStatus.PENDING)})
+    """
+    ended = (UrlStatus.FAILED, UrlStatus.BLOCKED)
+    if not start or any(
+        digest not in states or states[digest].status not in ended for digest in start
+    ):
+        return None
+    reasons = [
+        f"{url}: {states[digest].error_class}: {states[digest].error}"
+        for digest, url in start.items()
+    ]
+    return ("every start URL failed: " + "; ".join(reasons))[:2000]
 
 
 async def _stop_on(stop: asyncio.Event, engine: Crawler) -> None:

@@ -33,6 +33,22 @@ class FrontierStore(Protocol):
     until released, recovered or expired."""
 
     async def add_urls(self, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None: ...
+    async def make_expired_due(self, crawl_id: int, now: float, max_depth: int) -> int:
+        """Completed rows past their visited TTL (pages within ``max_depth``) pending again."""
+        ...
+
+    async def give_up_host(
+        self,
+        crawl_id: int,
+        host: str,
+        error_class: str,
+        error: str,
+        now: float,
+        next_crawl_at: float,
+    ) -> int:
+        """Every pending row of ``host`` failed with ``error_class`` (and logged), at once."""
+        ...
+
     async def pending_hosts(self, crawl_id: int) -> dict[str, float]: ...
     async def lease(
         self, crawl_id: int, wanted: dict[str, int], now: float, lease_until: float, worker_id: str

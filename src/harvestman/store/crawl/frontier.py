@@ -22,10 +22,11 @@ from sqlalchemy import (
     update,
 )
 
+from harvestman.errors import error_category
 from harvestman.records import CrawlRequest, NewUrl, UrlStatus
 from harvestman.store import dialect
 from harvestman.store.connection import StoreConnection
-from harvestman.store.schema import urls
+from harvestman.store.schema import error_logs, urls
 from harvestman.store.transaction import locked_ids
 
 _LEASE_SQL = (
@@ -171,6 +172,95 @@ class FrontierRepository(StoreConnection):
                 insert_urls(conn, crawl_id, rows, now)
 
         await self._run(_add)
+
+    async def make_expired_due(self, crawl_id: int, now: float, max_depth: int) -> int:
+        """Completed rows whose visited TTL ran out become pending again now; returns how many.
+
+        A crawl's start makes them due on their own, not only when a fetched page links to
+        them again: a start page (or sitemap, feed) that answers 304 has no body, reveals no
+        links, and would hide every page under it for good. Pages deeper than ``max_depth``
+        (the crawl's limit may have shrunk since) stay as they are; sitemaps and feeds have
+        their own depth. One UPDATE, rows locked in id order (``locked_ids``).
+        """
+
+        def _expire() -> int:
+            with self._begin() as conn:
+                result = conn.execute(
+                    update(urls)
+                    .where(
+                        locked_ids(
+                            urls.c.crawl_id == crawl_id,
+                            urls.c.status == UrlStatus.COMPLETED.value,
+                            urls.c.next_crawl_at <= now,
+                            or_(urls.c.kind != "page", urls.c.depth <= max_depth),
+                        )
+                    )
+                    .values(
+                        status=UrlStatus.PENDING.value,
+                        next_crawl_at=now,
+                        attempts=0,
+                        updated_at=now,
+                    )
+                )
+                return result.rowcount or 0
+
+        return await self._run(_expire)
+
+    async def give_up_host(
+        self,
+        crawl_id: int,
+        host: str,
+        error_class: str,
+        error: str,
+        now: float,
+        next_crawl_at: float,
+    ) -> int:
+        """Fail every pending row of ``host`` at once (a host that stayed unavailable): each
+        becomes a dead letter with ``error_class`` and ``error``, and gets its error log entry.
+        Rows leased (in progress) are left to the worker that holds them. Returns how many.
+
+        One transaction: the rows are locked in id order (``locked_ids``) and changed by one
+        UPDATE whose RETURNING names the URLs to log, so a row leased meanwhile by another
+        worker is neither failed nor logged.
+        """
+
+        def _give_up() -> int:
+            with self._begin() as conn:
+                given_up = conn.execute(
+                    update(urls)
+                    .where(
+                        locked_ids(
+                            urls.c.crawl_id == crawl_id,
+                            urls.c.host == host,
+                            urls.c.status == UrlStatus.PENDING.value,
+                        )
+                    )
+                    .values(
+                        status=UrlStatus.FAILED.value,
+                        error_class=error_class,
+                        error=error,
+                        next_crawl_at=next_crawl_at,
+                        updated_at=now,
+                    )
+                    .returning(urls.c.url)
+                ).scalars()
+                rows = [
+                    {
+                        "crawl_id": crawl_id,
+                        "category": error_category(error_class),
+                        "error_class": error_class,
+                        "message": error,
+                        "task": url,
+                        "stack_trace": None,
+                        "created_at": now,
+                    }
+                    for url in given_up
+                ]
+                if rows:
+                    conn.execute(error_logs.insert(), rows)
+                return len(rows)
+
+        return await self._run(_give_up)
 
     async def pending_hosts(self, crawl_id: int) -> dict[str, float]:
         """Every host with pending rows, with the earliest time one of them is due."""

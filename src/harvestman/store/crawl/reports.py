@@ -3,7 +3,7 @@ constant-memory iterators; and the stats history's minute counters."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, select
@@ -160,14 +160,18 @@ class ReportRepository(StoreConnection):
         with self.engine.connect() as conn:
             return keyset.count(conn, where.table, where.conditions())
 
-    def iter_pages(self, crawl_id: int, batch: int = 1000) -> Iterator[dict[str, Any]]:
-        """Every stored page of a crawl with its URL row's depth, in id order, in constant memory.
+    def iter_pages(
+        self, crawl_id: int, batch: int = 1000, *, kinds: Collection[str] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Every stored page of a crawl with its URL row's depth and kind, in id order, in
+        constant memory; only those whose URL is of ``kinds`` (page, sitemap, feed) if given.
 
         Synchronous on purpose: exports stream straight to a file from their own thread.
         """
         last_id = 0
+        kind = func.coalesce(urls.c.kind, "page")  # a page whose URL row is gone: a page
         query = (
-            select(crawled_pages, urls.c.depth)
+            select(crawled_pages, urls.c.depth, kind.label("kind"))
             .join(
                 urls,
                 and_(
@@ -180,6 +184,8 @@ class ReportRepository(StoreConnection):
             .order_by(crawled_pages.c.id)
             .limit(batch)
         )
+        if kinds is not None:
+            query = query.where(kind.in_(sorted(kinds)))
         while True:
             with self.engine.connect() as conn:
                 rows = conn.execute(query, {"last": last_id}).mappings().all()

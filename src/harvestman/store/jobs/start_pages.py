@@ -1,5 +1,5 @@
 """The job runner's work on the crawl tables: its start pages made due again before a run, and
-their stored content hashes read after it.
+their states and stored content hashes read after it.
 
 ``make_due`` is a multi-row UPDATE of ``urls`` that may meet a crawl's batch writes and lease
 extensions, so it follows the store's locking rules: an IMMEDIATE transaction on SQLite, rows
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Collection
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from sqlalchemy import Engine, select, update
 from sqlalchemy.exc import SQLAlchemyError
@@ -23,6 +23,14 @@ from harvestman.store.transaction import locked_ids, transaction
 T = TypeVar("T")
 
 _FINISHED = [UrlStatus.COMPLETED.value, UrlStatus.FAILED.value, UrlStatus.BLOCKED.value]
+
+
+class StartState(NamedTuple):
+    """A start page's row after a run."""
+
+    status: UrlStatus
+    error_class: str | None
+    error: str | None
 
 
 class StartPages:
@@ -59,6 +67,26 @@ class StartPages:
                 return result.rowcount or 0
 
         return await _on_thread(_make_due)
+
+    async def states(self, crawl_id: int, hashes: Collection[str]) -> dict[str, StartState]:
+        """How each row ``hashes`` that exists stands: its status, error class and error."""
+        wanted = sorted(hashes)
+        if not wanted:
+            return {}
+
+        def _read() -> dict[str, StartState]:
+            with self._engine.connect() as conn:
+                rows = conn.execute(
+                    select(urls.c.url_hash, urls.c.status, urls.c.error_class, urls.c.error).where(
+                        urls.c.crawl_id == crawl_id, urls.c.url_hash.in_(wanted)
+                    )
+                ).all()
+            return {
+                row.url_hash: StartState(UrlStatus(row.status), row.error_class, row.error)
+                for row in rows
+            }
+
+        return await _on_thread(_read)
 
     async def content_hashes(self, crawl_id: int, hashes: Collection[str]) -> dict[str, str | None]:
         """The stored content hash of each row ``hashes`` that exists (None: no text hashed)."""
