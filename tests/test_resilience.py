@@ -541,3 +541,11 @@ async def test_a_broken_network_check_does_not_pause_the_crawl() -> None:
     status = await watchdog(crawl, Clock(), check_network=broken).diagnose()
     assert status.network is NetworkState.UNKNOWN
     assert crawl.events == []
+
+
+def test_a_breaker_record_with_fields_of_a_newer_version_is_read() -> None:
+    record = BreakerRecord.from_dict(
+        {"state": "open", "failures": 3, "opened_at": 10.0, "a_field_of_a_newer_version": 1}
+    )
+
+    assert (record.state, record.failures, record.opened_at) == (BreakerState.OPEN, 3, 10.0)

@@ -14,6 +14,7 @@ action is an injected callable.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -70,7 +71,11 @@ class BreakerRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BreakerRecord:
-        return cls(**{**data, "state": BreakerState(data["state"])})
+        # Fields this version does not know are left out: workers of two versions share
+        # records through Redis during a rolling upgrade.
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {name: value for name, value in data.items() if name in known}
+        return cls(**{**values, "state": BreakerState(data["state"])})
 
 
 class BreakerStore(Protocol):
