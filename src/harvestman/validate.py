@@ -37,12 +37,13 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Final
 
 from selectolax.lexbor import LexborHTMLParser
 
+from harvestman.blockpages import HEAD_BYTES, BlockMark, header_value, identify, served_by
 from harvestman.charset import decode_html
 from harvestman.fetch import looks_like_html, parse_content_type
 from harvestman.parse import _HIDDEN, _visible_text
@@ -75,6 +76,9 @@ RENDERABLE_REASONS: Final = frozenset({"js_challenge", "needs_js", "only_scripts
 
 _HTML_TYPES: Final = frozenset({"text/html", "application/xhtml+xml"})
 _NO_CONTENT: Final = frozenset({204, 205})
+# Error statuses that anti-bot services answer with (AWS WAF's CAPTCHA is a 405, Google's
+# /sorry a 429, Cloudflare's challenges a 403 or 503): their bodies are judged for a vendor.
+REFUSAL_STATUSES: Final = frozenset({401, 403, 405, 429, 503})
 _TITLE: Final = re.compile(rb"<title\b[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
 _TITLE_SCAN: Final = 65_536  # block pages put their title near the top
 _REASON: Final = re.compile(r"[a-z0-9_]+")
@@ -104,6 +108,14 @@ class Verdict:
     status: VerdictStatus
     reason: str | None
     detail: str | None = None
+    vendor: str | None = None
+
+    @property
+    def label(self) -> str | None:
+        """The reason with the vendor that served the page: ``"bot_check:cloudflare"``."""
+        if self.reason is None or self.vendor is None:
+            return self.reason
+        return f"{self.reason}:{self.vendor}"
 
     @property
     def needs_render(self) -> bool:
@@ -192,7 +204,6 @@ DEFAULT_SIGNATURES: Final = tuple(
         "checking your browser",
         "checking if the site connection is secure",
         "verifying you are human",
-        "just a moment...",
         "ddos protection by",
         "please wait while we verify",
     )
@@ -221,7 +232,7 @@ class Validator:
     and shared by all tasks.
     """
 
-    __slots__ = ("min_bytes", "signatures")
+    __slots__ = ("extra_phrases", "min_bytes", "signatures")
 
     def __init__(
         self, min_bytes: int = 500, extra_patterns: Iterable[Signature | str] = ()
@@ -230,6 +241,7 @@ class Validator:
             raise ValueError(f"min_bytes must not be negative, not {min_bytes}")
         self.min_bytes = min_bytes
         extra = [p if isinstance(p, Signature) else Signature.parse(p) for p in extra_patterns]
+        self.extra_phrases = frozenset(signature.phrase for signature in extra)
         self.signatures: tuple[Signature, ...] = (*extra, *DEFAULT_SIGNATURES)
 
     def validate(
@@ -260,11 +272,15 @@ class Validator:
         is ``too_small``. With ``text`` given, a page of more than 2,000 characters of text
         costs a length check; only pages of fewer than 20 words are parsed again.
         """
-        if not 200 <= status < 300 or status in _NO_CONTENT:
+        if status in _NO_CONTENT:
             return _OK
+        if not 200 <= status < 300:
+            if status not in REFUSAL_STATUSES:
+                return _OK
+            return self._judge_refusal(status, headers, body)
         content_type = headers.get("Content-Type")
         if content_type is None:
-            content_type = _header(headers, "content-type")
+            content_type = header_value(headers, "content-type")
         mime, charset = parse_content_type(content_type)
         if not (mime in _HTML_TYPES if mime else looks_like_html(body)):
             return _OK
@@ -281,7 +297,9 @@ class Validator:
             return _OK
         if title is None:
             title = _title_of(body)
-        verdict = self._match(" ".join(title.split()), text[:PHRASE_LEAD])
+        verdict = self._attribute(
+            self._match(" ".join(title.split()), text[:PHRASE_LEAD]), headers, body
+        )
         if verdict is not None:
             return verdict
         words = count_words(text)
@@ -293,12 +311,45 @@ class Validator:
             tree.strip_tags(_HIDDEN)
         return self._judge_structure(tree, scripts, len(body), words)
 
+    def _judge_refusal(self, status: int, headers: Mapping[str, str], body: bytes) -> Verdict:
+        """An error response that anti-bot services use: a vendor's mark or a block phrase
+        decides; a 403 without either is a plain refusal (hard ``forbidden``). A soft verdict
+        stands only for a challenge (a browser passes it); "enable JavaScript" on a 403 page
+        is still a refusal."""
+        phrased: Verdict | None = None
+        mime, charset = parse_content_type(header_value(headers, "content-type"))
+        if body and (mime in _HTML_TYPES if mime else looks_like_html(body)):
+            tree = LexborHTMLParser(decode_html(body[:_TITLE_SCAN], charset)[0])
+            title_node = tree.css_first("title")
+            title = title_node.text() if title_node is not None else ""
+            text = _text_of(tree)
+            if len(text) <= PHRASE_TEXT_LIMIT:
+                phrased = self._match(" ".join(title.split()), text[:PHRASE_LEAD])
+        verdict = self._attribute(phrased, headers, body)
+        if verdict is not None and (
+            verdict.status is VerdictStatus.HARD or verdict.reason == "js_challenge"
+        ):
+            return verdict
+        if status == 403:
+            return Verdict(VerdictStatus.HARD, "forbidden", "HTTP 403", served_by(headers))
+        return _OK
+
     def _match(self, title: str, lead: str) -> Verdict | None:
         haystack = f"{title}\n{lead}".lower()
         for signature in self.signatures:
             if signature.phrase in haystack:
                 return Verdict(signature.status, signature.reason, signature.phrase)
         return None
+
+    def _attribute(
+        self, phrased: Verdict | None, headers: Mapping[str, str], body: bytes
+    ) -> Verdict | None:
+        """The phrases' verdict weighed with the vendor's mark on the body and headers; the
+        caller's own signatures (``extra_patterns``) decide over the marks."""
+        mark = identify(headers, body[:HEAD_BYTES].lower())
+        if phrased is not None and mark is not None and phrased.detail in self.extra_phrases:
+            return replace(phrased, vendor=mark.vendor)
+        return _attributed(phrased, mark, headers)
 
     def _judge_structure(
         self, tree: LexborHTMLParser, scripts: tuple[int, str], size: int, words: int
@@ -359,14 +410,34 @@ def count_words(text: str) -> int:
     return words
 
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    """A header of a plain dict, whatever the case of its key (multidicts are insensitive)."""
-    value = headers.get(name)
-    if value is None:
-        for key, candidate in headers.items():
-            if key.lower() == name:
-                return candidate
-    return value
+def _attributed(
+    phrased: Verdict | None, mark: BlockMark | None, headers: Mapping[str, str]
+) -> Verdict | None:
+    """The verdict of a page's phrases and of a vendor's mark on it, with the vendor.
+
+    The harder one decides (a CAPTCHA that also says "checking your browser" is a CAPTCHA);
+    of two equal ones, the phrase's detail is kept when they agree on the reason, else the
+    mark (it knows the vendor's page). A phrase alone is credited to the vendor that served
+    the page (``Server: cloudflare``) when it is a refusal or a challenge.
+    """
+    if mark is None:
+        if phrased is None or not (
+            phrased.status is VerdictStatus.HARD or phrased.reason == "js_challenge"
+        ):
+            return phrased
+        vendor = served_by(headers)
+        return phrased if vendor is None else replace(phrased, vendor=vendor)
+    marked = Verdict(
+        VerdictStatus.HARD if mark.hard else VerdictStatus.SOFT,
+        mark.reason,
+        mark.detail,
+        mark.vendor,
+    )
+    if phrased is None or (mark.hard and phrased.status is VerdictStatus.SOFT):
+        return marked
+    if phrased.status is not marked.status or phrased.reason == marked.reason:
+        return replace(phrased, vendor=mark.vendor)  # a hard phrase on a vendor's challenge
+    return marked
 
 
 def _scripts_of(tree: LexborHTMLParser) -> tuple[int, str]:
