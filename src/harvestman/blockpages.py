@@ -93,6 +93,7 @@ BLOCK_MARKS: Final = (
     # Google's /sorry page, and the big retailers' robot checks.
     _mark("google", HARD, "captcha", "unusual traffic from your computer network"),
     _mark("amazon", HARD, "captcha", "/errors/validatecaptcha"),
+    _mark("amazon", HARD, "captcha", ">robot check</title>"),
     _mark("amazon", HARD, "captcha", "enter the characters you see below"),
     _mark("walmart", HARD, "captcha", "robot or human?"),
 )

@@ -285,7 +285,7 @@ class Validator:
         if not (mime in _HTML_TYPES if mime else looks_like_html(body)):
             return _OK
         tree: LexborHTMLParser | None = None
-        scripts: tuple[int, str] = (0, "")
+        scripts = _NO_SCRIPTS
         title: str | None = None
         if text is None:
             tree = LexborHTMLParser(decode_html(body, charset)[0])
@@ -352,13 +352,15 @@ class Validator:
         return _attributed(phrased, mark, headers)
 
     def _judge_structure(
-        self, tree: LexborHTMLParser, scripts: tuple[int, str], size: int, words: int
+        self, tree: LexborHTMLParser, scripts: _Scripts, size: int, words: int
     ) -> Verdict:
         """Rules 3-7 for a page of fewer than ``MIN_WORDS`` words (``tree`` already stripped)."""
         paragraph_words = [count_words(node.text(separator=" ")) for node in tree.css("p")]
         if any(count >= SENTENCE_WORDS for count in paragraph_words):
             return _OK
-        script_count, noscript = scripts
+        if scripts.product or (scripts.server_rendered and words >= SENTENCE_WORDS):
+            return _OK
+        script_count, noscript = scripts.count, scripts.noscript
         if script_count:
             for signature in _NEEDS_JS:
                 if signature.phrase in noscript:
@@ -440,10 +442,39 @@ def _attributed(
     return marked
 
 
-def _scripts_of(tree: LexborHTMLParser) -> tuple[int, str]:
-    """How many ``<script>`` elements, and the ``<noscript>`` text (lower-case, collapsed)."""
+@dataclass(slots=True, frozen=True)
+class _Scripts:
+    """What a page's scripts say about it, read before they are stripped.
+
+    ``noscript``: the ``<noscript>`` text (lower-case, collapsed); ``server_rendered``: a
+    framework's hydration payload (Next.js, Nuxt), so the text beside it is the page's;
+    ``product``: structured data (JSON-LD or microdata) describes a schema.org Product.
+    """
+
+    count: int
+    noscript: str
+    server_rendered: bool
+    product: bool
+
+
+_NO_SCRIPTS: Final = _Scripts(0, "", False, False)
+_HYDRATION: Final = "script#__NEXT_DATA__, script#__NUXT_DATA__, [data-server-rendered]"
+_JSON_LD: Final = 'script[type="application/ld+json"]'
+_PRODUCT_TYPE: Final = re.compile(r'"@type"\s*:\s*(?:\[[^\]]*)?"(?:https?://schema\.org/)?Product"')
+
+
+def _scripts_of(tree: LexborHTMLParser) -> _Scripts:
+    """The page's scripts, its ``<noscript>`` text and its hydration and product data."""
     noscript = " ".join(node.text(separator=" ") for node in tree.css("noscript"))
-    return len(tree.css("script")), " ".join(noscript.lower().split())
+    product = tree.css_first('[itemtype$="schema.org/Product"]') is not None or any(
+        _PRODUCT_TYPE.search(node.text()) for node in tree.css(_JSON_LD)
+    )
+    return _Scripts(
+        len(tree.css("script")),
+        " ".join(noscript.lower().split()),
+        tree.css_first(_HYDRATION) is not None,
+        product,
+    )
 
 
 def _text_of(tree: LexborHTMLParser) -> str:
