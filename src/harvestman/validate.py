@@ -1,16 +1,25 @@
 """Garbage detection: is a fetched page content, or a block page, a challenge or an empty shell?
 
-A verdict is ``ok``, ``soft`` or ``hard``, with a stable ``reason`` token:
+A verdict is ``ok``, ``soft`` or ``hard``, with a stable ``reason`` token and, when the page is
+an anti-bot vendor's, the ``vendor`` (``cloudflare``, ``akamai``, ``imperva``, ``datadome``,
+``perimeterx``, ``aws_waf``, ``sucuri``, ``google``, ``amazon``: see
+:mod:`harvestman.blockpages`); :attr:`Verdict.label` is ``"reason:vendor"``.
 
 =============  ======  ===================================================================
 reason         status  what it is
 =============  ======  ===================================================================
 bot_check      hard    a bot wall that blocks: Cloudflare "Attention Required!" / "Sorry,
-                       you have been blocked", a captcha, Imperva "Pardon Our Interruption"
-access_denied  hard    "Access Denied" (Akamai, Sucuri, PerimeterX, a server's own page)
-forbidden      hard    "403 Forbidden" served as a page
-js_challenge   soft    "Checking your browser", "Just a moment...": a challenge that a
-                       browser passes by running its script
+                       you have been blocked", Imperva's incident page, "Pardon Our
+                       Interruption", an interactive (Turnstile) challenge
+captcha        hard    a vendor's CAPTCHA: DataDome, HUMAN "Press & Hold", AWS WAF, Google's
+                       /sorry page, Amazon's and Walmart's robot checks
+rate_limited   hard    Cloudflare error 1015
+access_denied  hard    "Access Denied" (Cloudflare 1020, Akamai, Sucuri, a server's own page)
+forbidden      hard    "403 Forbidden" served as a page, or any 403 that says nothing else
+js_challenge   soft    a challenge that a browser passes by running its script: Cloudflare's
+                       managed and legacy challenges (``_cf_chl_opt``, ``jschl``, header
+                       ``cf-mitigated: challenge``), AWS WAF's (202, ``x-amzn-waf-action:
+                       challenge``), DataDome's device check; "Checking your browser"
 needs_js       soft    "Please enable JavaScript", "JavaScript is required" (in the text, or
                        in the ``<noscript>`` of a page with scripts and no text)
 only_scripts   soft    an app shell: scripts, and no text for them to have rendered yet
@@ -29,7 +38,15 @@ not pass comes back from it as a captcha (hard) or unchanged (recorded as ``need
 A phrase counts only on a short page (at most 2,000 characters of visible text) and only in
 its ``<title>`` or its first 400 characters of text, where block pages put it: an article that
 mentions "access denied" is kept. The price is a short page that opens with a phrase (a news
-brief headed "Access denied for 3,000 users") being taken for a block page.
+brief headed "Access denied for 3,000 users") being taken for a block page. A vendor's marks
+(:func:`harvestman.blockpages.identify`) are looked for on the same short pages, in the first
+32 KB of the body: a page with more text costs a length check, as before. A title alone
+("Just a moment...") is no challenge; the scripts vendors inject into normal pages are no mark.
+
+Statuses: 2xx pages are judged in full. Of the error statuses, those anti-bot services answer
+with (401, 403, 405, 429, 503) are judged for a vendor's mark or a block phrase only, and a 403
+that says nothing else is ``forbidden``; other statuses are ``ok`` (the fetch layer records
+them as they are).
 """
 
 from __future__ import annotations
