@@ -408,8 +408,11 @@ def validate_response(
 ) -> Verdict:
     """Judge one response with the built-in signatures: see :meth:`Validator.validate`.
 
-    >>> validate_response(200, {"Content-Type": "text/html"}, b"<title>Access Denied</title>")
-    Verdict(status=<VerdictStatus.HARD: 'hard'>, reason='access_denied', detail='access denied')
+    >>> verdict = validate_response(200, {"Content-Type": "text/html"}, b"<title>Access Denied")
+    >>> verdict.status, verdict.reason, verdict.detail, verdict.vendor
+    (<VerdictStatus.HARD: 'hard'>, 'access_denied', 'access denied', None)
+    >>> validate_response(403, {"Server": "cloudflare"}, b"<title>Access Denied</title>").label
+    'access_denied:cloudflare'
     >>> validate_response(404, {}, b"<title>Access Denied</title>").status
     <VerdictStatus.OK: 'ok'>
     """
