@@ -98,6 +98,8 @@ BLOCK_MARKS: Final = (
     _mark("walmart", HARD, "captcha", "robot or human?"),
 )
 
+# The marks by their first needle (most have one): a test per mark on a page without any.
+_BY_FIRST_NEEDLE: Final = tuple((mark.needles[0], mark.needles[1:], mark) for mark in BLOCK_MARKS)
 # Headers that only a vendor's interstitial carries (not every response it protects, as
 # ``x-datadome`` or ``server: cloudflare`` do): name -> value -> mark.
 _HEADER_MARKS: Final = {
@@ -133,8 +135,8 @@ def identify(headers: Mapping[str, str], head: bytes) -> BlockMark | None:
             by_header = values.get(value.strip().lower())
             if by_header is not None:
                 break
-    for mark in BLOCK_MARKS:
-        if all(needle in head for needle in mark.needles):
+    for first, rest, mark in _BY_FIRST_NEEDLE:
+        if first in head and all(needle in head for needle in rest):
             if by_header is None or mark.hard:
                 return mark
             break

@@ -301,15 +301,12 @@ class Validator:
         mime, charset = parse_content_type(content_type)
         if not (mime in _HTML_TYPES if mime else looks_like_html(body)):
             return _OK
-        tree: LexborHTMLParser | None = None
-        scripts = _NO_SCRIPTS
         title: str | None = None
         if text is None:
-            tree = LexborHTMLParser(decode_html(body, charset)[0])
-            title_node = tree.css_first("title")
+            parsed = LexborHTMLParser(decode_html(body, charset)[0])
+            title_node = parsed.css_first("title")
             title = title_node.text() if title_node is not None else ""
-            scripts = _scripts_of(tree)
-            text = _text_of(tree)
+            text = _text_of(parsed)
         if len(text) > PHRASE_TEXT_LIMIT:
             return _OK
         if title is None:
@@ -322,10 +319,10 @@ class Validator:
         words = count_words(text)
         if words >= MIN_WORDS:
             return _OK
-        if tree is None:
-            tree = LexborHTMLParser(decode_html(body, charset)[0])
-            scripts = _scripts_of(tree)
-            tree.strip_tags(_HIDDEN)
+        # Parsed (again) for its scripts, read before they are stripped: only short pages get here.
+        tree = LexborHTMLParser(decode_html(body, charset)[0])
+        scripts = _scripts_of(tree)
+        tree.strip_tags(_HIDDEN)
         return self._judge_structure(tree, scripts, len(body), words)
 
     def _judge_refusal(self, status: int, headers: Mapping[str, str], body: bytes) -> Verdict:
@@ -477,7 +474,6 @@ class _Scripts:
     product: bool
 
 
-_NO_SCRIPTS: Final = _Scripts(0, "", False, False)
 _HYDRATION: Final = "script#__NEXT_DATA__, script#__NUXT_DATA__, [data-server-rendered]"
 _JSON_LD: Final = 'script[type="application/ld+json"]'
 _PRODUCT_TYPE: Final = re.compile(r'"@type"\s*:\s*(?:\[[^\]]*)?"(?:https?://schema\.org/)?Product"')
