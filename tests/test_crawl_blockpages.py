@@ -13,10 +13,14 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 
 from conftest import SettingsFactory, serve
+from harvestman.crawl.steps import ValidateStep
+from harvestman.validate import Validator
 from support.crawling import crawl
+from support.parts import crawl_parts, page_work
 
 FIXTURES = Path(__file__).parent / "fixtures" / "blockpages"
 COOLDOWN = 3_600.0
@@ -40,6 +44,14 @@ async def test_block_pages_are_recorded_with_their_vendor_and_the_host_backs_off
             return web.Response(status=404)
         return web.Response(status=403, body=cloudflare_page, headers=CLOUDFLARE_HEADERS)
 
+    challenge_page = (FIXTURES / "cloudflare_managed_challenge.html").read_bytes()
+
+    async def challenging(request: web.Request) -> web.Response:  # a browser would pass it
+        if request.path == "/robots.txt":
+            return web.Response(status=404)
+        headers = {**CLOUDFLARE_HEADERS, "cf-mitigated": "challenge"}
+        return web.Response(status=403, body=challenge_page, headers=headers)
+
     async def imperva(request: web.Request) -> web.Response:  # a block page served with 200
         hits[f"imperva{request.path}"] += 1
         if request.path == "/robots.txt":
@@ -53,10 +65,15 @@ async def test_block_pages_are_recorded_with_their_vendor_and_the_host_backs_off
         discovery_sitemaps=False,
         crawl_max_depth=0,
     )
-    async with serve(cloudflare) as cf_port, serve(imperva) as imperva_port:
+    async with (
+        serve(cloudflare) as cf_port,
+        serve(imperva) as imperva_port,
+        serve(challenging) as challenge_port,
+    ):
         cf_host, imperva_host = f"127.0.0.1:{cf_port}", f"127.0.0.1:{imperva_port}"
         blocked, incident = f"http://{cf_host}/products/", f"http://{imperva_host}/shop/"
-        crawler, rows, pages = await crawl(settings, [blocked, incident])
+        challenged = f"http://127.0.0.1:{challenge_port}/news/"
+        crawler, rows, pages = await crawl(settings, [blocked, incident, challenged])
 
     row = {r["url"]: r for r in rows}
     page = {p["url"]: p for p in pages}
@@ -75,8 +92,18 @@ async def test_block_pages_are_recorded_with_their_vendor_and_the_host_backs_off
         "hard",
         "bot_check:imperva",
     )
-    # Nothing of either block page is stored as content, not even its title.
-    for url in (blocked, incident):
+    # A challenge is recorded as one; the host is not cooled down for it.
+    assert row[challenged]["error"] == (
+        "HTTP 403; soft: js_challenge:cloudflare (verifying you are human)"
+    )
+    assert (page[challenged]["validation_status"], page[challenged]["rejection_reason"]) == (
+        "soft",
+        "js_challenge:cloudflare",
+    )
+    challenge_host = crawler.wiring.run.frontier.hosts[f"127.0.0.1:{challenge_port}"]
+    assert challenge_host.next_allowed < page[challenged]["fetched_at"] + COOLDOWN / 2
+    # Nothing of any block page is stored as content, not even its title.
+    for url in (blocked, incident, challenged):
         stored = page[url]
         assert (stored["content_hash"], stored["text"], stored["title"]) == (None, None, None)
         assert (stored["main_text"], stored["archive_path"]) == (None, None)
@@ -94,5 +121,45 @@ async def test_block_pages_are_recorded_with_their_vendor_and_the_host_backs_off
     }
     assert (hits["cloudflare/products/"], hits["imperva/shop/"]) == (1, 1)
     stats = crawler.stats
-    assert (stats["validate/vendor/cloudflare"], stats["validate/vendor/imperva"]) == (1, 1)
+    assert (stats["validate/vendor/cloudflare"], stats["validate/vendor/imperva"]) == (2, 1)
     assert (stats["validate/hard/access_denied"], stats["validate/hard/bot_check"]) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "reason", "error", "halted"),
+    [
+        # Served with 200 (github.com/scaredos/cfresearch: the challenge-platform orchestrate
+        # path): a renderer may pass it, so it is recorded as needs_js, naming who asked.
+        (
+            "cloudflare_managed_challenge.html",
+            "needs_js",
+            "soft: needs_js (js_challenge:cloudflare: verifying you are human)",
+            True,
+        ),
+        # wafw00f plugins/incapsula.py: Imperva's incident page, served with 200.
+        (
+            "imperva_incident.html",
+            "bot_check:imperva",
+            "hard: bot_check:imperva (incapsula incident id)",
+            True,
+        ),
+    ],
+)
+async def test_the_validate_step_records_the_vendor(
+    tmp_path: Path, fixture: str, reason: str, error: str, halted: bool
+) -> None:
+    url = "http://127.0.0.1:9/page.html"
+    async with crawl_parts(tmp_path, [url]) as parts:
+        work = page_work(parts, url, (FIXTURES / fixture).read_bytes())
+        step = ValidateStep(Validator(), parts.run, parts.outcomes, hard_cooldown=60.0,
+                            max_retries=0)  # fmt: skip
+
+        step.run(work)
+
+    assert work.outcome is not None
+    assert (work.record.rejection_reason, work.outcome.error, work.halted) == (
+        reason,
+        error,
+        halted,
+    )
+    assert work.record.content_hash is None

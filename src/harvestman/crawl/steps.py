@@ -77,7 +77,10 @@ class ValidateStep:
         self.run_.stats.inc(f"validate/{verdict.status.value}/{verdict.reason}")
         if verdict.vendor is not None:
             self.run_.stats.inc(f"validate/vendor/{verdict.vendor}")
-        exc = ContentRejected(verdict.status.value, reason, verdict.detail)
+        detail = verdict.detail
+        if verdict.vendor is not None and reason != verdict.label:  # needs_js: name who asked
+            detail = f"{verdict.label}: {detail}"
+        exc = ContentRejected(verdict.status.value, reason, detail)
         request = work.request
         if verdict.status is VerdictStatus.HARD:
             record.title = record.description = record.canonical = None
