@@ -196,14 +196,23 @@ def article(mention: str, *, sentences: int = 30, title: str = "Council news") -
 
 
 GARBAGE = {
-    "cloudflare block": (CLOUDFLARE_BLOCK, Verdict(HARD, "bot_check", "you have been blocked")),
-    "akamai access denied": (AKAMAI_DENIED, Verdict(HARD, "access_denied", "access denied")),
+    "cloudflare block": (
+        CLOUDFLARE_BLOCK,
+        Verdict(HARD, "bot_check", "you have been blocked", "cloudflare"),
+    ),
+    "akamai access denied": (
+        AKAMAI_DENIED,
+        Verdict(HARD, "access_denied", "access denied", "akamai"),
+    ),
     "apache 403 page": (APACHE_FORBIDDEN, Verdict(HARD, "forbidden", "403 forbidden")),
     "cloudflare challenge": (
         CLOUDFLARE_CHALLENGE,
-        Verdict(SOFT, "js_challenge", "verifying you are human"),
+        Verdict(SOFT, "js_challenge", "verifying you are human", "cloudflare"),
     ),
-    "legacy challenge": (LEGACY_CHALLENGE, Verdict(SOFT, "js_challenge", "checking your browser")),
+    "legacy challenge": (
+        LEGACY_CHALLENGE,
+        Verdict(SOFT, "js_challenge", "checking your browser", "cloudflare"),
+    ),
     "enable javascript": (ENABLE_JS, Verdict(SOFT, "needs_js", "enable javascript")),
     "app shell, noscript": (
         APP_SHELL_NOSCRIPT,
@@ -266,9 +275,8 @@ def test_the_parsed_text_gives_the_same_verdict(body: bytes) -> None:
 @pytest.mark.parametrize(
     ("status", "headers", "body"),
     [
-        (403, HTML, AKAMAI_DENIED),  # the fetch layer records a 403 as it is
-        (503, HTML, CLOUDFLARE_CHALLENGE),
         (404, HTML, EMPTY_SHELL),
+        (404, HTML, AKAMAI_DENIED),  # not a status anti-bot services answer with
         (301, HTML, b""),
         (204, HTML, b""),
         (200, {"Content-Type": "application/json"}, b'{"error": "access denied"}'),
@@ -278,6 +286,11 @@ def test_the_parsed_text_gives_the_same_verdict(body: bytes) -> None:
 )
 def test_only_2xx_html_is_judged(status: int, headers: dict[str, str], body: bytes) -> None:
     assert validate_response(status, headers, body) == OK
+
+
+def test_error_statuses_of_anti_bot_services_are_judged_too() -> None:
+    assert validate_response(403, HTML, AKAMAI_DENIED) == GARBAGE["akamai access denied"][1]
+    assert validate_response(503, HTML, CLOUDFLARE_CHALLENGE) == GARBAGE["cloudflare challenge"][1]
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from harvestman.errors import STALL_EXIT_CODE, NetworkError, StoreUnavailable
+from harvestman.errors import STALL_EXIT_CODE, ContentRejected, NetworkError, StoreUnavailable
 
 __all__ = [
     "STALL_EXIT_CODE",
@@ -321,15 +321,22 @@ def _names_under(cls: type[object]) -> set[str]:
 def is_breaker_failure(status: int | None, error_class: str | None) -> bool:
     """Does this result count against the host's breaker?
 
-    A response counts when its status is 5xx, 403 or 429; a fetch without a response counts when
-    its error is a ``NetworkError`` (or a subclass: timeouts, proxy failures, ...). Other errors
-    (redirect loops, oversized bodies, robots.txt) say nothing about the host's health.
+    A response counts when its status is 5xx, 403 or 429, or when validation found it a block
+    page or a CAPTCHA (the caller gives ``ContentRejected`` as the error of a response judged
+    *hard*, whatever its status: a 200 block page, a 405 CAPTCHA); a fetch without a response
+    counts when its error is a ``NetworkError`` (or a subclass: timeouts, proxy failures, ...).
+    Other errors (redirect loops, oversized bodies, robots.txt) say nothing about the host's
+    health.
 
     >>> is_breaker_failure(503, None), is_breaker_failure(404, None)
     (True, False)
     >>> is_breaker_failure(None, "FetchTimeout"), is_breaker_failure(None, "BodyTooLarge")
     (True, False)
+    >>> is_breaker_failure(200, "ContentRejected"), is_breaker_failure(405, "ContentRejected")
+    (True, True)
     """
+    if error_class is not None and error_class in _names_under(ContentRejected):
+        return True
     if status is not None:
         return status >= 500 or status in (403, 429)
     # Subclasses are looked up per call (failures are rare): modules loaded later may add some.

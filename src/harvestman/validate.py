@@ -1,16 +1,25 @@
 """Garbage detection: is a fetched page content, or a block page, a challenge or an empty shell?
 
-A verdict is ``ok``, ``soft`` or ``hard``, with a stable ``reason`` token:
+A verdict is ``ok``, ``soft`` or ``hard``, with a stable ``reason`` token and, when the page is
+an anti-bot vendor's, the ``vendor`` (``cloudflare``, ``akamai``, ``imperva``, ``datadome``,
+``perimeterx``, ``aws_waf``, ``sucuri``, ``google``, ``amazon``: see
+:mod:`harvestman.blockpages`); :attr:`Verdict.label` is ``"reason:vendor"``.
 
 =============  ======  ===================================================================
 reason         status  what it is
 =============  ======  ===================================================================
 bot_check      hard    a bot wall that blocks: Cloudflare "Attention Required!" / "Sorry,
-                       you have been blocked", a captcha, Imperva "Pardon Our Interruption"
-access_denied  hard    "Access Denied" (Akamai, Sucuri, PerimeterX, a server's own page)
-forbidden      hard    "403 Forbidden" served as a page
-js_challenge   soft    "Checking your browser", "Just a moment...": a challenge that a
-                       browser passes by running its script
+                       you have been blocked", Imperva's incident page, "Pardon Our
+                       Interruption", an interactive (Turnstile) challenge
+captcha        hard    a vendor's CAPTCHA: DataDome, HUMAN "Press & Hold", AWS WAF, Google's
+                       /sorry page, Amazon's and Walmart's robot checks
+rate_limited   hard    Cloudflare error 1015
+access_denied  hard    "Access Denied" (Cloudflare 1020, Akamai, Sucuri, a server's own page)
+forbidden      hard    "403 Forbidden" served as a page, or any 403 that says nothing else
+js_challenge   soft    a challenge that a browser passes by running its script: Cloudflare's
+                       managed and legacy challenges (``_cf_chl_opt``, ``jschl``, header
+                       ``cf-mitigated: challenge``), AWS WAF's (202, ``x-amzn-waf-action:
+                       challenge``), DataDome's device check; "Checking your browser"
 needs_js       soft    "Please enable JavaScript", "JavaScript is required" (in the text, or
                        in the ``<noscript>`` of a page with scripts and no text)
 only_scripts   soft    an app shell: scripts, and no text for them to have rendered yet
@@ -29,7 +38,15 @@ not pass comes back from it as a captcha (hard) or unchanged (recorded as ``need
 A phrase counts only on a short page (at most 2,000 characters of visible text) and only in
 its ``<title>`` or its first 400 characters of text, where block pages put it: an article that
 mentions "access denied" is kept. The price is a short page that opens with a phrase (a news
-brief headed "Access denied for 3,000 users") being taken for a block page.
+brief headed "Access denied for 3,000 users") being taken for a block page. A vendor's marks
+(:func:`harvestman.blockpages.identify`) are looked for on the same short pages, in the first
+32 KB of the body: a page with more text costs a length check, as before. A title alone
+("Just a moment...") is no challenge; the scripts vendors inject into normal pages are no mark.
+
+Statuses: 2xx pages are judged in full. Of the error statuses, those anti-bot services answer
+with (401, 403, 405, 429, 503) are judged for a vendor's mark or a block phrase only, and a 403
+that says nothing else is ``forbidden``; other statuses are ``ok`` (the fetch layer records
+them as they are).
 """
 
 from __future__ import annotations
@@ -37,12 +54,13 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Final
 
 from selectolax.lexbor import LexborHTMLParser
 
+from harvestman.blockpages import HEAD_BYTES, BlockMark, header_value, identify, served_by
 from harvestman.charset import decode_html
 from harvestman.fetch import looks_like_html, parse_content_type
 from harvestman.parse import _HIDDEN, _visible_text
@@ -75,6 +93,9 @@ RENDERABLE_REASONS: Final = frozenset({"js_challenge", "needs_js", "only_scripts
 
 _HTML_TYPES: Final = frozenset({"text/html", "application/xhtml+xml"})
 _NO_CONTENT: Final = frozenset({204, 205})
+# Error statuses that anti-bot services answer with (AWS WAF's CAPTCHA is a 405, Google's
+# /sorry a 429, Cloudflare's challenges a 403 or 503): their bodies are judged for a vendor.
+REFUSAL_STATUSES: Final = frozenset({401, 403, 405, 429, 503})
 _TITLE: Final = re.compile(rb"<title\b[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
 _TITLE_SCAN: Final = 65_536  # block pages put their title near the top
 _REASON: Final = re.compile(r"[a-z0-9_]+")
@@ -104,6 +125,14 @@ class Verdict:
     status: VerdictStatus
     reason: str | None
     detail: str | None = None
+    vendor: str | None = None
+
+    @property
+    def label(self) -> str | None:
+        """The reason with the vendor that served the page: ``"bot_check:cloudflare"``."""
+        if self.reason is None or self.vendor is None:
+            return self.reason
+        return f"{self.reason}:{self.vendor}"
 
     @property
     def needs_render(self) -> bool:
@@ -192,7 +221,6 @@ DEFAULT_SIGNATURES: Final = tuple(
         "checking your browser",
         "checking if the site connection is secure",
         "verifying you are human",
-        "just a moment...",
         "ddos protection by",
         "please wait while we verify",
     )
@@ -221,7 +249,7 @@ class Validator:
     and shared by all tasks.
     """
 
-    __slots__ = ("min_bytes", "signatures")
+    __slots__ = ("extra_phrases", "min_bytes", "signatures")
 
     def __init__(
         self, min_bytes: int = 500, extra_patterns: Iterable[Signature | str] = ()
@@ -230,6 +258,7 @@ class Validator:
             raise ValueError(f"min_bytes must not be negative, not {min_bytes}")
         self.min_bytes = min_bytes
         extra = [p if isinstance(p, Signature) else Signature.parse(p) for p in extra_patterns]
+        self.extra_phrases = frozenset(signature.phrase for signature in extra)
         self.signatures: tuple[Signature, ...] = (*extra, *DEFAULT_SIGNATURES)
 
     def validate(
@@ -260,38 +289,64 @@ class Validator:
         is ``too_small``. With ``text`` given, a page of more than 2,000 characters of text
         costs a length check; only pages of fewer than 20 words are parsed again.
         """
-        if not 200 <= status < 300 or status in _NO_CONTENT:
+        if status in _NO_CONTENT:
             return _OK
+        if not 200 <= status < 300:
+            if status not in REFUSAL_STATUSES:
+                return _OK
+            return self._judge_refusal(status, headers, body)
         content_type = headers.get("Content-Type")
         if content_type is None:
-            content_type = _header(headers, "content-type")
+            content_type = header_value(headers, "content-type")
         mime, charset = parse_content_type(content_type)
         if not (mime in _HTML_TYPES if mime else looks_like_html(body)):
             return _OK
-        tree: LexborHTMLParser | None = None
-        scripts: tuple[int, str] = (0, "")
         title: str | None = None
         if text is None:
-            tree = LexborHTMLParser(decode_html(body, charset)[0])
-            title_node = tree.css_first("title")
+            parsed = LexborHTMLParser(decode_html(body, charset)[0])
+            title_node = parsed.css_first("title")
             title = title_node.text() if title_node is not None else ""
-            scripts = _scripts_of(tree)
-            text = _text_of(tree)
+            text = _text_of(parsed)
         if len(text) > PHRASE_TEXT_LIMIT:
             return _OK
         if title is None:
             title = _title_of(body)
-        verdict = self._match(" ".join(title.split()), text[:PHRASE_LEAD])
+        verdict = self._attribute(
+            self._match(" ".join(title.split()), text[:PHRASE_LEAD]), headers, body
+        )
         if verdict is not None:
             return verdict
         words = count_words(text)
         if words >= MIN_WORDS:
             return _OK
-        if tree is None:
-            tree = LexborHTMLParser(decode_html(body, charset)[0])
-            scripts = _scripts_of(tree)
-            tree.strip_tags(_HIDDEN)
+        # Parsed (again) for its scripts, read before they are stripped: only short pages get here.
+        tree = LexborHTMLParser(decode_html(body, charset)[0])
+        scripts = _scripts_of(tree)
+        tree.strip_tags(_HIDDEN)
         return self._judge_structure(tree, scripts, len(body), words)
+
+    def _judge_refusal(self, status: int, headers: Mapping[str, str], body: bytes) -> Verdict:
+        """An error response that anti-bot services use: a vendor's mark or a block phrase
+        decides; a 403 without either is a plain refusal (hard ``forbidden``). A soft verdict
+        stands only for a challenge (a browser passes it); "enable JavaScript" on a 403 page
+        is still a refusal."""
+        phrased: Verdict | None = None
+        mime, charset = parse_content_type(header_value(headers, "content-type"))
+        if body and (mime in _HTML_TYPES if mime else looks_like_html(body)):
+            tree = LexborHTMLParser(decode_html(body[:_TITLE_SCAN], charset)[0])
+            title_node = tree.css_first("title")
+            title = title_node.text() if title_node is not None else ""
+            text = _text_of(tree)
+            if len(text) <= PHRASE_TEXT_LIMIT:
+                phrased = self._match(" ".join(title.split()), text[:PHRASE_LEAD])
+        verdict = self._attribute(phrased, headers, body)
+        if verdict is not None and (
+            verdict.status is VerdictStatus.HARD or verdict.reason == "js_challenge"
+        ):
+            return verdict
+        if status == 403:
+            return Verdict(VerdictStatus.HARD, "forbidden", "HTTP 403", served_by(headers))
+        return _OK
 
     def _match(self, title: str, lead: str) -> Verdict | None:
         haystack = f"{title}\n{lead}".lower()
@@ -300,14 +355,26 @@ class Validator:
                 return Verdict(signature.status, signature.reason, signature.phrase)
         return None
 
+    def _attribute(
+        self, phrased: Verdict | None, headers: Mapping[str, str], body: bytes
+    ) -> Verdict | None:
+        """The phrases' verdict weighed with the vendor's mark on the body and headers; the
+        caller's own signatures (``extra_patterns``) decide over the marks."""
+        mark = identify(headers, body[:HEAD_BYTES].lower())
+        if phrased is not None and mark is not None and phrased.detail in self.extra_phrases:
+            return replace(phrased, vendor=mark.vendor)
+        return _attributed(phrased, mark, headers)
+
     def _judge_structure(
-        self, tree: LexborHTMLParser, scripts: tuple[int, str], size: int, words: int
+        self, tree: LexborHTMLParser, scripts: _Scripts, size: int, words: int
     ) -> Verdict:
         """Rules 3-7 for a page of fewer than ``MIN_WORDS`` words (``tree`` already stripped)."""
         paragraph_words = [count_words(node.text(separator=" ")) for node in tree.css("p")]
         if any(count >= SENTENCE_WORDS for count in paragraph_words):
             return _OK
-        script_count, noscript = scripts
+        if scripts.product or (scripts.server_rendered and words >= SENTENCE_WORDS):
+            return _OK
+        script_count, noscript = scripts.count, scripts.noscript
         if script_count:
             for signature in _NEEDS_JS:
                 if signature.phrase in noscript:
@@ -338,8 +405,11 @@ def validate_response(
 ) -> Verdict:
     """Judge one response with the built-in signatures: see :meth:`Validator.validate`.
 
-    >>> validate_response(200, {"Content-Type": "text/html"}, b"<title>Access Denied</title>")
-    Verdict(status=<VerdictStatus.HARD: 'hard'>, reason='access_denied', detail='access denied')
+    >>> verdict = validate_response(200, {"Content-Type": "text/html"}, b"<title>Access Denied")
+    >>> verdict.status, verdict.reason, verdict.detail, verdict.vendor
+    (<VerdictStatus.HARD: 'hard'>, 'access_denied', 'access denied', None)
+    >>> validate_response(403, {"Server": "cloudflare"}, b"<title>Access Denied</title>").label
+    'access_denied:cloudflare'
     >>> validate_response(404, {}, b"<title>Access Denied</title>").status
     <VerdictStatus.OK: 'ok'>
     """
@@ -359,20 +429,68 @@ def count_words(text: str) -> int:
     return words
 
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    """A header of a plain dict, whatever the case of its key (multidicts are insensitive)."""
-    value = headers.get(name)
-    if value is None:
-        for key, candidate in headers.items():
-            if key.lower() == name:
-                return candidate
-    return value
+def _attributed(
+    phrased: Verdict | None, mark: BlockMark | None, headers: Mapping[str, str]
+) -> Verdict | None:
+    """The verdict of a page's phrases and of a vendor's mark on it, with the vendor.
+
+    The harder one decides (a CAPTCHA that also says "checking your browser" is a CAPTCHA);
+    of two equal ones, the phrase's detail is kept when they agree on the reason, else the
+    mark (it knows the vendor's page). A phrase alone is credited to the vendor that served
+    the page (``Server: cloudflare``) when it is a refusal or a challenge.
+    """
+    if mark is None:
+        if phrased is None or not (
+            phrased.status is VerdictStatus.HARD or phrased.reason == "js_challenge"
+        ):
+            return phrased
+        vendor = served_by(headers)
+        return phrased if vendor is None else replace(phrased, vendor=vendor)
+    marked = Verdict(
+        VerdictStatus.HARD if mark.hard else VerdictStatus.SOFT,
+        mark.reason,
+        mark.detail,
+        mark.vendor,
+    )
+    if phrased is None or (mark.hard and phrased.status is VerdictStatus.SOFT):
+        return marked
+    if phrased.status is not marked.status or phrased.reason == marked.reason:
+        return replace(phrased, vendor=mark.vendor)  # a hard phrase on a vendor's challenge
+    return marked
 
 
-def _scripts_of(tree: LexborHTMLParser) -> tuple[int, str]:
-    """How many ``<script>`` elements, and the ``<noscript>`` text (lower-case, collapsed)."""
+@dataclass(slots=True, frozen=True)
+class _Scripts:
+    """What a page's scripts say about it, read before they are stripped.
+
+    ``noscript``: the ``<noscript>`` text (lower-case, collapsed); ``server_rendered``: a
+    framework's hydration payload (Next.js, Nuxt), so the text beside it is the page's;
+    ``product``: structured data (JSON-LD or microdata) describes a schema.org Product.
+    """
+
+    count: int
+    noscript: str
+    server_rendered: bool
+    product: bool
+
+
+_HYDRATION: Final = "script#__NEXT_DATA__, script#__NUXT_DATA__, [data-server-rendered]"
+_JSON_LD: Final = 'script[type="application/ld+json"]'
+_PRODUCT_TYPE: Final = re.compile(r'"@type"\s*:\s*(?:\[[^\]]*)?"(?:https?://schema\.org/)?Product"')
+
+
+def _scripts_of(tree: LexborHTMLParser) -> _Scripts:
+    """The page's scripts, its ``<noscript>`` text and its hydration and product data."""
     noscript = " ".join(node.text(separator=" ") for node in tree.css("noscript"))
-    return len(tree.css("script")), " ".join(noscript.lower().split())
+    product = tree.css_first('[itemtype$="schema.org/Product"]') is not None or any(
+        _PRODUCT_TYPE.search(node.text()) for node in tree.css(_JSON_LD)
+    )
+    return _Scripts(
+        len(tree.css("script")),
+        " ".join(noscript.lower().split()),
+        tree.css_first(_HYDRATION) is not None,
+        product,
+    )
 
 
 def _text_of(tree: LexborHTMLParser) -> str:

@@ -8,6 +8,7 @@ be rendered (the host's turn lasts until the browser is done with it).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from harvestman.crawl.fetching import HopCheck, PageFetcher
 from harvestman.crawl.gates import Final, Gate, HealthObserver, Requeue
@@ -16,9 +17,13 @@ from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.pages import PagePipeline
 from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.work import Exchange, ExchangeStep
-from harvestman.errors import FetchError, HttpStatusError, UrlError
+from harvestman.errors import ContentRejected, FetchError, HttpStatusError, UrlError
 from harvestman.fetch import FetchResult, parse_retry_after
 from harvestman.records import CrawlRequest, NewUrl, Outcome, UrlStatus
+from harvestman.validate import VerdictStatus
+
+if TYPE_CHECKING:
+    from harvestman.crawl.steps import ValidateStep
 
 Handled = tuple[Outcome, list[NewUrl]]
 
@@ -37,6 +42,7 @@ class RequestHandler:
         *,
         listing_max_bytes: int,
         hold_host_while_handling: bool,
+        refusals: ValidateStep | None = None,
     ) -> None:
         self.run = run
         self.outcomes = outcomes
@@ -46,6 +52,7 @@ class RequestHandler:
         self.pipeline = pipeline
         self.listing_max_bytes = listing_max_bytes
         self.hold_host_while_handling = hold_host_while_handling
+        self.refusals = refusals  # judges error responses: a block page's vendor is recorded
 
     async def handle(
         self, request: CrawlRequest, fetcher: PageFetcher, check_hop: HopCheck, hosts: HostSlots
@@ -112,7 +119,12 @@ class RequestHandler:
         started: float,
         retry_after: float | None,
     ) -> Handled:
-        self._observe(request, result.status, None)
+        refusal = None
+        if result.status >= 400:
+            if self.refusals is not None:
+                refusal = self.refusals.judge_refusal(request, result)
+            hard = refusal is not None and refusal.status is VerdictStatus.HARD
+            self._observe(request, result.status, ContentRejected.__name__ if hard else None)
         exchange = Exchange(request, result, headers)
         for step in self.exchange_steps:
             await step.keep(exchange)
@@ -122,8 +134,13 @@ class RequestHandler:
         stats.inc("fetch/bytes", len(result.body))
         if result.status >= 400:
             exc = HttpStatusError(result.status, request.url, retry_after)
-            return self.outcomes.fetch_failure(request, exc, started, result), []
+            outcome = self.outcomes.fetch_failure(request, exc, started, result)
+            if refusal is not None and self.refusals is not None:
+                self.refusals.record_refusal(outcome, refusal)
+            return outcome, []
         exchange.outcome, exchange.new_urls = self.pipeline.handle(request, result)
+        # Told after validation: a block page served with 200 counts against the host.
+        self._observe(request, result.status, _refused(exchange.outcome))
         for step in self.exchange_steps:
             await step.finish(exchange)
         return exchange.outcome, exchange.new_urls
@@ -131,3 +148,11 @@ class RequestHandler:
     def _observe(self, request: CrawlRequest, status: int | None, error: str | None) -> None:
         for observer in self.observers:
             observer.observe(request, status, error)
+
+
+def _refused(outcome: Outcome) -> str | None:
+    """The error class of a page validation found hard (the host refuses us), else None."""
+    page = outcome.page
+    if page is not None and page.validation_status == VerdictStatus.HARD.value:
+        return outcome.error_class
+    return None

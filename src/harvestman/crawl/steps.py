@@ -14,10 +14,11 @@ from harvestman.crawl.work import PageWork
 from harvestman.errors import ContentRejected
 from harvestman.extract.plugins import ParserRegistry
 from harvestman.extract.products import DEFAULT_MAX_PRICE, scan_products
-from harvestman.records import UrlStatus
+from harvestman.fetch import FetchResult
+from harvestman.records import CrawlRequest, Outcome, UrlStatus
 from harvestman.simhash import NearDuplicateIndex, sample_text, simhash64, to_signed64
 from harvestman.stats import Stats
-from harvestman.validate import Validator, VerdictStatus
+from harvestman.validate import Validator, Verdict, VerdictStatus
 
 
 class ValidateStep:
@@ -26,7 +27,12 @@ class ValidateStep:
     Hard (the host refuses us): the host cools down and the URL is tried again after it.
     Soft: a page that needs JavaScript is recorded as ``needs_js`` and its links are not
     followed; a page that is merely small or textless keeps its title and metadata and still
-    leads on.
+    leads on. The reason recorded names the anti-bot vendor when one is known
+    (``bot_check:cloudflare``).
+
+    Error responses (:meth:`judge_refusal`, :meth:`record_refusal`) are judged too, for the
+    statuses anti-bot services answer with: their outcome stays the HTTP failure, with the
+    verdict and the vendor in its error and page record, and a hard one cools the host down.
     """
 
     on_rejected: ClassVar[bool] = False
@@ -66,11 +72,16 @@ class ValidateStep:
         record.validation_status = verdict.status.value
         if verdict.status is VerdictStatus.OK:
             return
-        reason = "needs_js" if verdict.needs_render else verdict.reason or verdict.status.value
+        reason = "needs_js" if verdict.needs_render else verdict.label or verdict.status.value
         record.rejection_reason = reason
         record.content_hash = None  # the content is held back; what names the page stays
-        self.run_.stats.inc(f"validate/{verdict.status.value}/{reason}")
-        exc = ContentRejected(verdict.status.value, reason, verdict.detail)
+        self.run_.stats.inc(f"validate/{verdict.status.value}/{verdict.reason}")
+        if verdict.vendor is not None:
+            self.run_.stats.inc(f"validate/vendor/{verdict.vendor}")
+        detail = verdict.detail
+        if verdict.vendor is not None and reason != verdict.label:  # needs_js: name who asked
+            detail = f"{verdict.label}: {detail}"
+        exc = ContentRejected(verdict.status.value, reason, detail)
         request = work.request
         if verdict.status is VerdictStatus.HARD:
             record.title = record.description = record.canonical = None
@@ -94,6 +105,33 @@ class ValidateStep:
         work.outcome = self.outcomes.rejected(
             request, exc, record, status=UrlStatus.COMPLETED, again=self.outcomes.visited_ttl
         )
+
+    def judge_refusal(self, request: CrawlRequest, result: FetchResult) -> Verdict | None:
+        """The verdict on an error response (None: nothing to say); a hard one cools the host
+        down, as a hard page does."""
+        verdict = self.validator.validate(result.status, result.headers, result.body)
+        if verdict.status is VerdictStatus.OK:
+            return None
+        stats = self.run_.stats
+        stats.inc(f"validate/{verdict.status.value}/{verdict.reason}")
+        if verdict.vendor is not None:
+            stats.inc(f"validate/vendor/{verdict.vendor}")
+        if verdict.status is VerdictStatus.HARD:
+            self.run_.frontier.hold(request.host, self.run_.clock() + self.hard_cooldown)
+        return verdict
+
+    @staticmethod
+    def record_refusal(outcome: Outcome, verdict: Verdict) -> None:
+        """The HTTP failure's error and page record carry the verdict and the vendor."""
+        what = f"{verdict.status.value}: {verdict.label}" + (
+            f" ({verdict.detail})" if verdict.detail else ""
+        )
+        outcome.error = f"{outcome.error}; {what}"[:2000]
+        page = outcome.page
+        if page is not None:
+            page.error = outcome.error
+            page.validation_status = verdict.status.value
+            page.rejection_reason = verdict.label
 
 
 class StoreTextStep:

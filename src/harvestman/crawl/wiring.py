@@ -108,6 +108,7 @@ class Wiring:
             settings, run, self.discovery, self.writer, tasks
         )
         self.parsers = ParsersStep.from_settings(settings, stats)
+        self.validate = ValidateStep.from_settings(settings, run, self.outcomes)
         self.proxies = (
             ProxyPool(
                 settings.proxy_urls,
@@ -147,9 +148,9 @@ class Wiring:
         self.main_text = MainTextStep.from_settings(settings, stats, clock)
 
     def _page_steps(self) -> list[Step]:
-        settings, run, stats = self.settings, self.run, self.run.stats
+        settings, stats = self.settings, self.run.stats
         steps: list[Step | None] = [
-            ValidateStep.from_settings(settings, run, self.outcomes),
+            self.validate,
             StoreTextStep.from_settings(settings),
             NearDuplicateStep.from_settings(settings, stats),
             ProductsStep.from_settings(settings, stats),
@@ -274,6 +275,7 @@ class Wiring:
             self.pipeline,
             listing_max_bytes=self.settings.sitemap_max_bytes,
             hold_host_while_handling=self.render is not None,
+            refusals=self.validate,
         )
 
     def host_slots(self, frontier: Frontier, coordinator: Coordinator) -> HostSlots:
