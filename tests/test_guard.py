@@ -350,3 +350,16 @@ async def test_the_browser_reaches_only_what_the_guard_allows(secret: Hits) -> N
     # The same page with the other port allowed does reach it: the refusal above was the guard's.
     assert set(secret.hits) == {"/lib.js", "/api"}
     assert site.hits["/"] == 2
+
+
+def test_a_remembered_refusal_of_an_ip_literal_ends_when_its_origin_is_admitted() -> None:
+    guard = NetworkGuard()
+    with pytest.raises(AddressRefused):
+        guard.check_host("127.0.0.1", 8089)
+    guard.check_host("8.8.8.8", 80)  # public: allowed, and remembered too
+
+    guard.admit(ipaddress.ip_address("127.0.0.1"), 8089)
+
+    guard.check_host("127.0.0.1", 8089)
+    with pytest.raises(AddressRefused):
+        guard.check_host("127.0.0.1", 8090)
