@@ -7,31 +7,16 @@ are set here, once, and read by the components that need them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable
 
 from harvestman.frontier import Frontier
 from harvestman.robots_cache import RobotsCache
 from harvestman.stats import Stats
 from harvestman.store import Store
 
-
-class CrawlStore(Store, Protocol):
-    """What a crawl needs from the store beyond the frontier's and the writer's ``Store``: its
-    session (cookies, proxies' health) and what discovery learnt per host."""
-
-    async def discovery_state(self, host: str) -> tuple[dict[str, Any] | None, float | None]: ...
-    async def save_discovery_state(
-        self,
-        now: float,
-        rules: dict[str, dict[str, Any]] | None = None,
-        archives_run: Sequence[str] = (),
-    ) -> None: ...
-    async def sample_urls(self, crawl_id: int, host: str, limit: int = 1000) -> list[str]: ...
-    async def load_cookies(self, crawl_id: int) -> list[dict[str, Any]]: ...
-    async def save_cookies(self, crawl_id: int, rows: Sequence[dict[str, Any]]) -> None: ...
-    async def load_proxies(self) -> list[dict[str, Any]]: ...
-    async def save_proxies(self, health: Sequence[dict[str, Any]], now: float) -> None: ...
+# What a crawl needs from the store: the frontier's rows, the writer's batches, host records,
+# its session and discovery state; ``store.interfaces`` declares each part by its caller.
+CrawlStore = Store
 
 
 class CrawlRun:
