@@ -111,8 +111,9 @@ async def test_a_refused_record_is_dead_lettered_and_the_rest_of_its_batch_is_wr
     unhostable = NewUrl("http://a.test/new-2", url_hash("http://a.test/new-2"), None, 1, 2)  # type: ignore[arg-type]
     batch = [done(a, products=[product()]), refused, done(c), done(d)]
 
-    await store.record(crawl, batch, [new("/new-1"), unhostable, new("/new-3")], NOW)
+    rejected = await store.record(crawl, batch, [new("/new-1"), unhostable, new("/new-3")], NOW)
 
+    assert list(rejected) == [b.id]  # the writer counts it as a dead letter, not a page
     assert sql(store, "SELECT url, status, error_class FROM urls ORDER BY url") == [
         ("http://a.test/a", "completed", None),
         ("http://a.test/b", "failed", "StoreRejected"),
@@ -169,11 +170,12 @@ async def test_a_batch_of_healthy_records_is_one_transaction(store: SqlStore) ->
 
     event.listen(store.engine, "before_cursor_execute", seen)
     try:
-        await store.record(crawl, [done(r) for r in requests], [new("/c")], NOW)
+        rejected = await store.record(crawl, [done(r) for r in requests], [new("/c")], NOW)
     finally:
         event.remove(store.engine, "before_cursor_execute", seen)
 
     assert "SAVEPOINT" not in statements
+    assert rejected == {}
     assert sql(store, "SELECT count(*) FROM urls WHERE status = 'completed'") == [(2,)]
 
 
@@ -290,3 +292,30 @@ def test_sqlite_errors_are_told_apart_by_result_code(tmp_path: Path) -> None:
         holder.close()
     assert busy.value.orig.sqlite_errorname == "SQLITE_BUSY"  # type: ignore[union-attr]
     assert is_transient(busy.value)
+
+
+async def test_the_writer_counts_a_dead_letter_as_failed_not_as_a_page(store: SqlStore) -> None:
+    from harvestman.crawl.run import CrawlRun
+    from harvestman.crawl.writer import BatchWriter
+    from harvestman.frontier import Frontier
+    from harvestman.stats import Stats
+
+    crawl, (a, b) = await leased(store, "/a", "/b")
+    stats = Stats()
+    run = CrawlRun(store, stats, lambda: NOW)
+    run.crawl_id = crawl
+    run.frontier = Frontier(store, crawl, "w1", delay=0.0, clock=lambda: NOW)
+    written: list[Outcome] = []
+    writer = BatchWriter(
+        run, batch_size=10, flush_interval=1.0, history=None, on_pages=written.extend
+    )
+    writer.queue(done(a), [])
+    writer.queue(done(b, products=[product(source=None)]), [])
+
+    await writer.flush()
+
+    assert [(o.request.url, o.status, o.error_class) for o in written] == [
+        ("http://a.test/a", UrlStatus.COMPLETED, None),
+        ("http://a.test/b", UrlStatus.FAILED, "StoreRejected"),
+    ]
+    assert (stats["fetch/pages"], stats["fetch/failed"], stats["store/dead_lettered"]) == (1, 1, 1)

@@ -11,11 +11,11 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from harvestman.coord import Coordinator, LocalCoordinator
 from harvestman.crawl.run import CrawlRun
-from harvestman.errors import StoreError
+from harvestman.errors import StoreError, StoreRejected
 from harvestman.records import NewUrl, Outcome, UrlStatus
 from harvestman.stats import StatsHistory
 
@@ -110,7 +110,7 @@ class BatchWriter:
             attempt = 0
             while True:
                 try:
-                    await run.store.record(run.crawl_id, outcomes, new_urls, now)
+                    rejected = await run.store.record(run.crawl_id, outcomes, new_urls, now)
                     break
                 except StoreError as exc:
                     attempt += 1
@@ -120,6 +120,8 @@ class BatchWriter:
                     wait = min(30.0, 0.5 * 2**attempt)
                     log.warning("store write failed (%s); retrying in %.1f s", exc, wait)
                     await asyncio.sleep(wait)
+            if rejected:  # counted as what the store kept: dead letters, not pages
+                outcomes = [self._dead_lettered(o, rejected) for o in outcomes]
             if self.history is not None:  # counted once stored, written once a minute
                 self.history.add(outcomes, new_urls, now)
             if coordinator.shared:  # only once the store has them
@@ -130,6 +132,20 @@ class BatchWriter:
         self.flushed.set()
         if self.history is not None and self.history.is_due(run.clock(), closing=self.closing):
             await self._write_history()
+
+    def _dead_lettered(self, outcome: Outcome, rejected: Mapping[int, str]) -> Outcome:
+        message = rejected.get(outcome.request.id)
+        if message is None:
+            return outcome
+        stats = self.run.stats
+        if outcome.status is UrlStatus.COMPLETED:
+            stats.inc("fetch/pages", -1)
+        if outcome.status is not UrlStatus.FAILED:
+            stats.inc("fetch/failed")
+        if outcome.status is UrlStatus.PENDING:
+            self.final_outcomes += 1
+        stats.inc("store/dead_lettered")
+        return Outcome.failed(outcome.request, StoreRejected(message), outcome.next_crawl_at)
 
     async def _write_history(self) -> None:
         """One additive upsert of the pending minutes; on a store error they wait for the next."""

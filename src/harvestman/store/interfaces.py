@@ -62,11 +62,12 @@ class FrontierStore(Protocol):
 
 class OutcomeWriter(Protocol):
     """What the crawler writes: ``record`` is atomic (a batch is written whole or not at
-    all); stats are additive (any number of workers may add to the same minute)."""
+    all) and answers the outcomes it dead-lettered instead (request id -> the store's
+    message); stats are additive (any number of workers may add to the same minute)."""
 
     async def record(
         self, crawl_id: int, outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl], now: float
-    ) -> None: ...
+    ) -> Mapping[int, str]: ...
     async def add_stats(
         self, crawl_id: int, buckets: Mapping[float, Mapping[str, int]]
     ) -> None: ...

@@ -30,11 +30,12 @@ class OutcomeRepository(StoreConnection):
 
     async def record(
         self, crawl_id: int, outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl], now: float
-    ) -> None:
+    ) -> dict[int, str]:
         """Write a batch in one transaction: discovered URLs, URL states and pages.
 
         Values are fitted to their columns first; a record the store still refuses is
         dead-lettered and the rest written (``store.isolation``). Raises only transient errors.
+        Returns the dead-lettered outcomes: their request ids and the store's message.
         """
 
         def _write(
@@ -44,9 +45,14 @@ class OutcomeRepository(StoreConnection):
             if outcomes:
                 self._write_outcomes(conn, crawl_id, outcomes, now)
 
-        await self._run(
+        report = await self._run(
             isolation.write_batch, self._begin, _write, crawl_id, outcomes, new_urls, now
         )
+        return {
+            unit.request.id: message
+            for unit, message in report.rejected
+            if isinstance(unit, Outcome)
+        }
 
     def _write_outcomes(
         self, conn: Connection, crawl_id: int, outcomes: Sequence[Outcome], now: float
