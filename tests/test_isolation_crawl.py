@@ -4,10 +4,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,8 +16,8 @@ from sqlalchemy import text
 from conftest import serve
 from harvestman.store import SqlStore, dialect
 from storerows import store_url
+from support.cli import run_cli
 
-CLI = [sys.executable, "-m", "harvestman.cli"]
 HUGE = "123456789012345678901234567890"
 # Each product page's JSON-LD, by path: one value PostgreSQL refuses per page, and one healthy.
 PRODUCTS: dict[str, dict[str, Any]] = {
@@ -93,21 +90,6 @@ async def shop() -> AsyncIterator[BadValueShop]:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return store_url(request, tmp_path)
-
-
-async def run_cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        *CLI, *args, env={**os.environ, "COLUMNS": "200", **env},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        out, err = await process.communicate()
-    finally:
-        if process.returncode is None:  # the test was cancelled (its timeout): leave no process
-            process.kill()
-            await process.wait()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
 
 
 def crawl_env(database_url: str) -> dict[str, str]:

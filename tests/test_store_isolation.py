@@ -4,10 +4,7 @@ a transient error is raised for the caller to retry (store/transient.py). SQLite
 
 from __future__ import annotations
 
-import asyncio
-import os
 import sqlite3
-import sys
 from collections.abc import AsyncIterator
 from decimal import Decimal
 from pathlib import Path
@@ -33,8 +30,8 @@ from harvestman.store import SqlStore
 from harvestman.store.transient import is_transient
 from harvestman.urls import host_key, url_hash
 from storerows import store_url
+from support.cli import run_cli
 
-CLI = [sys.executable, "-m", "harvestman.cli"]
 NOW = 1_000_000.0
 
 
@@ -84,21 +81,6 @@ async def leased(store: SqlStore, *paths: str) -> tuple[int, list[CrawlRequest]]
 def sql(store: SqlStore, query: str) -> list[tuple[Any, ...]]:
     with store.engine.connect() as conn:
         return [tuple(row) for row in conn.execute(text(query))]
-
-
-async def run_cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        *CLI, *args, env={**os.environ, "COLUMNS": "200", **env},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        out, err = await process.communicate()
-    finally:
-        if process.returncode is None:  # the test was cancelled (its timeout): leave no process
-            process.kill()
-            await process.wait()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
 
 
 async def test_a_refused_record_is_dead_lettered_and_the_rest_of_its_batch_is_written(

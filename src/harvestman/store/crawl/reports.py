@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, select
+from sqlalchemy import Select, and_, bindparam, func, select
 
 from harvestman.records import CrawlCounts
 from harvestman.store import history, keyset, parsed
@@ -168,7 +168,6 @@ class ReportRepository(StoreConnection):
 
         Synchronous on purpose: exports stream straight to a file from their own thread.
         """
-        last_id = 0
         kind = func.coalesce(urls.c.kind, "page")  # a page whose URL row is gone: a page
         query = (
             select(crawled_pages, urls.c.depth, kind.label("kind"))
@@ -186,22 +185,20 @@ class ReportRepository(StoreConnection):
         )
         if kinds is not None:
             query = query.where(kind.in_(sorted(kinds)))
-        while True:
-            with self.engine.connect() as conn:
-                rows = conn.execute(query, {"last": last_id}).mappings().all()
-            if not rows:
-                return
-            for row in rows:
-                yield dict(row)
-            last_id = rows[-1]["id"]
+        yield from self._by_id(query)
 
     def iter_urls(self, crawl_id: int, status: str | None = None) -> Iterator[dict[str, Any]]:
         """Every frontier row of a crawl (optionally one status), in id order."""
-        last_id = 0
         query = select(urls).where(urls.c.crawl_id == crawl_id, urls.c.id > bindparam("last"))
         if status:
             query = query.where(urls.c.status == status)
         query = query.order_by(urls.c.id).limit(1000)
+        yield from self._by_id(query)
+
+    def _by_id(self, query: Select[Any]) -> Iterator[dict[str, Any]]:
+        """The rows of ``query`` (ordered by id, limited, ``id > :last``) batch by batch, each
+        batch on a connection of its own: the caller may stop, and holds no transaction."""
+        last_id = 0
         while True:
             with self.engine.connect() as conn:
                 rows = conn.execute(query, {"last": last_id}).mappings().all()
