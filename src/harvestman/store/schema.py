@@ -337,3 +337,21 @@ users = Table(
     Column("updated_at", Float, nullable=False),
     Column("tokens_after", Float, nullable=False, default=0.0),
 )
+
+# One row per backup the service took on its schedule (lifecycle/schedule.py), kept for good (a
+# row a day): the store is what every instance reads, so whichever instance /metrics asks
+# reports the same last success and failure count. Added by migration 0017.
+backups = Table(
+    "backups",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("started_at", Float, nullable=False),
+    Column("finished_at", Float, nullable=False),
+    Column("status", String(8), nullable=False),  # ok | failed
+    Column("path", Text, nullable=False),  # the file (gone once older than backup_keep_days)
+    Column("bytes", BigInteger),
+    Column("rows", BigInteger),  # rows in the copy, over all tables
+    Column("verified", Boolean, nullable=False, default=False),  # restored and counted
+    Column("error", Text),  # why it failed
+    Index("ix_backups_status", "status", "finished_at"),
+)

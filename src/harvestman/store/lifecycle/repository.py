@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harvestman.store.connection import StoreConnection
+from harvestman.store.lifecycle.backups import BackupSummary, backup_summary
 from harvestman.store.lifecycle.replay import ReplayPlan, replay
 from harvestman.store.lifecycle.retention import RetentionReport, RetentionRules, apply_retention
 
@@ -20,3 +21,7 @@ class LifecycleRepository(StoreConnection):
         self, crawl_id: int, domain: str, since: float, *, dry_run: bool, now: float, **options: Any
     ) -> ReplayPlan:
         return replay(self.engine, crawl_id, domain, since, dry_run=dry_run, now=now, **options)
+
+    def backup_summary(self) -> BackupSummary:
+        """The last good scheduled backup and the failed ones (``GET /metrics``)."""
+        return backup_summary(self.engine)

@@ -1,0 +1,43 @@
+"""backups: the scheduled backups and their outcome
+
+Revision ID: 0017
+Revises: 0014
+
+One row per backup the service takes on its schedule (``lifecycle.schedule``): when, where, how
+big, whether a restore verified it, or why it failed. ``GET /metrics`` reads its last success and
+its failures from here, so every instance reports the same.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0017"
+down_revision = "0014"
+branch_labels = None
+depends_on = None
+
+Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+def upgrade() -> None:
+    op.create_table(
+        "backups",
+        sa.Column("id", Id, autoincrement=True, nullable=False),
+        sa.Column("started_at", sa.Float(), nullable=False),
+        sa.Column("finished_at", sa.Float(), nullable=False),
+        sa.Column("status", sa.String(8), nullable=False),
+        sa.Column("path", sa.Text(), nullable=False),
+        sa.Column("bytes", sa.BigInteger(), nullable=True),
+        sa.Column("rows", sa.BigInteger(), nullable=True),
+        sa.Column("verified", sa.Boolean(), nullable=False),
+        sa.Column("error", sa.Text(), nullable=True),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_backups")),
+    )
+    op.create_index("ix_backups_status", "backups", ["status", "finished_at"])
+
+
+def downgrade() -> None:
+    op.drop_index("ix_backups_status", table_name="backups")
+    op.drop_table("backups")
