@@ -20,6 +20,7 @@ from harvestman.lifecycle import (
 from harvestman.store import migrate
 from harvestman.store.schema import crawled_pages, crawls, domains, urls, workers
 from storerows import NOW, add_crawl, add_page, add_url, open_store, table_rows
+from support.cli import run_cli
 
 TABLES = (crawls, urls, crawled_pages, domains)
 
@@ -185,3 +186,29 @@ def test_a_backup_never_replaces_a_file_unless_asked(
         backup_postgres(url, out)
     assert out.read_bytes() == b"older"
     assert backup_postgres(url, out, overwrite=True).bytes == out.stat().st_size > 5
+
+
+async def test_the_backup_and_restore_commands_take_postgresql_urls(
+    source: tuple[str, Engine], database: str, tmp_path: Path
+) -> None:
+    url, engine = source
+    out, junk = tmp_path / "store.dump", tmp_path / "junk.dump"
+    junk.write_text("not a dump")
+
+    code, _, err = await run_cli("backup", str(out), "--database-url", url)
+    assert code == 0, err
+    assert "verified=True" in err
+    code, _, err = await run_cli("restore", str(out), "--database-url", database)
+    assert code == 0, err
+    code, _, err = await run_cli("restore", str(out), "--database-url", database)
+    assert code == 1
+    assert "holds a store already: pass force" in err
+    code, _, err = await run_cli("restore", str(junk), "--database-url", database, "--force")
+    assert code == 1
+    assert "is not a pg_dump archive" in err
+
+    target = open_store(database)
+    try:
+        assert snapshot(target) == snapshot(engine)
+    finally:
+        target.dispose()

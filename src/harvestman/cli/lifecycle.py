@@ -16,7 +16,6 @@ from harvestman.cli.options import (
     NameOption,
 )
 from harvestman.cli.stores import load_settings, open_crawl, open_store, sqlite_file
-from harvestman.errors import ConfigError
 
 
 def maintenance(
@@ -36,27 +35,42 @@ def maintenance(
     err.print(report)
 
 
-def _sqlite_path(database_url: str) -> Path:
-    path = sqlite_file(database_url)
-    if path is None:
-        raise ConfigError("backup and restore are for the SQLite store; PostgreSQL: see "
-                          "docs/OPERATIONS.md (pg_dump / pg_restore)")  # fmt: skip
-    return path
+# A restore is refused while a worker beat this recently (as compaction's full VACUUM is).
+LIVE_WORKER_SECONDS = 60.0
 
 
 def backup(
     out: Annotated[Path, typer.Argument(help="The backup file to write")],
     overwrite: Annotated[bool, typer.Option("--overwrite")] = False,
+    verify: Annotated[
+        bool | None,
+        typer.Option(
+            "--verify/--no-verify",
+            help="PostgreSQL: restore it into a scratch database and compare row counts "
+            "[default: backup_verify, on]",
+        ),
+    ] = None,
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """A consistent online copy of the SQLite store (safe while a crawl writes)."""
-    from harvestman.lifecycle import backup_sqlite
+    """A consistent online copy of the store (safe while a crawl writes): SQLite's backup API,
+    or pg_dump's custom format for PostgreSQL."""
+    from harvestman.lifecycle import PgTools, backup_postgres, backup_sqlite, verify_postgres_backup
 
     settings = load_settings(config, db, database_url)
+    if out.exists() and not overwrite:
+        raise usage_error(f"{out} exists: pass --overwrite to replace it")
     with errors_exit():
-        report = backup_sqlite(_sqlite_path(settings.database_url), out, overwrite=overwrite)
+        path = sqlite_file(settings.database_url)
+        if path is not None:
+            err.print(backup_sqlite(path, out, overwrite=overwrite))
+            return
+        tools = PgTools.find(settings.backup_pg_bin_dir)
+        report = backup_postgres(settings.database_url, out, overwrite=overwrite, tools=tools)
+        if settings.backup_verify if verify is None else verify:
+            admin_url = settings.backup_admin_url or settings.database_url
+            report = verify_postgres_backup(report, admin_url, tools=tools)
     err.print(report)
 
 
@@ -67,12 +81,22 @@ def restore(
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Restore the SQLite store from a backup (refused while any process has it open)."""
-    from harvestman.lifecycle import restore_sqlite
+    """Restore the store from a backup (refused while any process has it open)."""
+    from harvestman.lifecycle import PgTools, restore_postgres, restore_sqlite
 
     with open_store(config, db, database_url) as (settings, store):
-        report = restore_sqlite(source, _sqlite_path(settings.database_url), force=force)
-        store.schema.check_current()  # the engine connects only now, after the copy
+        path = sqlite_file(settings.database_url)
+        if path is not None:
+            report: object = restore_sqlite(source, path, force=force)
+        else:
+            report = restore_postgres(
+                source,
+                settings.database_url,
+                force=force,
+                live_worker_seconds=LIVE_WORKER_SECONDS,
+                tools=PgTools.find(settings.backup_pg_bin_dir),
+            )
+        store.schema.check_current()  # the engine connects only now, after the restore
     err.print(report)
 
 

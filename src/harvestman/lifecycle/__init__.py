@@ -10,13 +10,9 @@ from the CLI directly, or in a thread from the service.
 from harvestman.lifecycle.backup import BackupReport, RestoreRefused, backup_sqlite, restore_sqlite
 from harvestman.lifecycle.since import parse_since
 from harvestman.store.lifecycle.compaction import CompactionReport, compact
-from harvestman.store.lifecycle.pgdump import (
-    PgBackupReport,
-    PgTools,
-    backup_postgres,
-    restore_postgres,
-    verify_postgres_backup,
-)
+from harvestman.store.lifecycle.pgdump import backup_postgres, verify_postgres_backup
+from harvestman.store.lifecycle.pgrestore import restore_postgres
+from harvestman.store.lifecycle.pgtools import PgBackupReport, PgTools
 from harvestman.store.lifecycle.replay import ReplayPlan, replay
 from harvestman.store.lifecycle.retention import RetentionReport, RetentionRules, apply_retention
 

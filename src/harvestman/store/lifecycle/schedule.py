@@ -114,11 +114,8 @@ class BackupSchedule:
         return deleted
 
     def _postgres(self, path: Path) -> tuple[int, int, bool]:
-        from harvestman.store.lifecycle.pgdump import (
-            PgTools,
-            backup_postgres,
-            verify_postgres_backup,
-        )
+        from harvestman.store.lifecycle.pgdump import backup_postgres, verify_postgres_backup
+        from harvestman.store.lifecycle.pgtools import PgTools
 
         tools = PgTools.find(self.pg_bin_dir)
         report = backup_postgres(self.database_url, path, tools=tools)
