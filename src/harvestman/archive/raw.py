@@ -88,6 +88,11 @@ class BlobStore(Protocol):
 
     def read(self, key: str) -> bytes: ...
 
+    def delete(self, key: str) -> None:
+        """Remove the object under ``key``; an absent one is no error (retention deletes the
+        bodies of the pages it removes, and a second run may find them gone)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -132,6 +137,13 @@ class LocalBlobs:
             raise ArchiveMissing(f"no archived object {key}") from None
         except OSError as exc:
             raise ArchiveError(f"cannot read {path}: {exc}") from exc
+
+    def delete(self, key: str) -> None:
+        path = self.root / key
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise ArchiveError(f"cannot delete {path}: {exc}") from exc
 
     def close(self) -> None:
         pass
@@ -210,6 +222,10 @@ class S3Blobs:
             return body
         except Exception as exc:  # a dropped connection mid-body, from urllib3 or botocore
             raise ArchiveError(f"cannot read {key} from bucket {self.bucket}: {exc}") from exc
+
+    def delete(self, key: str) -> None:
+        # S3 answers 204 for an absent key as for a present one.
+        self._call("delete_object", key, Bucket=self.bucket, Key=self.prefix + key)
 
     def close(self) -> None:
         self._client.close()

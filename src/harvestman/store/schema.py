@@ -126,6 +126,16 @@ crawled_pages = Table(
     Index("ix_crawled_pages_fetched_at", "crawl_id", "fetched_at"),
 )
 
+# Retention deletes an archived body once no page refers to its key (lifecycle/dependents.py):
+# that lookup by key is this index. Partial: most stores archive nothing. Added by migration 0017.
+_archived = crawled_pages.c.archive_path.is_not(None)
+Index(
+    "ix_crawled_pages_archive_path",
+    crawled_pages.c.archive_path,
+    sqlite_where=_archived,
+    postgresql_where=_archived,
+)
+
 domains = Table(
     "domains",
     metadata,
