@@ -1,4 +1,5 @@
-"""``maintenance``, ``backup``, ``restore`` and ``replay``: the store over time."""
+"""``maintenance``, ``backup``, ``restore``, ``restore-archive`` and ``replay``: the store over
+time."""
 
 from __future__ import annotations
 
@@ -97,6 +98,38 @@ def restore(
                 tools=PgTools.find(settings.backup_pg_bin_dir),
             )
         store.schema.check_current()  # the engine connects only now, after the restore
+    err.print(report)
+
+
+def restore_archive(
+    archive: Annotated[
+        Path, typer.Argument(help="A pages-, products- or errors-<stamp>.jsonl.gz of retention")
+    ],
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only records from then on: 36h, 7d, a date")
+    ] = None,
+    domain: Annotated[
+        str | None, typer.Option("--domain", help="Only this host and its subdomains")
+    ] = None,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Load rows that retention archived back into the store (loading twice adds nothing)."""
+    import time
+
+    from harvestman.lifecycle import parse_since
+
+    now = time.time()
+    try:
+        since_at = None if since is None else parse_since(since, now=now)
+    except ValueError as exc:
+        raise usage_error(f"--since: {exc}") from None
+    if domain is not None and not 0 < len(domain.strip().strip(".")) <= 253:
+        raise usage_error("--domain: a host name of 1 to 253 characters")
+    with open_store(config, db, database_url, must_exist=True) as (_, store):
+        store.schema.check_current()
+        report = store.restore_archive(archive, since=since_at, domain=domain, now=now)
     err.print(report)
 
 

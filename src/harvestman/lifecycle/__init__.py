@@ -15,8 +15,10 @@ from harvestman.store.lifecycle.pgrestore import restore_postgres
 from harvestman.store.lifecycle.pgtools import PgBackupReport, PgTools
 from harvestman.store.lifecycle.replay import ReplayPlan, replay
 from harvestman.store.lifecycle.retention import RetentionReport, RetentionRules, apply_retention
+from harvestman.store.lifecycle.unarchive import ArchiveRestoreReport, restore_archive
 
 __all__ = [
+    "ArchiveRestoreReport",
     "BackupReport",
     "CompactionReport",
     "PgBackupReport",
@@ -31,6 +33,7 @@ __all__ = [
     "compact",
     "parse_since",
     "replay",
+    "restore_archive",
     "restore_postgres",
     "restore_sqlite",
     "verify_postgres_backup",

@@ -22,7 +22,9 @@ running crawl keeps writing in between. What it does, in order:
    row per failed fetch and would otherwise grow without end.
 5. **stats history** minute rows older than ``stats_minutes_after`` are rolled up into day rows
    (``rollup``): per batch, the minute rows are deleted and their sums added to their days in
-   the same transaction, so the totals never change.
+   the same transaction, so the totals never change. With ``export_dir`` the minute rows are
+   written to ``stats-minutes-<stamp>.jsonl.gz`` before that transaction commits (for audit:
+   their sums live on in the day rows, so they are not loaded back).
 6. the store is compacted (``compaction.compact``): statistics and free space, as it needs.
 
 A row is deleted only after the file holding it is fsynced (``spool.GzipSpool``), and only if it
@@ -160,6 +162,7 @@ class RetentionReport:
     errors_deleted: int = 0
     errors_file: Path | None = None
     stats_minutes_rolled: int = 0
+    stats_file: Path | None = None
     stats_days_added: int = 0
     batches: int = 0
     longest_write: float = 0.0
@@ -179,13 +182,14 @@ def apply_retention(engine: Engine, rules: RetentionRules, now: float) -> Retent
     report = RetentionReport()
     run = _Run(engine, rules, report)
     stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%SZ")
-    failed_path = pages_path = errors_path = products_path = None
+    failed_path = pages_path = errors_path = products_path = stats_path = None
     if rules.export_dir is not None:
         failed_path = rules.export_dir / f"failed-urls-{stamp}.csv.gz"
         pages_path = rules.export_dir / f"pages-{stamp}.jsonl.gz"
         products_path = rules.export_dir / f"products-{stamp}.jsonl.gz"
         errors_path = rules.export_dir / f"errors-{stamp}.jsonl.gz"
-        for path in (failed_path, pages_path, products_path, errors_path):
+        stats_path = rules.export_dir / f"stats-minutes-{stamp}.jsonl.gz"
+        for path in (failed_path, pages_path, products_path, errors_path, stats_path):
             if path.exists():
                 raise FileExistsError(f"{path} exists: retention never overwrites an export")
     if rules.completed_after is None:
@@ -210,7 +214,7 @@ def apply_retention(engine: Engine, rules: RetentionRules, now: float) -> Retent
     if rules.stats_minutes_after is None:
         report.skipped.append("stats: minute rows kept (no rule)")
     else:
-        run.roll_up_stats(now - rules.stats_minutes_after)
+        run.roll_up_stats(now - rules.stats_minutes_after, stats_path)
     if rules.compact:
         changed = []
         if report.completed_deleted or report.failed_deleted:
@@ -265,12 +269,22 @@ class _Run:
             removed = conn.execute(statement).rowcount
         return int(removed)
 
-    def roll_up_stats(self, cutoff: float) -> None:
-        for first, last in table_id_ranges(self.engine, stats_history, self.rules.batch_size):
-            with self._transaction() as conn:
-                rolled, days = roll_up_batch(conn, first, last, cutoff)
-            self.report.stats_minutes_rolled += rolled
-            self.report.stats_days_added += days
+    def roll_up_stats(self, cutoff: float, path: Path | None) -> None:
+        spool = None if path is None else GzipSpool(path)
+
+        def archive(rows: Sequence[Row[*tuple[Any, ...]]]) -> None:
+            assert spool is not None
+            spool.write(self._as_jsonl(rows))
+
+        with spool or contextlib.nullcontext():
+            for first, last in table_id_ranges(self.engine, stats_history, self.rules.batch_size):
+                with self._transaction() as conn:
+                    rolled, days = roll_up_batch(
+                        conn, first, last, cutoff, None if spool is None else archive
+                    )
+                self.report.stats_minutes_rolled += rolled
+                self.report.stats_days_added += days
+        self.report.stats_file = None if spool is None else spool.path
 
     def delete_completed(self, cutoff: float) -> None:
         done = UrlStatus.COMPLETED.value
