@@ -1,10 +1,10 @@
-"""``maintenance``, ``backup``, ``restore``, ``restore-archive`` and ``replay``: the store over
-time."""
+"""``maintenance``, ``backup``, ``restore``, ``restore-archive``, ``replay`` and ``storage``: the
+store over time."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,9 +14,15 @@ from harvestman.cli.options import (
     DatabaseUrlOption,
     DbOption,
     DryRunOption,
+    JsonOption,
     NameOption,
 )
 from harvestman.cli.stores import load_settings, open_crawl, open_store, sqlite_file
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from harvestman.lifecycle.storage import StorageReport
 
 
 def maintenance(
@@ -155,3 +161,65 @@ def replay(
     with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
         plan = store.replay(crawl_id, domain, since_at, dry_run=dry_run, now=now)
     err.print(plan)
+
+
+def storage(
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """What the store and the raw archive occupy, how fast they grow, when the disk is full."""
+    import sys
+    import time
+
+    from harvestman.lifecycle.storage import storage_report
+
+    with open_store(config, db, database_url, must_exist=True) as (settings, store):
+        store.schema.check_current()
+        report = storage_report(store, settings, time.time())
+    if as_json:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(report.as_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+        return
+    from rich.console import Console
+
+    Console().print(*_render_storage(report))
+
+
+def _render_storage(report: StorageReport) -> list[Table]:
+    from rich.table import Table
+
+    def size(value: int | float | None) -> str:
+        if value is None:
+            return "?"
+        for unit in ("B", "KB", "MB", "GB", "TB"):
+            if abs(value) < 1024 or unit == "TB":
+                return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+            value /= 1024
+        return ""  # unreachable: the loop returns at TB
+
+    sizes = report.store
+    tables = Table("table", "rows", "table", "indexes", "total",
+                   title=f"{sizes.dialect} store: {size(sizes.total_bytes)}")  # fmt: skip
+    for t in sizes.tables:
+        rows = f"~{t.rows:,}" if t.rows_estimated else f"{t.rows:,}"
+        tables.add_row(t.name, rows, size(t.table_bytes), size(t.index_bytes), size(t.total_bytes))
+    indexes = Table("index", "table", "bytes", title="indexes")
+    for i in sizes.indexes:
+        indexes.add_row(i.name, i.table, size(i.bytes))
+    archives = Table("raw archive", "objects", "bytes", title="raw archive")
+    for a in report.archives:
+        archives.add_row(a.location, "?" if a.objects is None else f"{a.objects:,}",
+                         size(a.bytes) if a.error is None else a.error)  # fmt: skip
+    growth = Table("UTC day", "pages", title=(
+        f"growth: store {size(report.store_growth_bytes_per_day)}/day, "
+        f"archive {size(report.archive_growth_bytes_per_day)}/day"))  # fmt: skip
+    for day, pages in report.pages_per_day.items():
+        growth.add_row(day, f"{pages:,}")
+    disks = Table("disk", "holds", "free", "of", "per day", "full on", title="disks")
+    for d in report.disks:
+        disks.add_row(d.path, ", ".join(d.holds), size(d.free_bytes), size(d.total_bytes),
+                      size(d.growth_bytes_per_day), d.full_on or "never")  # fmt: skip
+    return [tables, indexes, archives, growth, disks]

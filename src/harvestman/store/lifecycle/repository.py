@@ -9,6 +9,13 @@ from harvestman.store.connection import StoreConnection
 from harvestman.store.lifecycle.backups import BackupSummary, backup_summary
 from harvestman.store.lifecycle.replay import ReplayPlan, replay
 from harvestman.store.lifecycle.retention import RetentionReport, RetentionRules, apply_retention
+from harvestman.store.lifecycle.storage import (
+    StoreSizes,
+    archive_locations,
+    page_rows,
+    pages_per_day,
+    store_sizes,
+)
 from harvestman.store.lifecycle.unarchive import ArchiveRestoreReport, restore_archive
 
 
@@ -32,3 +39,16 @@ class LifecycleRepository(StoreConnection):
     def backup_summary(self) -> BackupSummary:
         """The last good scheduled backup and the failed ones (``GET /metrics``)."""
         return backup_summary(self.engine)
+
+    def storage_sizes(self) -> StoreSizes:
+        """Rows and bytes per table and index (``harvestman storage``)."""
+        return store_sizes(self.engine)
+
+    def pages_per_day(self, since: float) -> dict[float, int]:
+        return pages_per_day(self.engine, since)
+
+    def page_rows(self) -> tuple[int, int]:
+        return page_rows(self.engine)
+
+    def archive_locations(self) -> list[str]:
+        return archive_locations(self.engine)
