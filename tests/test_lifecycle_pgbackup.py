@@ -212,3 +212,35 @@ async def test_the_backup_and_restore_commands_take_postgresql_urls(
         assert snapshot(target) == snapshot(engine)
     finally:
         target.dispose()
+
+
+def test_a_backup_taken_while_pages_are_written_holds_exactly_its_counted_rows(
+    source: tuple[str, Engine], postgres_url: str, tmp_path: Path
+) -> None:
+    import threading
+    import time
+
+    url, engine = source
+    stop = threading.Event()
+    written = [0]
+
+    def write() -> None:
+        while not stop.is_set():
+            written[0] += 1
+            add_page(engine, 1, f"http://a.test/w{written[0]}", 0)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        deadline = time.monotonic() + 60
+        while written[0] < 20 and writer.is_alive():  # under way before the snapshot
+            assert time.monotonic() < deadline
+            stop.wait(0.01)
+        report = backup_postgres(url, tmp_path / "store.dump")
+        verified = verify_postgres_backup(report, postgres_url)
+    finally:
+        stop.set()
+        writer.join()
+
+    assert verified.verified
+    assert report.tables["crawled_pages"] >= 2 + 20
