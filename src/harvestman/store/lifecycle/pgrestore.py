@@ -191,6 +191,8 @@ def _refuse_if_in_use(conn: Connection, schema: str, live_seconds: float, now: f
         text(
             "SELECT count(*) FROM pg_stat_activity"
             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            # Clients only: an autovacuum worker passing by is no reason to refuse.
+            " AND backend_type = 'client backend'"
         )
     ).scalar_one()
     if others:
