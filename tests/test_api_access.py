@@ -58,6 +58,7 @@ ROUTES: list[tuple[str, str, Role]] = [
     ("DELETE", "/api/frontier", A),
     ("GET", "/api/pages", U),
     ("DELETE", "/api/admin/pages", A),
+    ("GET", "/api/admin/storage", A),
     ("GET", "/api/domains", U),
     ("GET", "/api/domains/{domain}/robots", U),
     ("GET", "/api/search", U),

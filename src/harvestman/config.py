@@ -33,6 +33,7 @@ GROUPS = (
     "api", "fetch", "frontier", "robots", "store", "crawl", "url", "redis", "worker", "discovery",
     "sitemap", "feed", "pagination", "archives", "validate", "breaker", "watchdog", "proxy",
     "extract", "render", "warc", "archive", "retention", "store", "stats", "network", "pattern",
+    "backup",
 )  # fmt: skip
 
 
@@ -193,6 +194,24 @@ class Settings(BaseSettings):
     retention_export_dir: str = Field("retention", description="where exports and archives go")
     retention_batch_size: int = Field(1000, ge=1, le=20_000)
     retention_vacuum_free_fraction: float | None = Field(0.25, gt=0, le=1)
+
+    # backups the service takes on its own (harvestman serve's leader; docs/OPERATIONS.md)
+    backup_interval_hours: float | None = Field(
+        None, gt=0, le=24 * 7, description="back the store up this often (None: never)"
+    )
+    backup_dir: str = Field("backups", description="where the scheduled backups go")
+    backup_keep_days: float = Field(7.0, gt=0, description="older scheduled backups are deleted")
+    backup_verify: bool = Field(
+        True, description="restore each PostgreSQL backup into a scratch database and count rows"
+    )
+    backup_admin_url: str | None = Field(
+        None,
+        repr=False,
+        description="a PostgreSQL role that may CREATE DATABASE (None: the store's)",
+    )
+    backup_pg_bin_dir: str | None = Field(
+        None, description="where pg_dump and pg_restore are (None: PATH, /usr/lib/postgresql/*/bin)"
+    )
 
     # the API (harvestman serve); redis_url, redis_prefix and crawl_name apply to it too
     api_jwt_secret: str = Field(

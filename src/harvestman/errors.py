@@ -32,6 +32,8 @@ where they occur, so a recorded failure always carries one of these stable class
         ├── StoreRejected            the store refused one record; it was dead-lettered
         ├── StoreUnavailable         the store stays unusable; the process should exit
         ├── SchemaOutdated           the database schema is behind the code
+        ├── BackupFailed             a backup could not be written or failed its verification
+        ├── RestoreRefused           a restore would overwrite a store that exists or is in use
         └── ArchiveError             (archive.raw) a raw body could not be kept or read
 
 Any other class (an internal error: a bug, recorded with its stack trace) is ``parse``.
@@ -227,6 +229,16 @@ class StoreUnavailable(StoreError):
 
 class SchemaOutdated(StoreError):
     pass
+
+
+class BackupFailed(StoreError):
+    """A backup could not be written (``pg_dump`` failed, the disk is full) or its copy, restored
+    into a scratch database, did not hold the rows of the store it was taken from."""
+
+
+class RestoreRefused(StoreError):
+    """A restore would overwrite a store that exists (without ``force``), that another process
+    has open, or that live workers are using."""
 
 
 class StoreRejected(StoreError):

@@ -36,6 +36,7 @@ from harvestman.api.routes import login as login_routes
 from harvestman.api.routes import parsers as parser_routes
 from harvestman.api.routes import scheduler as scheduler_routes
 from harvestman.api.routes import search as search_routes
+from harvestman.api.routes import storage as storage_routes
 from harvestman.api.safety import UrlGuard
 from harvestman.api.settings import ApiSettings
 from harvestman.guard import NetworkGuard
@@ -180,6 +181,7 @@ def create_app(
         error_routes,
         search_routes,
         login_routes,
+        storage_routes,
     )
     for module in routers:
         app.include_router(module.router)

@@ -16,7 +16,7 @@ exits.py         the error printer and the exit statuses
 runtime.py       logging, the allocator, the event loop (uvloop when installed)
 crawl.py         crawl, worker, seed, status
 data.py          export, stats, errors, dead-letter, search
-lifecycle.py     maintenance, backup, restore, replay
+lifecycle.py     maintenance, backup, restore, restore-archive, replay, storage
 db.py            db upgrade / downgrade / current
 service.py       admin (serve and token come from ``harvestman.api.commands``)
 ===============  ==================================================================
@@ -61,6 +61,8 @@ def _register() -> None:
     app.command()(lifecycle.maintenance)
     app.command()(lifecycle.backup)
     app.command()(lifecycle.restore)
+    app.command("restore-archive")(lifecycle.restore_archive)
+    app.command()(lifecycle.storage)
     app.command()(lifecycle.replay)
     app.command()(data.stats)
     app.command()(data.search)

@@ -126,6 +126,16 @@ crawled_pages = Table(
     Index("ix_crawled_pages_fetched_at", "crawl_id", "fetched_at"),
 )
 
+# Retention deletes an archived body once no page refers to its key (lifecycle/dependents.py):
+# that lookup by key is this index. Partial: most stores archive nothing. Added by migration 0017.
+_archived = crawled_pages.c.archive_path.is_not(None)
+Index(
+    "ix_crawled_pages_archive_path",
+    crawled_pages.c.archive_path,
+    sqlite_where=_archived,
+    postgresql_where=_archived,
+)
+
 domains = Table(
     "domains",
     metadata,
@@ -336,4 +346,22 @@ users = Table(
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
     Column("tokens_after", Float, nullable=False, default=0.0),
+)
+
+# One row per backup the service took on its schedule (lifecycle/schedule.py), kept for good (a
+# row a day): the store is what every instance reads, so whichever instance /metrics asks
+# reports the same last success and failure count. Added by migration 0017.
+backups = Table(
+    "backups",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("started_at", Float, nullable=False),
+    Column("finished_at", Float, nullable=False),
+    Column("status", String(8), nullable=False),  # ok | failed
+    Column("path", Text, nullable=False),  # the file (gone once older than backup_keep_days)
+    Column("bytes", BigInteger),
+    Column("rows", BigInteger),  # rows in the copy, over all tables
+    Column("verified", Boolean, nullable=False, default=False),  # restored and counted
+    Column("error", Text),  # why it failed
+    Index("ix_backups_status", "status", "finished_at"),
 )
