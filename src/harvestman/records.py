@@ -159,6 +159,26 @@ class DomainRecord:
     page_count: int = 0
 
 
+@dataclass(slots=True, frozen=True)
+class DomainControl:
+    """What an operator set for one host (``domain_settings``): every worker applies it
+    within ``domain_settings_ttl``. None: the crawl's own setting applies.
+
+    ``paused``: the host's URLs stay pending (a paused host does not keep a crawl running);
+    ``crawl_delay``: seconds between requests, never below robots.txt's Crawl-delay;
+    ``concurrency``: requests in flight to the host; ``recrawl_interval``: seconds before a
+    fetched page is due again (the crawl's visited TTL otherwise); ``priority``: hosts with a
+    higher one are leased and handed out first when several are ready.
+    """
+
+    host: str
+    paused: bool = False
+    crawl_delay: float | None = None
+    concurrency: int | None = None
+    recrawl_interval: float | None = None
+    priority: int = 0
+
+
 @dataclass(slots=True)
 class CrawlCounts:
     """Frontier rows by status and pages stored, for one crawl namespace."""

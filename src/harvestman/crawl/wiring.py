@@ -34,6 +34,7 @@ from harvestman.config import Settings
 from harvestman.coord import Coordinator, WorkerStatus
 from harvestman.crawl.archives import ArchiveDiscovery
 from harvestman.crawl.budget import Budget
+from harvestman.crawl.controls import DomainControls
 from harvestman.crawl.discovery import Discovery
 from harvestman.crawl.discovery_steps import FeedsStep, LinksStep, PaginationStep
 from harvestman.crawl.exchange import MainTextStep, RawArchiveStep, RenderStep, WarcStep
@@ -55,6 +56,7 @@ from harvestman.crawl.steps import (
 )
 from harvestman.crawl.work import ExchangeStep, Step
 from harvestman.crawl.writer import BatchWriter, PagesCallback
+from harvestman.credentials import ProxyCipher
 from harvestman.errors import RedirectRefused
 from harvestman.fetch import Fetcher, RetryPolicy
 from harvestman.frontier import Frontier
@@ -124,6 +126,7 @@ class Wiring:
             cookies=settings.fetch_cookies,
             proxies=self.proxies,
             rules=self.pagination.changed_rules if self.pagination is not None else None,
+            cipher=ProxyCipher(settings.proxy_key) if settings.proxy_key else None,
         )
         self.pipeline = PagePipeline(
             self._page_steps(),
@@ -146,6 +149,7 @@ class Wiring:
         self.archive_location = archive_location(settings) if settings.archive_enabled else None
         self.render = RenderStep.from_settings(settings, self.pipeline, stats, self.guard)
         self.main_text = MainTextStep.from_settings(settings, stats, clock)
+        self.controls = DomainControls(run.store, self.outcomes, ttl=settings.domain_settings_ttl)
 
     def _page_steps(self) -> list[Step]:
         settings, stats = self.settings, self.run.stats
