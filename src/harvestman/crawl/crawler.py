@@ -151,7 +151,7 @@ class Crawler:
         wiring.writer.coordinator = self.coordinator
         cookie_jar = await wiring.session.load()
         with contextlib.ExitStack() as keep:
-            handler = wiring.handler(wiring.exchange_steps(keep))
+            handler = wiring.handler(wiring.exchange_steps(keep), wiring.images(keep))
             async with wiring.fetcher(cookie_jar) as fetcher:
                 run.robots = wiring.robots(fetcher, self.coordinator)
                 check_hop = wiring.redirect_check(run.robots)
