@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import os
 import time
@@ -52,7 +53,8 @@ JPEG = image_bytes((5, 4), "JPEG")
 WEBP = image_bytes((6, 2), "WEBP")
 NOISY = image_bytes((16, 16), "PNG", noise=True)
 HUGE = image_bytes((64, 64), "PNG", noise=True)  # ~12 KB of noise: over CAP
-assert len(HUGE) > CAP and len(NOISY) < CAP
+assert len(HUGE) > CAP
+assert len(NOISY) < CAP
 
 # path -> (content type, body); a path not here is a 404.
 IMAGES: dict[str, tuple[str, bytes]] = {
@@ -239,5 +241,5 @@ async def test_product_images_are_downloaded_measured_deduplicated_and_broken_on
 
     # Politeness: image fetches are spaced like pages, by the host's delay.
     arrivals = [at for at, _ in shop.seen]
-    gaps = [later - earlier for earlier, later in zip(arrivals, arrivals[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
     assert min(gaps) >= DELAY - 0.002, gaps
