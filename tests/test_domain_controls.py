@@ -125,7 +125,7 @@ async def test_a_running_crawl_takes_a_new_delay_within_the_settings_ttl(
             )
             # Poll (no sleep on a guess) until the crawl's frontier holds the new delay.
             async with asyncio.timeout(30):
-                # noqa: the frontier offers no event for a setting taken.
+                # The frontier offers no event for a setting taken: poll it.
                 while crawler.wiring.run.frontier.delay_of(host) != delay:  # noqa: ASYNC110
                     await asyncio.sleep(0.01)
             applied_at = time.time()

@@ -393,6 +393,27 @@ def load_settings(**overrides: Any) -> Settings:
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
-            where = ".".join(str(part) for part in error["loc"]) or "settings"
-            lines.append(f"  {where}: {error['msg']} (got {error.get('input')!r})")
+            where = ".".join(str(part) for part in error["loc"])
+            if not where:  # a check across settings: its input is every setting, secrets too
+                lines.append(f"  settings: {error['msg']}")
+                continue
+            lines.append(f"  {where}: {error['msg']} (got {_shown(where, error.get('input'))!r})")
         raise ConfigError("invalid settings:\n" + "\n".join(lines)) from None
+
+
+_SECRETS = ("api_jwt_secret", "proxy_key", "archive_s3_secret_access_key")
+
+
+def _shown(where: str, value: Any) -> Any:
+    """A refused setting's value as an error may print it: secrets hidden, proxy passwords
+    masked."""
+    if where.startswith(_SECRETS):
+        return "***"
+    if where.startswith("proxy_urls"):
+        from harvestman.proxies import redact_proxy_url
+
+        if isinstance(value, str):
+            return redact_proxy_url(value)
+        if isinstance(value, list):
+            return [redact_proxy_url(item) if isinstance(item, str) else item for item in value]
+    return value
