@@ -27,6 +27,7 @@ from conftest import SettingsFactory, serve
 from harvestman.store import dialect
 from harvestman.store.schema import images, products
 from storerows import store_url
+from support.cli import run_cli
 from support.crawling import crawl
 
 CAP = 4096  # image_max_bytes of these crawls
@@ -243,3 +244,31 @@ async def test_product_images_are_downloaded_measured_deduplicated_and_broken_on
     arrivals = [at for at, _ in shop.seen]
     gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
     assert min(gaps) >= DELAY - 0.002, gaps
+
+
+async def test_the_crawl_command_downloads_images_only_when_asked(
+    shop: Shop, tmp_path: Path
+) -> None:
+    env = {
+        "HARVESTMAN_DISCOVERY_SITEMAPS": "false",
+        "HARVESTMAN_IMAGE_MAX_BYTES": str(CAP),
+        "HARVESTMAN_ARCHIVE_DIR": str(tmp_path / "archive"),
+    }
+    args = ["crawl", f"{shop.root}/", "--max-depth", "1", "--delay", "0", "--no-progress"]
+
+    plain = await run_cli(*args, "--db", str(tmp_path / "plain.db"), env=env)
+    assert plain[0] == 0, plain[2]
+    assert not [path for _, path in shop.seen if path.startswith("/img/")]
+    assert {row["path"] for row in image_rows(f"sqlite:///{tmp_path / 'plain.db'}")} == {None}
+
+    asked = await run_cli(*args, "--images", "--db", str(tmp_path / "images.db"), env=env)
+    assert asked[0] == 0, asked[2]
+    kept = {
+        row["url"].removeprefix(shop.root): row["sha256"]
+        for row in image_rows(f"sqlite:///{tmp_path / 'images.db'}")
+        if row["sha256"] is not None
+    }
+    assert kept == {
+        "/img/a.png": sha(PNG), "/img/a-copy.png": sha(PNG), "/img/b.jpg": sha(JPEG),
+        "/img/c.webp": sha(WEBP),
+    }  # fmt: skip
