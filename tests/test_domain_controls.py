@@ -170,8 +170,11 @@ async def test_domain_settings_over_the_api_are_admin_only_checked_and_stored(ap
     for bad in ({"crawl_delay": -1}, {"concurrency": 0}, {"priority": 1000}, {"surprise": 1}):
         refused = await api.client.put(path, json=bad, headers=api.admin)
         assert refused.status_code == 422, bad
-    refused = await api.client.put("/api/domains/a@b/settings", json={}, headers=api.admin)
-    assert refused.status_code == 422
+    for host in ("a@b", "a%00b", "a b", "x" * 301):
+        refused = await api.client.put(f"/api/domains/{host}/settings", json={}, headers=api.admin)
+        assert refused.status_code == 422, host
+    ipv6 = await api.client.put("/api/domains/[::1]:8080/settings", json={}, headers=api.admin)
+    assert ipv6.json()["host"] == "[::1]:8080"
     cleared = await api.client.put(path, json={}, headers=api.admin)
     assert cleared.json() == default.json()
 

@@ -81,9 +81,7 @@ def crawl(
     ] = True,
     images: Annotated[
         bool | None,
-        typer.Option(
-            "--images/--no-images", help="Download product images into the archive [no]"
-        ),
+        typer.Option("--images/--no-images", help="Download product images into the archive [no]"),
     ] = None,
     verbose: VerboseOption = 0,
 ) -> None:

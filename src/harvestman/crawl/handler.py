@@ -151,7 +151,9 @@ class RequestHandler:
             outcome = await self.images.handle(request, result)
             self._observe(request, result.status, None)
             return outcome, []
+        # An image row while images are off (queued by an earlier run): done, not a page.
         exchange.outcome, exchange.new_urls = self.pipeline.handle(request, result)
+        _not_a_page(request, exchange.outcome)
         # Told after validation: a block page served with 200 counts against the host.
         self._observe(request, result.status, _refused(exchange.outcome))
         for step in self.exchange_steps:

@@ -7,6 +7,7 @@ Workers read the domain settings on their own every ``domain_settings_ttl`` seco
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import asdict
 from typing import Any
@@ -37,9 +38,13 @@ class DomainSettingsIn(Strict):
     priority: int = Field(0, ge=-100, le=100, description="higher: leased first")
 
 
+# A host as the frontier keys it: a name or address, an optional port, IPv6 in brackets.
+_HOST = re.compile(r"[a-z0-9._\-]+(:[0-9]{1,5})?|\[[0-9a-f:.]+\](:[0-9]{1,5})?")
+
+
 def _host(domain: str) -> str:
     host = domain.strip().lower()
-    if not host or len(host) > 300 or any(ch in host for ch in "/?#@ "):
+    if len(host) > 300 or not _HOST.fullmatch(host):
         raise ApiError(422, f"not a host name: {domain[:300]!r}", details={"domain": domain[:300]})
     return host
 
