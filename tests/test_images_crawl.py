@@ -240,6 +240,12 @@ async def test_product_images_are_downloaded_measured_deduplicated_and_broken_on
     assert blobs == sorted([key_a, key_b, key_c])
     assert (archive / key_a).read_bytes() == PNG
 
+    # An image is fetched after a page that shows it, never before.
+    order = [path for _, path in shop.seen]
+    for image in image_status:
+        shown_on = [page for page, (_, paths) in PRODUCTS.items() if image in paths]
+        assert min(order.index(page) for page in shown_on) < order.index(image), order
+
     # Politeness: image fetches are spaced like pages, by the host's delay.
     arrivals = [at for at, _ in shop.seen]
     gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
