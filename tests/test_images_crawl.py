@@ -13,7 +13,7 @@ import itertools
 import json
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,3 +278,48 @@ async def test_the_crawl_command_downloads_images_only_when_asked(
         "/img/a.png": sha(PNG), "/img/a-copy.png": sha(PNG), "/img/b.jpg": sha(JPEG),
         "/img/c.webp": sha(WEBP),
     }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    moto_server = pytest.importorskip("moto.server")
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+async def test_images_go_to_the_s3_bucket_of_the_raw_archive(
+    shop: Shop, s3_endpoint: str, make_settings: SettingsFactory
+) -> None:
+    import boto3
+
+    s3 = {"region_name": "us-east-1", "aws_access_key_id": "t", "aws_secret_access_key": "t"}
+    client = boto3.client("s3", endpoint_url=s3_endpoint, **s3)
+    client.create_bucket(Bucket="shop-images")
+    settings = make_settings(
+        discovery_sitemaps=False,
+        crawl_max_depth=1,
+        crawl_images=True,
+        image_max_bytes=CAP,
+        archive_s3_bucket="shop-images",
+        archive_s3_endpoint_url=s3_endpoint,
+        archive_s3_region="us-east-1",
+        archive_s3_access_key_id="t",
+        archive_s3_secret_access_key="t",
+        archive_s3_prefix="crawl-1/",
+    )
+    await crawl(settings, f"{shop.root}/")
+
+    listed = client.list_objects_v2(Bucket="shop-images")["Contents"]
+    keys = sorted(str(o["Key"]) for o in listed)
+    assert keys == sorted(
+        f"crawl-1/images/{sha(body)[:2]}/{sha(body)[2:4]}/{sha(body)}.{ext}"
+        for body, ext in ((PNG, "png"), (JPEG, "jpg"), (WEBP, "webp"))
+    )
+    png_key = next(key for key in keys if key.endswith(".png"))
+    stored = client.get_object(Bucket="shop-images", Key=png_key)
+    assert (stored["Body"].read(), stored["ContentType"]) == (PNG, "image/png")
