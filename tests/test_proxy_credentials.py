@@ -136,7 +136,8 @@ async def test_stored_proxies_hold_no_password_and_rotate_key_re_encrypts_them(
         assert "cannot be decrypted with this key" in err
         assert proxy_rows(database_url)[0]["secret"] == token
 
-        status, _, err = await run_cli("admin", "rotate-key", "--old", old, "--new", new, *db_args)
+        keys = {"HARVESTMAN_PROXY_KEY": old, "HARVESTMAN_NEW_PROXY_KEY": new}
+        status, _, err = await run_cli("admin", "rotate-key", *db_args, env=keys)
         assert status == 0, err
         assert "re-encrypted 1 proxy password(s)" in err
         rotated = str(proxy_rows(database_url)[0]["secret"])

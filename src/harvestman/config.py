@@ -146,7 +146,9 @@ class Settings(BaseSettings):
 
     # proxies and sessions
     proxy_urls: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="http(s)/socks5 proxies, comma-separated"
+        default_factory=list,
+        repr=False,  # they may carry passwords
+        description="http(s)/socks5 proxies, comma-separated",
     )
     proxy_max_consecutive_failures: int = Field(10, ge=1)
     proxy_probe_after: float = Field(300.0, gt=0)

@@ -16,7 +16,17 @@ from harvestman.cli.exits import err, errors_exit
 from harvestman.cli.options import ConfigOption, DatabaseUrlOption, DbOption, JsonOption
 from harvestman.cli.stores import open_store
 
-KeyOption = Annotated[str, typer.Option(help="a Fernet key (harvestman admin new-key)")]
+# From the environment by default: a key on the command line shows in `ps` and shell history.
+OldKeyOption = Annotated[
+    str,
+    typer.Option("--old", envvar="HARVESTMAN_PROXY_KEY", help="the key in use", show_default=False),
+]
+NewKeyOption = Annotated[
+    str,
+    typer.Option(
+        "--new", envvar="HARVESTMAN_NEW_PROXY_KEY", help="the key to use", show_default=False
+    ),
+]
 
 
 def new_key() -> None:
@@ -27,13 +37,14 @@ def new_key() -> None:
 
 
 def rotate_key(
-    old: KeyOption,
-    new: KeyOption,
+    old: OldKeyOption,
+    new: NewKeyOption,
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Re-encrypt the stored proxy passwords from the --old key to the --new one.
+    """Re-encrypt the stored proxy passwords from the --old key (HARVESTMAN_PROXY_KEY) to the
+    --new one (HARVESTMAN_NEW_PROXY_KEY).
 
     All or nothing: a password the old key cannot open leaves every one as it was. Then set
     proxy_key to the new key.
