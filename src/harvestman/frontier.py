@@ -6,6 +6,9 @@ than ``per_host_concurrency`` requests in flight there, and ``delay`` seconds si
 request to it started. Buffers are refilled by batched leases from the store, sized so that a
 lease never outlives what the host's delay lets us fetch in half the lease time.
 
+Operators' per-host settings (``apply_controls``, re-read by crawl/controls.py) pause a host,
+raise its delay, change its concurrency or its priority, in this process, from the next request.
+
 One consumer (the engine's dispatcher) calls ``next``; fetch tasks call ``release`` when their
 request is over, and the engine calls ``settle`` once a request's outcome is written.
 """
