@@ -228,3 +228,28 @@ async def test_a_recrawl_interval_sets_when_a_hosts_pages_are_due_again(
         f"http://{host}/": NOW + 600.0,
         f"http://{host}/1": NOW + 600.0,
     }
+
+
+async def test_a_host_paused_midway_keeps_its_leases_and_unpausing_hands_them_out(
+    database_url: str,
+) -> None:
+    async with SqlStore(database_url) as store:
+        frontier = await frontier_over(database_url, store, ["a.example"])
+        await frontier.start()
+        try:
+            first = await asyncio.wait_for(frontier.next(), 30)
+            assert first is not None
+            frontier.release(first)
+            frontier.settle()
+            frontier.apply_controls({"a.example": DomainControl("a.example", paused=True)})
+            # Nothing but a paused host's work: the crawl may end, its rows for another run.
+            assert frontier.is_finished()
+            assert await asyncio.wait_for(frontier.next(), 30) is None
+            frontier.apply_controls({})
+            assert not frontier.is_finished()
+            second = await asyncio.wait_for(frontier.next(), 30)
+        finally:
+            await frontier.close()
+    assert second is not None
+    assert second.url != first.url
+    assert {first.url, second.url} <= {f"http://a.example/{n}" for n in range(3)}
