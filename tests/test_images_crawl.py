@@ -24,12 +24,15 @@ from PIL import Image
 from sqlalchemy import select
 
 from conftest import SettingsFactory, serve
-from harvestman.store import dialect
+from harvestman.records import DomainControl
+from harvestman.store import SqlStore, dialect
 from harvestman.store.schema import images, products
 from storerows import store_url
 from support.cli import run_cli
 from support.crawling import crawl
 
+NOW = 1_700_000_000.0
+DAY = 86400.0
 CAP = 4096  # image_max_bytes of these crawls
 DELAY = 0.05  # frontier_delay of these crawls
 PARAGRAPH = (
@@ -79,13 +82,13 @@ PRODUCTS = {
 }
 
 
-def product_page(name: str, paths: list[str]) -> str:
+def product_page(name: str, paths: list[str], price: str = "10.00") -> str:
     data = {
         "@context": "https://schema.org",
         "@type": "Product",
         "name": name,
         "image": paths,
-        "offers": {"@type": "Offer", "price": "10.00", "priceCurrency": "EUR"},
+        "offers": {"@type": "Offer", "price": price, "priceCurrency": "EUR"},
     }
     return (
         f"<html><head><title>{name}</title>"
@@ -98,25 +101,30 @@ def product_page(name: str, paths: list[str]) -> str:
 class Shop:
     port: int
     seen: list[tuple[float, str]] = field(default_factory=list)  # (arrival, path)
+    price: str = "10.00"  # of every product
 
     @property
     def root(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def host(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
 
 @pytest.fixture
 async def shop() -> AsyncIterator[Shop]:
-    seen: list[tuple[float, str]] = []
+    shop = Shop(0)
 
     async def handle(request: web.Request) -> web.Response:
-        seen.append((time.time(), request.path))
+        shop.seen.append((time.time(), request.path))
         if request.path == "/":
             links = "".join(f'<a href="{path}">{path}</a> ' for path in PRODUCTS)
             html = f"<html><head><title>Shop</title></head><body>{PARAGRAPH}{links}</body></html>"
             return web.Response(text=html, content_type="text/html")
         if request.path in PRODUCTS:
             return web.Response(
-                text=product_page(*PRODUCTS[request.path]), content_type="text/html"
+                text=product_page(*PRODUCTS[request.path], shop.price), content_type="text/html"
             )
         if request.path in IMAGES:
             content_type, body = IMAGES[request.path]
@@ -127,8 +135,7 @@ async def shop() -> AsyncIterator[Shop]:
         raise web.HTTPNotFound()
 
     async with serve(handle) as port:
-        shop = Shop(port)
-        shop.seen = seen
+        shop.port = port
         yield shop
 
 
@@ -323,3 +330,42 @@ async def test_images_go_to_the_s3_bucket_of_the_raw_archive(
     png_key = next(key for key in keys if key.endswith(".png"))
     stored = client.get_object(Bucket="shop-images", Key=png_key)
     assert (stored["Body"].read(), stored["ContentType"]) == (PNG, "image/png")
+
+
+async def test_a_product_written_again_keeps_what_its_images_downloads_found(
+    shop: Shop, database_url: str, make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    settings = make_settings(
+        database_url=database_url,
+        discovery_sitemaps=False,
+        crawl_max_depth=1,
+        crawl_images=True,
+        image_max_bytes=CAP,
+        archive_dir=str(tmp_path / "archive"),
+    )
+    # The host's pages are due again after an hour; its images after the visited TTL (a week).
+    async with SqlStore(database_url) as store:
+        await store.upgrade()
+        await store.in_thread(
+            store.put_domain_control, DomainControl(shop.host, recrawl_interval=3600.0), NOW
+        )
+    await crawl(settings, f"{shop.root}/", clock=lambda: NOW)
+    before = {
+        (r["name"], r["url"]): (r["sha256"], r["error_class"]) for r in image_rows(database_url)
+    }
+
+    # A day later every price changed: each product is written again, its images rows too.
+    shop.price = "12.00"
+    seen_before = len(shop.seen)
+    await crawl(settings, f"{shop.root}/", clock=lambda: NOW + DAY)
+
+    refetched = [path for _, path in shop.seen[seen_before:]]
+    assert not [path for path in refetched if path.startswith("/img/")]
+    assert set(PRODUCTS) <= set(refetched)
+    after = {
+        (r["name"], r["url"]): (r["sha256"], r["error_class"]) for r in image_rows(database_url)
+    }
+    assert after == before
+    assert {r["url"].removeprefix(shop.root): r["sha256"] for r in image_rows(database_url)}[
+        "/img/b.jpg"
+    ] == sha(JPEG)

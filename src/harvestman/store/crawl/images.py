@@ -87,14 +87,30 @@ def write_image_outcomes(
         )
 
 
-def carry_downloads(conn: Connection, crawl_id: int, urls: Sequence[str]) -> None:
+def delete_product_images(conn: Connection, product_id: int) -> dict[str, Any]:
+    """Delete a product's ``images`` rows (it is written again); returns what they knew of
+    their downloads, by URL, for ``carry_downloads``."""
+    known = conn.execute(
+        select(images.c.url, *(images.c[name] for name in _DOWNLOAD_COLUMNS)).where(
+            images.c.product_id == product_id,
+            or_(images.c.sha256.is_not(None), images.c.error_class.is_not(None)),
+        )
+    ).all()
+    conn.execute(images.delete().where(images.c.product_id == product_id))
+    return {row.url: row for row in known}
+
+
+def carry_downloads(
+    conn: Connection, crawl_id: int, urls: Sequence[str], known: dict[str, Any] | None = None
+) -> None:
     """New ``images`` rows (a product written again, or a second product showing an image
-    already fetched) take what the crawl's other rows of the same URL know of its download:
-    its frontier row is done and would not tell them again."""
+    already fetched) take what is known of the same URL's download: from the crawl's other
+    rows, else from ``known`` (the rows just deleted): its frontier row is done and would not
+    tell them again."""
     if not urls:
         return
     wanted = sorted(set(urls))
-    known = conn.execute(
+    found = conn.execute(
         select(images.c.url, *(images.c[name] for name in _DOWNLOAD_COLUMNS))
         .where(
             images.c.url.in_(wanted),
@@ -104,8 +120,11 @@ def carry_downloads(conn: Connection, crawl_id: int, urls: Sequence[str]) -> Non
         .order_by(images.c.fetched_at.desc())
     ).all()
     latest: dict[str, Any] = {}
-    for row in known:
+    for row in found:
         latest.setdefault(row.url, row)
+    for url, row in (known or {}).items():
+        if url in wanted:
+            latest.setdefault(url, row)
     if not latest:
         return
     conn.execute(
@@ -119,6 +138,6 @@ def carry_downloads(conn: Connection, crawl_id: int, urls: Sequence[str]) -> Non
         .values({name: bindparam(f"v_{name}") for name in _DOWNLOAD_COLUMNS}),
         [
             {"u": url, **{f"v_{name}": getattr(row, name) for name in _DOWNLOAD_COLUMNS}}
-            for url, row in latest.items()
+            for url, row in sorted(latest.items())
         ],
     )
