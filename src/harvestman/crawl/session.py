@@ -13,8 +13,8 @@ import aiohttp
 from harvestman.cookies import dump_cookies, load_cookies
 from harvestman.crawl.run import CrawlRun
 from harvestman.credentials import ProxyCipher, has_password
-from harvestman.errors import CredentialsError, StoreError
-from harvestman.proxies import ProxyHealth, ProxyPool
+from harvestman.errors import ConfigError, CredentialsError, StoreError
+from harvestman.proxies import ProxyHealth, ProxyPool, redact_proxy_url
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +83,9 @@ class Session:
         """A health row as the store keeps it: the URL masked, the password a token."""
         url = str(row["url"])
         if self.cipher is None:
-            # Settings refuse a password without proxy_key; never store one in clear.
-            assert not has_password(url), "a proxy password needs proxy_key"
+            # Settings refuse a password without proxy_key; never store one in clear anyway.
+            if has_password(url):
+                raise ConfigError(f"proxy {redact_proxy_url(url)} has a password: set proxy_key")
             return {**row, "secret": None}
         masked, secret = self.cipher.seal(url)
         return {**row, "url": masked, "secret": secret}
