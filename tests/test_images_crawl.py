@@ -369,3 +369,11 @@ async def test_a_product_written_again_keeps_what_its_images_downloads_found(
     assert {r["url"].removeprefix(shop.root): r["sha256"] for r in image_rows(database_url)}[
         "/img/b.jpg"
     ] == sha(JPEG)
+
+
+@pytest.mark.parametrize("module", ["harvestman.images", "harvestman.archive.images"])
+def test_the_examples_hold(module: str) -> None:
+    import doctest
+    import importlib
+
+    assert doctest.testmod(importlib.import_module(module)).failed == 0

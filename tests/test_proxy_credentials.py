@@ -150,3 +150,11 @@ async def test_stored_proxies_hold_no_password_and_rotate_key_re_encrypts_them(
     [row] = proxy_rows(database_url)
     assert (row["url"], row["successes"]) == (masked, 2)
     assert PASSWORD.encode() not in stored_text(database_url, tmp_path)
+
+
+def test_the_credentials_examples_hold() -> None:
+    import doctest
+
+    from harvestman import credentials
+
+    assert doctest.testmod(credentials).failed == 0
