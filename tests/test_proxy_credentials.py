@@ -158,3 +158,30 @@ def test_the_credentials_examples_hold() -> None:
     from harvestman import credentials
 
     assert doctest.testmod(credentials).failed == 0
+
+
+async def test_a_crawl_under_another_key_starts_the_proxy_health_afresh(
+    database_url: str,
+    make_settings: SettingsFactory,
+    target: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    first, second = ProxyCipher.generate_key(), ProxyCipher.generate_key()
+    async with HttpProxy() as proxy:
+        with_password = proxy.url.replace("http://", f"http://shopper:{PASSWORD}@")
+        settings = make_settings(
+            database_url=database_url,
+            proxy_urls=[with_password],
+            proxy_key=first,
+            proxy_domain_rate=1000.0,
+            discovery_sitemaps=False,
+        )
+        await crawl(settings, target)
+        with caplog.at_level("WARNING", logger="harvestman.crawl.session"):
+            await crawl(settings.model_copy(update={"proxy_key": second}), f"{target}again")
+
+    assert "health not restored: a stored proxy password cannot be decrypted" in caplog.text
+    assert PASSWORD not in caplog.text
+    [row] = proxy_rows(database_url)
+    assert row["successes"] == 1  # the second crawl's own, under the key it stored it with
+    assert ProxyCipher(second).decrypt(str(row["secret"])) == PASSWORD
