@@ -17,7 +17,7 @@ from apiclient import Api, running_api
 from conftest import SettingsFactory, serve
 from harvestman.crawl import Crawler
 from harvestman.frontier import Frontier
-from harvestman.records import DomainControl, NewUrl
+from harvestman.records import DomainControl, DomainRecord, NewUrl
 from harvestman.store import SqlStore
 from harvestman.urls import url_hash
 from storerows import store_url
@@ -175,6 +175,12 @@ async def test_domain_settings_over_the_api_are_admin_only_checked_and_stored(ap
         assert refused.status_code == 422, host
     ipv6 = await api.client.put("/api/domains/[::1]:8080/settings", json={}, headers=api.admin)
     assert ipv6.json()["host"] == "[::1]:8080"
+    await api.store.save_robots(DomainRecord("shop.example:8080"), time.time())
+    await api.store.save_robots(DomainRecord("other.example"), time.time())
+    listed = (await api.get("/api/domains")).json()["items"]
+    assert {d["host"]: d["paused"] for d in listed} == {
+        "shop.example:8080": True, "other.example": False,
+    }  # fmt: skip
     cleared = await api.client.put(path, json={}, headers=api.admin)
     assert cleared.json() == default.json()
 

@@ -10,6 +10,7 @@ import { dataTable } from "../table.js";
 import { editDomainSettings } from "./domainsettings.js";
 
 function breaker(row) {
+  if (row.paused) return "paused";
   if (row.breaker_state || row.breaker) return row.breaker_state || row.breaker;
   return row.allowed === false ? "disabled" : "allowed";
 }
@@ -83,7 +84,7 @@ export function render(main) {
       { key: "breaker", label: "State", sortable: true, value: breaker, render: (r) => h("span", { class: `badge ${breaker(r) === "allowed" || breaker(r) === "closed" ? "ok" : "bad"}` }, breaker(r)) },
       { key: "next_allowed_at", label: "Next allowed", sortable: true, render: (r) => relative(r.next_allowed_at) },
       isAdmin() ? { key: "actions", label: "Actions", render: (r) => h("span", {},
-        h("button", { type: "button", onclick: () => editDomainSettings(r.host), "aria-label": `Settings of ${r.host}` }, "Settings"), " ",
+        h("button", { type: "button", onclick: () => editDomainSettings(r.host, load), "aria-label": `Settings of ${r.host}` }, "Settings"), " ",
         h("button", { type: "button", class: "danger", onclick: () => reset(r.host), "aria-label": `Reset ${r.host}` }, "Reset")) } : null,
     ].filter(Boolean);
     fill(box,
