@@ -30,6 +30,7 @@ from harvestman.api.logins import FailedLogins
 from harvestman.api.paging import CountCache
 from harvestman.api.params import Anonymous
 from harvestman.api.ratelimit import Limiter, MemoryLimiter, RedisLimiter
+from harvestman.api.routes import controls as control_routes
 from harvestman.api.routes import crawl, events, executions, health, jobs, metrics, sources
 from harvestman.api.routes import errors as error_routes
 from harvestman.api.routes import login as login_routes
@@ -182,6 +183,7 @@ def create_app(
         search_routes,
         login_routes,
         storage_routes,
+        control_routes,
     )
     for module in routers:
         app.include_router(module.router)

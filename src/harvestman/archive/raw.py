@@ -226,7 +226,8 @@ class S3Blobs:
             Bucket=self.bucket,
             Key=self.prefix + key,
             Body=data,
-            ContentType="application/gzip",
+            # Raw bodies are kept gzipped (.gz keys); images as they are (archive/images.py).
+            ContentType="application/gzip" if key.endswith(".gz") else content_type[:200],
             Metadata={"content-type": content_type[:200]},
         )
 

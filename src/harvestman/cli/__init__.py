@@ -19,6 +19,7 @@ data.py          export, stats, errors, dead-letter, search
 lifecycle.py     maintenance, backup, restore, restore-archive, replay, storage
 db.py            db upgrade / downgrade / current
 service.py       admin (serve and token come from ``harvestman.api.commands``)
+keys.py          admin new-key / rotate-key / proxies: the proxies' encrypted credentials
 ===============  ==================================================================
 """
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import typer
 
-from harvestman.cli import crawl, data, db, lifecycle, service
+from harvestman.cli import crawl, data, db, keys, lifecycle, service
 from harvestman.cli.options import CONFIG_ENV
 
 __all__ = ["CONFIG_ENV", "app"]
@@ -54,6 +55,9 @@ def _register() -> None:
     app.command(help=service.SERVE_HELP)(serve)
     app.add_typer(token_app, name="token")
     app.add_typer(user_app, name="user")
+    service.admin_app.command("new-key")(keys.new_key)
+    service.admin_app.command("rotate-key")(keys.rotate_key)
+    service.admin_app.command("proxies")(keys.list_proxies)
     app.add_typer(service.admin_app, name="admin")
     app.command()(data.export)
     app.add_typer(data.dead_app, name="dead-letter")

@@ -156,11 +156,30 @@ domains = Table(
     Column("archives_run_at", Float),
 )
 
+# What an operator set for one host (migration 0016), read by every worker on a short TTL
+# (crawl/controls.py). NULL: the crawl's own setting applies.
+domain_settings = Table(
+    "domain_settings",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("host", String(300), nullable=False, unique=True),
+    Column("paused", Boolean, nullable=False, default=False),
+    Column("crawl_delay", Float),  # seconds between requests (never below robots.txt's)
+    Column("concurrency", Integer),  # requests in flight to the host
+    Column("recrawl_interval", Float),  # seconds before a fetched URL is due again
+    Column("priority", SmallInteger, nullable=False, default=0),  # higher: leased first
+    Column("updated_at", Float, nullable=False),
+)
+
+# Health of the configured proxies. ``url`` is the proxy URL with its password masked
+# (``user:***@host``); the password itself is kept only as ``secret``, a Fernet token under
+# ``proxy_key`` (credentials.py; migration 0016).
 proxies = Table(
     "proxies",
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
     Column("url", Text, nullable=False, unique=True),
+    Column("secret", Text),
     Column("successes", BigInteger, nullable=False, default=0),
     Column("failures", BigInteger, nullable=False, default=0),
     Column("consecutive_failures", Integer, nullable=False, default=0),
@@ -246,7 +265,18 @@ images = Table(
     Column("alt", Text),
     Column("width", Integer),
     Column("height", Integer),
+    # The downloaded image (crawl_images, migration 0016): its key in the blob store (one blob
+    # per SHA-256), size, digest and type; or why it could not be kept (error_class, error).
+    Column("path", String(200)),
+    Column("bytes", BigInteger),
+    Column("sha256", String(64)),
+    Column("content_type", String(200)),
+    Column("error_class", String(64)),
+    Column("error", Text),
+    Column("fetched_at", Float),
     UniqueConstraint("product_id", "position"),
+    # A fetched image's outcome is written to every row that shows it (by URL).
+    Index("ix_images_url", "url"),
 )
 
 error_logs = Table(

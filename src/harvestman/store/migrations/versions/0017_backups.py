@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0017"
-down_revision = "0014"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
