@@ -37,6 +37,7 @@ from harvestman.jobs.records import (
     ExecutionResult,
     ExecutionStatus,
     Job,
+    LogLine,
     Source,
 )
 from harvestman.jobs.states import JobStatus
@@ -103,6 +104,7 @@ class Scheduler:
         leader_ttl: float = 30.0,
         source_job_interval_minutes: int = 360,
         log_capture: LogCapture | None = None,
+        log_flush_interval: float = 1.0,
         events: SourceEvents | None = None,
         retention: RetentionRules | None = None,
         retention_interval: float = 86400.0,
@@ -131,6 +133,12 @@ class Scheduler:
             store, self.instance_id, name=RETENTION, ttl=retention_interval
         )
         self.logs = log_capture or LogCapture(clock=store.clock)
+        self.log_flush_interval = log_flush_interval
+        # One flush at a time, so lines reach the store in ``seq`` order: a reader that saw
+        # line 7 never finds a line 5 stored after it.
+        self._flushing = asyncio.Lock()
+        self._unsent: list[LogLine] = []
+        self._unsent_tries = 0
         self._runs: dict[str, _Run] = {}
         self._stopping = asyncio.Event()
         self._next_sweep = 0.0
@@ -294,7 +302,9 @@ class Scheduler:
         claim = run.claim
         job, execution = claim.job, claim.execution
         try:
-            with self.logs.capture(execution.id):
+            # A run taken up again (a redelivery) numbers its lines after those stored.
+            after = await self.store.executions.last_log_seq(execution.id)
+            with self.logs.capture(execution.id, after=after):
                 log.info(
                     "job %d: execution %d started (attempt %d)",
                     job.id,
@@ -315,6 +325,9 @@ class Scheduler:
                     result.status.value,
                     step.status.value,
                 )
+            # Every line first, then the end: a reader ends its stream once the execution is
+            # final and it has read the stored lines, so none may come after.
+            await self._flush_logs(ending=execution.id)
             await self.store.locks.finish(claim, result, step)
         except HarvestmanError as exc:  # the store is away: the lock expires and is swept
             log.error("job %d: could not record execution %d: %s", job.id, execution.id, exc)
@@ -322,9 +335,9 @@ class Scheduler:
             log.exception("job %d: execution %d could not be recorded", job.id, execution.id)
         finally:
             self._runs.pop(claim.token, None)
-            lines = self.logs.take(execution.id) + self.logs.end(execution.id)
-            with contextlib.suppress(HarvestmanError):
-                await self.store.executions.append_logs(lines)
+            if self.logs.is_capturing(execution.id):  # the flush above did not happen
+                with contextlib.suppress(HarvestmanError):
+                    await self._flush_logs(ending=execution.id)
 
     async def _next_step(
         self, run: _Run, source: Source | None, result: ExecutionResult
@@ -366,11 +379,27 @@ class Scheduler:
         )
         return state.current_interval or baseline
 
-    async def _flush_logs(self) -> None:
-        lines = []
-        for run in self._runs.values():
-            lines += self.logs.take(run.claim.execution.id)
-        await self.store.executions.append_logs(lines)
+    async def _flush_logs(self, ending: int | None = None) -> None:
+        """Store the new log lines of the runs in progress (and the last ones of ``ending``).
+        Lines the store refused are tried again with the next flush, three times at most."""
+        async with self._flushing:
+            lines, self._unsent = self._unsent, []
+            for run in self._runs.values():
+                if run.claim.execution.id != ending:
+                    lines += self.logs.take(run.claim.execution.id)
+            if ending is not None:
+                lines += self.logs.take(ending) + self.logs.end(ending)
+            try:
+                await self.store.executions.append_logs(lines)
+            except HarvestmanError:
+                self._unsent_tries += 1
+                if self._unsent_tries < 3:
+                    self._unsent = lines
+                else:
+                    self._unsent_tries = 0
+                    log.warning("dropped %d job log lines the store refused", len(lines))
+                raise
+            self._unsent_tries = 0
 
     # -- the service --------------------------------------------------------------------------
 
@@ -384,6 +413,7 @@ class Scheduler:
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._every(self.poll_interval, self.poll))
+                group.create_task(self._every(self.log_flush_interval, self._flush_logs))
                 group.create_task(self._every(self.leader.ttl / 3, self._maintain))
                 group.create_task(self._every(self.metrics_interval, self.refresh_metrics))
                 if self.retention is not None:
