@@ -33,7 +33,12 @@ TEXT_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # the ones it creates, emptied so their records reach the root handler once.
 UVICORN_LOGGERS: Final = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
 # Attributes every LogRecord has: anything else was passed with ``extra=`` and is written out.
-_STANDARD: Final = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+# uvicorn's ``color_message`` repeats the message with terminal colours: left out.
+_STANDARD: Final = frozenset(logging.makeLogRecord({}).__dict__) | {
+    "message",
+    "asctime",
+    "color_message",
+}
 
 
 class JsonFormatter(logging.Formatter):
