@@ -7,7 +7,7 @@ writes one JSON object per line, for a log shipper to read without parsing prose
 
 >>> import io, json
 >>> out = io.StringIO()
->>> configure_logging("json", "INFO", stream=out)
+>>> handler = configure_logging("json", "INFO", stream=out)
 >>> logging.getLogger("harvestman.example").warning("depth %d is deep", 7)
 >>> record = json.loads(out.getvalue())
 >>> (record["level"], record["logger"], record["message"])
