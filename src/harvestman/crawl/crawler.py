@@ -168,6 +168,10 @@ class Crawler:
         writer = wiring.writer
         hosts = wiring.host_slots(frontier, self.coordinator)
         await frontier.start()
+        if self.worker_mode:
+            # Seeds added (POST /api/frontier/seed) between reading the scope and the pending
+            # hosts are pending now: without them in scope, their links would be dropped.
+            await self._load_scope()
         watchdog = self._watchdog = liveness.watchdog(
             lambda: not frontier.is_finished(), self._running.clear, self._running.set
         )
