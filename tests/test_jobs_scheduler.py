@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
 from sqlalchemy import func, insert, select
 
+from harvestman.errors import StoreError
 from harvestman.jobs import (
     ExecutionResult,
     ExecutionStatus,
@@ -22,6 +23,7 @@ from harvestman.jobs import (
     LeaderLease,
     LogCapture,
     LogLine,
+    LogWriter,
     Scheduler,
     SourceSpec,
 )
@@ -392,7 +394,7 @@ async def test_an_executions_log_lines_are_stored_in_order_before_it_ends(
         await runner.say.put("page 2")  # the fourth line: dropped
         logging.getLogger("harvestman.elsewhere").info("not in this execution's context")
         await runner.say.join()
-        await scheduler._flush_logs()  # what the flush loop does every second
+        await scheduler.flush_logs()  # what the flush loop does every second
         so_far = [line.message for line in await store.executions.logs(claim.execution.id)]
         await store.jobs.cancel(job.id)
         await scheduler.poll()
@@ -441,6 +443,47 @@ async def test_a_run_taken_up_again_numbers_its_lines_after_the_stored_ones(
         (2, "earlier 2"),
         (3, "here again"),
     ]
+
+
+class RefusingLogs:
+    """A log store that refuses the first ``refusals`` writes (the database away)."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals = refusals
+        self.stored: list[LogLine] = []
+
+    async def append_logs(self, lines: Sequence[LogLine]) -> None:
+        if self.refusals:
+            self.refusals -= 1
+            raise StoreError("the store is away")
+        self.stored += lines
+
+
+async def test_lines_the_store_refused_go_with_the_next_flush_then_are_dropped() -> None:
+    capture = LogCapture()
+    capture.install()
+    store = RefusingLogs(refusals=1)
+    writer = LogWriter(capture, store, max_tries=2)
+    try:
+        with capture.capture(1):
+            crawl_log.info("first")
+        with pytest.raises(StoreError):
+            await writer.flush()
+        with capture.capture(1):
+            crawl_log.info("second")
+        await writer.flush(ending=1)
+        assert [(line.seq, line.message) for line in store.stored] == [(1, "first"), (2, "second")]
+
+        store.refusals = 2
+        with capture.capture(2):
+            crawl_log.info("lost")
+        for _ in range(2):
+            with pytest.raises(StoreError):
+                await writer.flush()
+        await writer.flush(ending=2)  # the store is back: nothing left to send
+    finally:
+        capture.uninstall()
+    assert [line.message for line in store.stored] == ["first", "second"]
 
 
 async def test_the_leader_lease_is_held_by_one_instance_and_taken_over_on_expiry(

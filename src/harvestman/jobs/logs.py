@@ -4,9 +4,9 @@
 marks the current context (a context variable, so every task the run starts, and threads
 started with ``asyncio.to_thread``, inherit it); records emitted in that context go to the
 execution's buffer, others are ignored. Each line gets the next sequence number of its
-execution. The process running the execution ``take``s the new lines and stores them (the
-scheduler does, every ``jobs_log_flush_interval``, and before it records the run's end), and
-``end``s the capture when the run ends.
+execution. ``LogWriter`` stores what a capture holds, in ``seq`` order: the process running
+executions flushes it every ``jobs_log_flush_interval`` and, with ``ending``, before it
+records a run's end (the scheduler does both; so must any other process that runs them).
 
 Readers never see a line before it is stored: the API streams an execution's log from the
 store (``seq`` after the client's last one), so a line logged in any process, on any instance,
@@ -15,15 +15,20 @@ reaches every reader exactly once, and ``end`` comes only after the last stored 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from harvestman.errors import HarvestmanError
 from harvestman.jobs.records import LogLine
+
+log = logging.getLogger(__name__)
 
 _execution: ContextVar[int | None] = ContextVar("harvestman_execution", default=None)
 _formatter = logging.Formatter()
@@ -105,6 +110,16 @@ class LogCapture(logging.Handler):
                 )
             )
 
+    def take_all(self) -> list[LogLine]:
+        """The lines of every execution captured since the last ``take``, each execution's in
+        ``seq`` order."""
+        with self._guard:
+            lines: list[LogLine] = []
+            for buffer in self._buffers.values():
+                lines += buffer.pending
+                buffer.pending = []
+            return lines
+
     def take(self, execution_id: int) -> list[LogLine]:
         """The lines captured since the last ``take`` (to be stored), in ``seq`` order."""
         with self._guard:
@@ -138,3 +153,44 @@ class LogCapture(logging.Handler):
     def is_capturing(self, execution_id: int) -> bool:
         with self._guard:
             return execution_id in self._buffers
+
+
+class LogStore(Protocol):
+    """Where log lines are kept (``JobStore.executions``): storing a line twice (same
+    execution and ``seq``) keeps one."""
+
+    async def append_logs(self, lines: Sequence[LogLine]) -> None: ...
+
+
+class LogWriter:
+    """Stores the lines ``capture`` holds, one flush at a time, so they are committed in
+    ``seq`` order: a reader that saw line 7 never finds a line 5 stored after it. Lines the
+    store refused go again with the next flush, ``max_tries`` times at most."""
+
+    def __init__(self, capture: LogCapture, store: LogStore, *, max_tries: int = 3) -> None:
+        self.capture = capture
+        self.store = store
+        self.max_tries = max_tries
+        self._flushing = asyncio.Lock()
+        self._unsent: list[LogLine] = []
+        self._tries = 0
+
+    async def flush(self, ending: int | None = None) -> None:
+        """Store every captured line not stored yet; with ``ending``, end that execution's
+        capture and store its last lines too. Raises the store's HarvestmanError."""
+        async with self._flushing:
+            lines, self._unsent = self._unsent, []
+            lines += self.capture.take_all()
+            if ending is not None:
+                lines += self.capture.end(ending)
+            try:
+                await self.store.append_logs(lines)
+            except HarvestmanError:
+                self._tries += 1
+                if self._tries < self.max_tries:
+                    self._unsent = lines
+                else:
+                    self._tries = 0
+                    log.warning("dropped %d job log lines the store refused", len(lines))
+                raise
+            self._tries = 0

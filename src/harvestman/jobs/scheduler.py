@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from harvestman.errors import HarvestmanError
 from harvestman.jobs import adaptive, lifecycle
 from harvestman.jobs.events import SourceEvents, Subscription
-from harvestman.jobs.logs import LogCapture
+from harvestman.jobs.logs import LogCapture, LogWriter
 from harvestman.jobs.reconcile import SyncPlan, sync_enabled_sources
 from harvestman.jobs.records import (
     Claim,
@@ -37,7 +37,6 @@ from harvestman.jobs.records import (
     ExecutionResult,
     ExecutionStatus,
     Job,
-    LogLine,
     Source,
 )
 from harvestman.jobs.states import JobStatus
@@ -134,11 +133,7 @@ class Scheduler:
         )
         self.logs = log_capture or LogCapture(clock=store.clock)
         self.log_flush_interval = log_flush_interval
-        # One flush at a time, so lines reach the store in ``seq`` order: a reader that saw
-        # line 7 never finds a line 5 stored after it.
-        self._flushing = asyncio.Lock()
-        self._unsent: list[LogLine] = []
-        self._unsent_tries = 0
+        self.log_writer = LogWriter(self.logs, store.executions)
         self._runs: dict[str, _Run] = {}
         self._stopping = asyncio.Event()
         self._next_sweep = 0.0
@@ -173,7 +168,7 @@ class Scheduler:
             if run is not None and not run.stop.is_set():
                 run.reason = "cancelled"
                 run.stop.set()
-        await self._flush_logs()
+        await self.log_writer.flush()
         free = 0 if self._stopping.is_set() else self.max_concurrent - len(self._runs)
         claims = await self.store.locks.claim_due(self.instance_id, free)
         for claim in claims:
@@ -327,7 +322,7 @@ class Scheduler:
                 )
             # Every line first, then the end: a reader ends its stream once the execution is
             # final and it has read the stored lines, so none may come after.
-            await self._flush_logs(ending=execution.id)
+            await self.log_writer.flush(ending=execution.id)
             await self.store.locks.finish(claim, result, step)
         except HarvestmanError as exc:  # the store is away: the lock expires and is swept
             log.error("job %d: could not record execution %d: %s", job.id, execution.id, exc)
@@ -337,7 +332,7 @@ class Scheduler:
             self._runs.pop(claim.token, None)
             if self.logs.is_capturing(execution.id):  # the flush above did not happen
                 with contextlib.suppress(HarvestmanError):
-                    await self._flush_logs(ending=execution.id)
+                    await self.log_writer.flush(ending=execution.id)
 
     async def _next_step(
         self, run: _Run, source: Source | None, result: ExecutionResult
@@ -379,27 +374,9 @@ class Scheduler:
         )
         return state.current_interval or baseline
 
-    async def _flush_logs(self, ending: int | None = None) -> None:
-        """Store the new log lines of the runs in progress (and the last ones of ``ending``).
-        Lines the store refused are tried again with the next flush, three times at most."""
-        async with self._flushing:
-            lines, self._unsent = self._unsent, []
-            for run in self._runs.values():
-                if run.claim.execution.id != ending:
-                    lines += self.logs.take(run.claim.execution.id)
-            if ending is not None:
-                lines += self.logs.take(ending) + self.logs.end(ending)
-            try:
-                await self.store.executions.append_logs(lines)
-            except HarvestmanError:
-                self._unsent_tries += 1
-                if self._unsent_tries < 3:
-                    self._unsent = lines
-                else:
-                    self._unsent_tries = 0
-                    log.warning("dropped %d job log lines the store refused", len(lines))
-                raise
-            self._unsent_tries = 0
+    async def flush_logs(self) -> None:
+        """Store the new log lines of the runs in progress (the flush loop's step)."""
+        await self.log_writer.flush()
 
     # -- the service --------------------------------------------------------------------------
 
@@ -413,7 +390,7 @@ class Scheduler:
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._every(self.poll_interval, self.poll))
-                group.create_task(self._every(self.log_flush_interval, self._flush_logs))
+                group.create_task(self._every(self.log_flush_interval, self.flush_logs))
                 group.create_task(self._every(self.leader.ttl / 3, self._maintain))
                 group.create_task(self._every(self.metrics_interval, self.refresh_metrics))
                 if self.retention is not None:
