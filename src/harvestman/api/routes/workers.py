@@ -2,7 +2,7 @@
 
 A worker is live while its heartbeat (every ``worker_heartbeat_interval``) is younger than
 ``WORKER_TIMEOUT``; each reports the crawl it works on, the host it fetched last, its pages
-and its rate (pages/s over the last minute).
+and its rate (pages/s over the last 10 s, as of that heartbeat).
 """
 
 from __future__ import annotations
