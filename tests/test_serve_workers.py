@@ -102,6 +102,14 @@ async def test_serve_alone_on_sqlite_crawls_what_the_api_seeds(tmp_path: Path) -
             worker = await _until(crawling_worker, "the worker reports its host and rate")
             assert site.hits["/"] >= 1
             site_host = site.host
+            # The dashboard's worker table draws the stats event's workers: it is there too.
+            event = await client.get(
+                "/sse/crawler/events", params={"count": 1, "interval": 1}, headers=ADMIN
+            )
+            [data] = [line[5:] for line in event.text.splitlines() if line.startswith("data:")]
+            drawn = {w["id"]: w for w in json.loads(data)["workers"]}
+            assert drawn[worker["id"]]["current_host"] == site_host
+            assert drawn[worker["id"]]["rate"] is not None
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGINT)
