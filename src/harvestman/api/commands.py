@@ -40,7 +40,7 @@ def serve(
             "--workers",
             min=0,
             max=64,
-            help="In-process crawl workers [serve_workers; default: 1 on SQLite, 0 otherwise]",
+            help="In-process crawl workers (serve_workers; unset: 1 on SQLite, 0 otherwise)",
         ),
     ] = None,
 ) -> None:
