@@ -86,6 +86,7 @@ def configure_logging(
     for name in UVICORN_LOGGERS:
         logger = logging.getLogger(name)
         logger.handlers.clear()
+        logger.setLevel(logging.NOTSET)  # the root's level decides (uvicorn may set its own)
         logger.propagate = True
     return handler
 
