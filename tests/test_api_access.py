@@ -70,6 +70,7 @@ ROUTES: list[tuple[str, str, Role]] = [
     ("GET", "/api/errors", U),
     ("GET", "/api/errors/summary", U),
     ("GET", "/api/dead-letter", U),
+    ("GET", "/api/workers", U),
     ("POST", "/api/admin/dead-letter/requeue", A),
     ("GET", "/sse/crawler/events", U),
     ("GET", "/sse/health/events", U),

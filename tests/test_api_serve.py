@@ -79,7 +79,8 @@ async def test_sse_streams_deliver_events(server: tuple[str, Api]) -> None:
 
 
 async def test_log_stream_replays_stored_lines_then_ends(server: tuple[str, Api]) -> None:
-    from harvestman.jobs import LogLine
+    from harvestman.jobs import ExecutionResult, ExecutionStatus, LogLine
+    from harvestman.jobs.lifecycle import after_failure
 
     base, api = server
     source = await api.post(
@@ -94,12 +95,14 @@ async def test_log_stream_replays_stored_lines_then_ends(server: tuple[str, Api]
     execution = claims[0].execution
     lines = [LogLine(execution.id, n, 1.0, "INFO", "harvestman.t", f"line {n}") for n in (1, 2)]
     await api.jobs.executions.append_logs(lines)
+    result = ExecutionResult(status=ExecutionStatus.FAILED, error_message="gone")
+    await api.jobs.locks.finish(claims[0], result, after_failure(claims[0].job, time.time()))
     url = f"{base}/api/v1/jobs/{execution.job_id}/logs/stream"
     events = await _events(url, api.user, 3)
     assert [(e, d.get("message") or d.get("status")) for e, d in events] == [
         ("log", "line 1"),
         ("log", "line 2"),
-        ("end", "running"),
+        ("end", "failed"),
     ]
 
 

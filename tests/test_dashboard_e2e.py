@@ -183,7 +183,7 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
     # The crawling job's page: its run in the history and its log, live.
     await page.goto(f"{served.base}/#/jobs/{served.job_id}")
     await expect(page.get_by_test_id("executions-table")).to_contain_text("#1")
-    # A run's lines are stored every scheduler poll (10 s) and streamed as they come.
+    # A run's lines are stored every second and streamed from the store.
     await expect(page.get_by_test_id("job-log")).not_to_be_empty()
     await page.screenshot(path=screenshot_path("job"), full_page=True)
 

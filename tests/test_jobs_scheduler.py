@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
 from sqlalchemy import func, insert, select
 
+from harvestman.errors import StoreError
 from harvestman.jobs import (
     ExecutionResult,
     ExecutionStatus,
@@ -21,6 +22,8 @@ from harvestman.jobs import (
     JobStore,
     LeaderLease,
     LogCapture,
+    LogLine,
+    LogWriter,
     Scheduler,
     SourceSpec,
 )
@@ -376,7 +379,7 @@ async def test_metrics_count_jobs_executions_and_stale_locks(
     assert (stats["total"], stats["success_rate"], stats["last_started_at"]) == (1, 1.0, NOW)
 
 
-async def test_an_executions_log_lines_are_stored_and_can_be_followed_live(
+async def test_an_executions_log_lines_are_stored_in_order_before_it_ends(
     store: JobStore, runner: ScriptedRunner
 ) -> None:
     capture = LogCapture(max_lines=3)
@@ -387,38 +390,100 @@ async def test_an_executions_log_lines_are_stored_and_can_be_followed_live(
         runner.hold = True
         [claim] = await scheduler.poll()
         await asyncio.wait_for(runner.started.wait(), 5)
-        live: list[str] = []
-
-        async def follow() -> None:
-            async for line in capture.follow(claim.execution.id):
-                live.append(line.message)
-
-        reader = asyncio.create_task(follow())
-        await asyncio.sleep(0)
         await runner.say.put("page 1")
         await runner.say.put("page 2")  # the fourth line: dropped
         logging.getLogger("harvestman.elsewhere").info("not in this execution's context")
         await runner.say.join()
-        await scheduler.poll()  # stores the lines so far
+        await scheduler.flush_logs()  # what the flush loop does every second
+        so_far = [line.message for line in await store.executions.logs(claim.execution.id)]
         await store.jobs.cancel(job.id)
         await scheduler.poll()
         await scheduler.wait_idle()
-        await asyncio.wait_for(reader, 5)
     finally:
         capture.uninstall()
-    stored = await store.executions.logs(claim.execution.id)
-    messages = [line.message for line in stored]
-    assert messages == [
+    assert so_far == [
         "job 1: execution 1 started (attempt 0)",
         "crawling http://a.test/logged for site",
         "page 1",
+    ]
+    stored = await store.executions.logs(claim.execution.id)
+    messages = [line.message for line in stored]
+    assert messages == [
+        *so_far,
         "2 more log lines were dropped (at most 3 are kept)",  # page 2, the end of the run
     ]
     assert [line.seq for line in stored] == [1, 2, 3, 4]
-    assert live == messages[2:]
+    assert (await store.executions.get(claim.execution.id)).status is ExecutionStatus.CANCELLED
     assert [line.message for line in await store.executions.logs(claim.execution.id, after=3)] == [
         messages[3]
     ]
+    assert await store.executions.last_log_seq(claim.execution.id) == 4
+
+
+async def test_a_run_taken_up_again_numbers_its_lines_after_the_stored_ones(
+    store: JobStore,
+) -> None:
+    await _job(store, url="http://a.test/again")
+    [claim] = await store.locks.claim_due("elsewhere", 1)
+    execution_id = claim.execution.id
+    earlier = [LogLine(execution_id, n, NOW, "INFO", "x", f"earlier {n}") for n in (1, 2)]
+    await store.executions.append_logs(earlier)
+    await store.executions.append_logs(earlier)  # a write repeated: no error, no copy
+    capture = LogCapture()
+    capture.install()
+    try:
+        with capture.capture(execution_id, after=await store.executions.last_log_seq(execution_id)):
+            crawl_log.info("here again")
+        await store.executions.append_logs(capture.take(execution_id) + capture.end(execution_id))
+    finally:
+        capture.uninstall()
+    stored = await store.executions.logs(execution_id)
+    assert [(line.seq, line.message) for line in stored] == [
+        (1, "earlier 1"),
+        (2, "earlier 2"),
+        (3, "here again"),
+    ]
+
+
+class RefusingLogs:
+    """A log store that refuses the first ``refusals`` writes (the database away)."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals = refusals
+        self.stored: list[LogLine] = []
+
+    async def append_logs(self, lines: Sequence[LogLine]) -> None:
+        if self.refusals:
+            self.refusals -= 1
+            raise StoreError("the store is away")
+        self.stored += lines
+
+
+async def test_lines_the_store_refused_go_with_the_next_flush_then_are_dropped() -> None:
+    capture = LogCapture()
+    capture.install()
+    store = RefusingLogs(refusals=1)
+    writer = LogWriter(capture, store, max_tries=2)
+    try:
+        with capture.capture(1):
+            crawl_log.info("first")
+        with pytest.raises(StoreError):
+            await writer.flush()
+        with capture.capture(1):
+            crawl_log.info("second")
+        await writer.flush(ending=1)
+        assert [(line.seq, line.message) for line in store.stored] == [(1, "first"), (2, "second")]
+
+        store.refusals = 2
+        with capture.capture(2):
+            crawl_log.info("lost")
+        for _ in range(2):
+            with pytest.raises(StoreError):
+                await writer.flush()
+        await writer.flush(ending=2)  # the store is back: nothing left to send
+    finally:
+        capture.uninstall()
+    assert [line.message for line in store.stored] == ["first", "second"]
 
 
 async def test_the_leader_lease_is_held_by_one_instance_and_taken_over_on_expiry(

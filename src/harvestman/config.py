@@ -16,7 +16,7 @@ import os
 import tomllib
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
@@ -33,7 +33,7 @@ GROUPS = (
     "api", "fetch", "frontier", "robots", "store", "crawl", "url", "redis", "worker", "discovery",
     "sitemap", "feed", "pagination", "archives", "validate", "breaker", "watchdog", "proxy",
     "extract", "render", "warc", "archive", "retention", "store", "stats", "network", "pattern",
-    "backup",
+    "backup", "log", "serve", "jobs",
 )  # fmt: skip
 
 
@@ -232,6 +232,31 @@ class Settings(BaseSettings):
         None, description="where pg_dump and pg_restore are (None: PATH, /usr/lib/postgresql/*/bin)"
     )
 
+    # the process's own log lines (serve, worker): stderr, readable text or JSON lines
+    log_format: Literal["text", "json"] = Field(
+        "text", description="text: readable lines; json: one JSON object per line"
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        "INFO", description="the least severe level written to stderr"
+    )
+
+    # harvestman serve: in-process crawl workers and the job log stream
+    serve_workers: int | None = Field(
+        None,
+        ge=0,
+        le=64,
+        description="in-process crawl workers (None: 1 on SQLite, 0 on PostgreSQL)",
+    )
+    serve_worker_restart_delay: float = Field(
+        5.0, gt=0, le=3600, description="seconds before a failed in-process worker starts again"
+    )
+    jobs_log_flush_interval: float = Field(
+        1.0, gt=0, le=60, description="seconds between stores of a run's new log lines"
+    )
+    api_log_poll_interval: float = Field(
+        0.5, gt=0, le=60, description="seconds between store reads of a followed job log"
+    )
+
     # the API (harvestman serve); redis_url, redis_prefix and crawl_name apply to it too
     api_jwt_secret: str = Field(
         "", repr=False, description="HS256 secret of the bearer tokens (required outside --dev)"
@@ -278,6 +303,16 @@ class Settings(BaseSettings):
         default_factory=lambda: ["utm_*", "ref", "source", "fbclid", "gclid"]
     )
     url_max_length: int = Field(2048, ge=64, le=65536)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value  # info, INFO alike
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _format_lower(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
 
     @field_validator(
         "proxy_urls",

@@ -31,7 +31,16 @@ from harvestman.api.paging import CountCache
 from harvestman.api.params import Anonymous
 from harvestman.api.ratelimit import Limiter, MemoryLimiter, RedisLimiter
 from harvestman.api.routes import controls as control_routes
-from harvestman.api.routes import crawl, events, executions, health, jobs, metrics, sources
+from harvestman.api.routes import (
+    crawl,
+    events,
+    executions,
+    health,
+    jobs,
+    metrics,
+    sources,
+    workers,
+)
 from harvestman.api.routes import errors as error_routes
 from harvestman.api.routes import login as login_routes
 from harvestman.api.routes import parsers as parser_routes
@@ -46,6 +55,7 @@ from harvestman.urls import UrlNormalizer
 if TYPE_CHECKING:
     from harvestman.api.breakers import BreakerStates
     from harvestman.config import Settings
+    from harvestman.crawl.workers import CrawlWorkers
     from harvestman.jobs import JobStore, Scheduler
     from harvestman.jobs.events import SourceEvents
     from harvestman.store import SqlStore
@@ -105,13 +115,15 @@ def create_app(
     run_scheduler: bool = False,
     limiter: Limiter | None = None,
     source_events: SourceEvents | None = None,
+    crawl_workers: CrawlWorkers | None = None,
 ) -> FastAPI:
     """The API over open stores.
 
     ``api_settings`` default to ``ApiSettings.from_settings(settings)``; a missing or default
     JWT secret outside dev mode raises ConfigError here, so the service refuses to start.
     ``source_events`` default to the scheduler's, else to ones made for the settings.
-    ``run_scheduler`` runs ``scheduler.run()`` for the app's lifetime.
+    ``run_scheduler`` runs ``scheduler.run()`` for the app's lifetime, and so do the
+    ``crawl_workers`` (``serve --workers N``), both under one TaskGroup, stopped on shutdown.
     """
     api_settings = api_settings or ApiSettings.from_settings(settings)
     if api_settings.redis_url is None and settings.redis_url:
@@ -139,15 +151,27 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        runs_scheduler = run_scheduler and scheduler is not None
+
+        async def background() -> None:
+            async with asyncio.TaskGroup() as group:
+                if runs_scheduler and scheduler is not None:
+                    group.create_task(scheduler.run(), name="scheduler")
+                if crawl_workers is not None:
+                    group.create_task(crawl_workers.run(), name="crawl-workers")
+
         task = None
-        if run_scheduler and scheduler is not None:
-            task = asyncio.create_task(scheduler.run(), name="scheduler")
+        if runs_scheduler or crawl_workers is not None:
+            task = asyncio.create_task(background(), name="serve-background")
         try:
             yield
         finally:
             ctx.shutdown.set()
-            if task is not None and scheduler is not None:
+            if runs_scheduler and scheduler is not None:
                 scheduler.stop()
+            if crawl_workers is not None:
+                crawl_workers.stop()
+            if task is not None:
                 await task
             await ctx.limiter.close()
             await ctx.counts.close()
@@ -184,6 +208,7 @@ def create_app(
         login_routes,
         storage_routes,
         control_routes,
+        workers,
     )
     for module in routers:
         app.include_router(module.router)

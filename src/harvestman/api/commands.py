@@ -35,8 +35,18 @@ def serve(
     no_scheduler: Annotated[
         bool, typer.Option("--no-scheduler", help="Serve the API only; run no jobs here")
     ] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=0,
+            max=64,
+            help="In-process crawl workers (serve_workers; unset: 1 on SQLite, 0 otherwise)",
+        ),
+    ] = None,
 ) -> None:
-    """Run the API, the scheduler and its maintenance sweeps in one process."""
+    """Run the API, the scheduler and its maintenance sweeps, and crawl workers, in one
+    process."""
     from harvestman.api.auth import resolve_secret
     from harvestman.api.settings import ApiSettings
     from harvestman.config import load_settings
@@ -44,11 +54,14 @@ def serve(
     if dev and not is_loopback(host):
         raise _fail(f"--dev signs with a published secret: it listens on loopback only, not {host}")
     try:
-        settings = load_settings(database_url=database_url)
+        settings = load_settings(database_url=database_url, serve_workers=workers)
         api_settings = ApiSettings.from_settings(settings, dev=dev)
         resolve_secret(api_settings.jwt_secret, dev=dev)  # refuse to start before binding
     except ConfigError as exc:
         raise _fail(str(exc)) from None
+    from harvestman.logconfig import configure_logging
+
+    configure_logging(settings.log_format, settings.log_level)
     try:
         _run(_serve(settings, api_settings, host, port, not no_scheduler))
     except ConfigError as exc:
@@ -92,6 +105,7 @@ async def _serve(
     import uvicorn
 
     from harvestman.api.app import create_app
+    from harvestman.crawl.workers import CrawlWorkers
     from harvestman.jobs import EngineRunner, JobStore, Scheduler
     from harvestman.jobs.events import make_source_events
     from harvestman.store import SqlStore
@@ -106,7 +120,9 @@ async def _serve(
                 events=events,
                 retention=retention_rules(settings),
                 backups=backup_schedule(settings),
+                log_flush_interval=settings.jobs_log_flush_interval,
             )
+            crawl_workers = CrawlWorkers.from_settings(settings, store, store.is_embedded)
             app = create_app(
                 settings,
                 sql_store=store,
@@ -114,13 +130,15 @@ async def _serve(
                 scheduler=scheduler,
                 api_settings=api_settings,
                 run_scheduler=run_scheduler,
+                crawl_workers=crawl_workers if crawl_workers.count else None,
             )
             proxies = api_settings.trusted_proxies
             config = uvicorn.Config(
                 app,
                 host=host,
                 port=port,
-                log_level="info",
+                log_level=settings.log_level.lower(),
+                log_config=None,  # its records go through our handler (configure_logging)
                 lifespan="on",
                 # uvicorn believes X-Forwarded-For from 127.0.0.1 unless told otherwise, and
                 # the client it names is who the rate limits count: only listed proxies.

@@ -39,6 +39,7 @@ class ApiSettings:
     allow_networks: list[str] = field(default_factory=list)
     crawl_name: str = "default"  # the namespace the frontier and pages endpoints default to
     sse_interval: float = 5.0  # seconds between events of the /sse streams
+    log_poll_interval: float = 0.5  # seconds between store reads of a followed job log
     token_days: float = 30.0
     count_cache_seconds: float = 5.0  # a list's total is recounted after this
     max_offset: int = 10_000  # beyond, lists are paged by cursor
@@ -66,6 +67,7 @@ class ApiSettings:
             "allow_networks": list(settings.network_allow),
             "crawl_name": settings.crawl_name,
             "sse_interval": settings.api_sse_interval,
+            "log_poll_interval": settings.api_log_poll_interval,
             "token_days": settings.api_token_days,
             "count_cache_seconds": settings.api_count_cache_seconds,
             "max_offset": settings.api_max_offset,

@@ -218,39 +218,23 @@ def worker(
         frontier_delay=delay,
         frontier_per_host_concurrency=per_host_concurrency,
     ) as (settings, store):  # fmt: skip
+        from harvestman.logconfig import configure_logging
+
+        configure_logging(settings.log_format, "DEBUG" if verbose > 1 else settings.log_level)
         code = run(_work(settings, store, exit_when_done))
     raise typer.Exit(code)
-
-
-def coordinator_for(settings: Settings, store: SqlStore, worker_id: str) -> Any:
-    """Redis's coordinator when one is configured, else the store's."""
-    from harvestman.coord.store import StoreCoordinator
-
-    if settings.redis_url:
-        from harvestman.coord.redis import RedisCoordinator
-
-        return RedisCoordinator(
-            settings.redis_url,
-            store,
-            prefix=settings.redis_prefix,
-            worker_id=worker_id,
-            seen_ttl=settings.crawl_visited_ttl,
-        )
-    return StoreCoordinator(store)
 
 
 async def _work(settings: Settings, store: SqlStore, exit_when_done: bool) -> int:
     import asyncio
 
-    from harvestman.crawl import Crawler
+    from harvestman.crawl.workers import work
 
     async with store:
         await store.check_schema()  # a worker never migrates: that is `harvestman db upgrade`
-        engine = Crawler(settings, store, worker_mode=True, exit_when_done=exit_when_done)
-        coordinator = coordinator_for(settings, store, engine.worker_id)
-        engine.coordinator = coordinator
         loop = asyncio.get_running_loop()
         stopping = False
+        engines: list[Any] = []
 
         def on_signal() -> None:
             nonlocal stopping
@@ -258,16 +242,19 @@ async def _work(settings: Settings, store: SqlStore, exit_when_done: bool) -> in
                 os._exit(130)
             stopping = True
             log.warning("stopping: finishing writes and releasing leases")
-            engine.stop()
+            for engine in engines:
+                engine.stop()
+
+        def started(engine: Any) -> None:
+            engines.append(engine)
+            log.info("worker %s on %s", engine.worker_id, _safe_url(settings.database_url))
+            if stopping:
+                engine.stop()
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, on_signal)
-        log.info("worker %s on %s", engine.worker_id, _safe_url(settings.database_url))
-        try:
-            counts = await engine.run()
-        finally:
-            await coordinator.close()
-        log.info("worker %s done: %s", engine.worker_id, counts.by_status)
+        counts = await work(settings, store, exit_when_done=exit_when_done, started=started)
+        log.info("worker %s done: %s", engines[0].worker_id, counts.by_status)
         return 0
 
 
@@ -366,7 +353,9 @@ async def _status(settings: Settings, store: SqlStore) -> dict[str, Any]:
         source = "store"
         counters: dict[str, int] = {}
         if settings.redis_url:
-            coordinator = coordinator_for(settings, store, "status")
+            from harvestman.coord.choice import coordinator_for
+
+            coordinator: Any = coordinator_for(settings, store, "status")  # Redis: .available
             try:
                 live = [asdict(w) for w in await coordinator.workers()]
                 counters = await coordinator.counters(str(crawl_id))

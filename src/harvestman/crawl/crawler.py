@@ -169,6 +169,10 @@ class Crawler:
         hosts = wiring.host_slots(frontier, self.coordinator)
         await wiring.controls.refresh(frontier)  # a paused host is not leased at the start
         await frontier.start()
+        if self.worker_mode:
+            # Seeds added (POST /api/frontier/seed) between reading the scope and the pending
+            # hosts are pending now: without them in scope, their links would be dropped.
+            await self._load_scope()
         watchdog = self._watchdog = liveness.watchdog(
             lambda: not frontier.is_finished(), self._running.clear, self._running.set
         )
@@ -180,6 +184,8 @@ class Crawler:
         dispatcher = self._dispatcher = asyncio.create_task(
             self._dispatch(frontier, handler, fetcher, check_hop, hosts), name="crawl-dispatch"
         )
+        if self.stopped_early:  # stop() came before there was a dispatcher to cancel
+            dispatcher.cancel()
         try:
             await asyncio.wait({dispatcher, flusher, watching}, return_when="FIRST_COMPLETED")
             if flusher.done() or watching.done():  # the store failed for good: stop all

@@ -26,7 +26,7 @@ from harvestman.jobs.errors import (
     UnknownSource,
 )
 from harvestman.jobs.lifecycle import retry_delay
-from harvestman.jobs.logs import LogCapture
+from harvestman.jobs.logs import LogCapture, LogWriter
 from harvestman.jobs.reconcile import SyncPlan, sync_enabled_sources
 from harvestman.jobs.records import (
     Claim,
@@ -69,6 +69,7 @@ __all__ = [
     "LeaderLease",
     "LogCapture",
     "LogLine",
+    "LogWriter",
     "Move",
     "NameTaken",
     "NotFound",

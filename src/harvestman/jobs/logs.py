@@ -1,11 +1,16 @@
-"""Per-execution log capture: the lines a run logs, kept for the store and for live readers.
+"""Per-execution log capture: the lines a run logs, numbered and kept until stored.
 
 ``LogCapture`` is one logging handler on the ``harvestman`` logger. ``capture(execution_id)``
 marks the current context (a context variable, so every task the run starts, and threads
 started with ``asyncio.to_thread``, inherit it); records emitted in that context go to the
-execution's buffer, others are ignored. The scheduler ``take``s new lines to store them and
-``end``s the capture when the run ends; ``follow`` streams the lines live to any number of
-readers (the API's SSE endpoint).
+execution's buffer, others are ignored. Each line gets the next sequence number of its
+execution. ``LogWriter`` stores what a capture holds, in ``seq`` order: the process running
+executions flushes it every ``jobs_log_flush_interval`` and, with ``ending``, before it
+records a run's end (the scheduler does both; so must any other process that runs them).
+
+Readers never see a line before it is stored: the API streams an execution's log from the
+store (``seq`` after the client's last one), so a line logged in any process, on any instance,
+reaches every reader exactly once, and ``end`` comes only after the last stored line.
 """
 
 from __future__ import annotations
@@ -15,11 +20,15 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from harvestman.errors import HarvestmanError
 from harvestman.jobs.records import LogLine
+
+log = logging.getLogger(__name__)
 
 _execution: ContextVar[int | None] = ContextVar("harvestman_execution", default=None)
 _formatter = logging.Formatter()
@@ -27,12 +36,10 @@ _formatter = logging.Formatter()
 
 @dataclass(slots=True)
 class _Buffer:
-    seq: int = 0
+    seq: int = 0  # the last number given
+    kept: int = 0
     dropped: int = 0
     pending: list[LogLine] = field(default_factory=list)
-    readers: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[LogLine | None]]] = field(
-        default_factory=list
-    )
 
 
 class LogCapture(logging.Handler):
@@ -69,10 +76,12 @@ class LogCapture(logging.Handler):
             self._logger = None
 
     @contextlib.contextmanager
-    def capture(self, execution_id: int) -> Iterator[None]:
-        """Route the log records of this context to ``execution_id`` until the block ends."""
+    def capture(self, execution_id: int, *, after: int = 0) -> Iterator[None]:
+        """Route the log records of this context to ``execution_id`` until the block ends;
+        its lines are numbered from ``after + 1`` (``after``: the last line the store already
+        holds for it, when a run of the execution is taken up again)."""
         with self._guard:
-            self._buffers.setdefault(execution_id, _Buffer())
+            self._buffers.setdefault(execution_id, _Buffer(seq=after))
         token = _execution.set(execution_id)
         try:
             yield
@@ -90,20 +99,29 @@ class LogCapture(logging.Handler):
             buffer = self._buffers.get(execution_id)
             if buffer is None:
                 return
-            if buffer.seq >= self.max_lines:
+            if buffer.kept >= self.max_lines:
                 buffer.dropped += 1
                 return
             buffer.seq += 1
-            line = LogLine(
-                execution_id, buffer.seq, record.created, record.levelname, record.name, message
+            buffer.kept += 1
+            buffer.pending.append(
+                LogLine(
+                    execution_id, buffer.seq, record.created, record.levelname, record.name, message
+                )
             )
-            buffer.pending.append(line)
-            readers = list(buffer.readers)
-        for loop, queue in readers:
-            loop.call_soon_threadsafe(queue.put_nowait, line)
+
+    def take_all(self) -> list[LogLine]:
+        """The lines of every execution captured since the last ``take``, each execution's in
+        ``seq`` order."""
+        with self._guard:
+            lines: list[LogLine] = []
+            for buffer in self._buffers.values():
+                lines += buffer.pending
+                buffer.pending = []
+            return lines
 
     def take(self, execution_id: int) -> list[LogLine]:
-        """The lines captured since the last ``take`` (to be stored)."""
+        """The lines captured since the last ``take`` (to be stored), in ``seq`` order."""
         with self._guard:
             buffer = self._buffers.get(execution_id)
             if buffer is None:
@@ -112,47 +130,67 @@ class LogCapture(logging.Handler):
             return lines
 
     def end(self, execution_id: int) -> list[LogLine]:
-        """End an execution's capture: its last lines (with a note of any dropped), and the end
-        of its live streams."""
+        """End an execution's capture: its last lines, with a note of any dropped."""
         with self._guard:
             buffer = self._buffers.pop(execution_id, None)
         if buffer is None:
             return []
         lines = buffer.pending
         if buffer.dropped:
-            note = LogLine(
-                execution_id,
-                buffer.seq + 1,
-                self.clock(),
-                "WARNING",
-                __name__,
-                f"{buffer.dropped} more log lines were dropped (at most {self.max_lines} are kept)",
+            lines.append(
+                LogLine(
+                    execution_id,
+                    buffer.seq + 1,
+                    self.clock(),
+                    "WARNING",
+                    __name__,
+                    f"{buffer.dropped} more log lines were dropped "
+                    f"(at most {self.max_lines} are kept)",
+                )
             )
-            lines.append(note)
-            for loop, queue in buffer.readers:
-                loop.call_soon_threadsafe(queue.put_nowait, note)
-        for loop, queue in buffer.readers:
-            loop.call_soon_threadsafe(queue.put_nowait, None)
         return lines
 
     def is_capturing(self, execution_id: int) -> bool:
         with self._guard:
             return execution_id in self._buffers
 
-    async def follow(self, execution_id: int) -> AsyncIterator[LogLine]:
-        """The execution's lines from now on, as they are logged, until it ends (nothing if it
-        is not running here: read the stored lines instead)."""
-        queue: asyncio.Queue[LogLine | None] = asyncio.Queue()
-        entry = (asyncio.get_running_loop(), queue)
-        with self._guard:
-            buffer = self._buffers.get(execution_id)
-            if buffer is None:
-                return
-            buffer.readers.append(entry)
-        try:
-            while (line := await queue.get()) is not None:
-                yield line
-        finally:
-            with self._guard:
-                if entry in buffer.readers:
-                    buffer.readers.remove(entry)
+
+class LogStore(Protocol):
+    """Where log lines are kept (``JobStore.executions``): storing a line twice (same
+    execution and ``seq``) keeps one."""
+
+    async def append_logs(self, lines: Sequence[LogLine]) -> None: ...
+
+
+class LogWriter:
+    """Stores the lines ``capture`` holds, one flush at a time, so they are committed in
+    ``seq`` order: a reader that saw line 7 never finds a line 5 stored after it. Lines the
+    store refused go again with the next flush, ``max_tries`` times at most."""
+
+    def __init__(self, capture: LogCapture, store: LogStore, *, max_tries: int = 3) -> None:
+        self.capture = capture
+        self.store = store
+        self.max_tries = max_tries
+        self._flushing = asyncio.Lock()
+        self._unsent: list[LogLine] = []
+        self._tries = 0
+
+    async def flush(self, ending: int | None = None) -> None:
+        """Store every captured line not stored yet; with ``ending``, end that execution's
+        capture and store its last lines too. Raises the store's HarvestmanError."""
+        async with self._flushing:
+            lines, self._unsent = self._unsent, []
+            lines += self.capture.take_all()
+            if ending is not None:
+                lines += self.capture.end(ending)
+            try:
+                await self.store.append_logs(lines)
+            except HarvestmanError:
+                self._tries += 1
+                if self._tries < self.max_tries:
+                    self._unsent = lines
+                else:
+                    self._tries = 0
+                    log.warning("dropped %d job log lines the store refused", len(lines))
+                raise
+            self._tries = 0

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from harvestman.errors import HarvestmanError
 from harvestman.jobs import adaptive, lifecycle
 from harvestman.jobs.events import SourceEvents, Subscription
-from harvestman.jobs.logs import LogCapture
+from harvestman.jobs.logs import LogCapture, LogWriter
 from harvestman.jobs.reconcile import SyncPlan, sync_enabled_sources
 from harvestman.jobs.records import (
     Claim,
@@ -107,6 +107,7 @@ class Scheduler:
         leader_ttl: float = 30.0,
         source_job_interval_minutes: int = 360,
         log_capture: LogCapture | None = None,
+        log_flush_interval: float = 1.0,
         events: SourceEvents | None = None,
         retention: RetentionRules | None = None,
         retention_interval: float = 86400.0,
@@ -141,6 +142,8 @@ class Scheduler:
             store, self.instance_id, name=BACKUP, ttl=backups.interval if backups else 86400.0
         )
         self.logs = log_capture or LogCapture(clock=store.clock)
+        self.log_flush_interval = log_flush_interval
+        self.log_writer = LogWriter(self.logs, store.executions)
         self._runs: dict[str, _Run] = {}
         self._stopping = asyncio.Event()
         self._next_sweep = 0.0
@@ -177,7 +180,7 @@ class Scheduler:
             if run is not None and not run.stop.is_set():
                 run.reason = "cancelled"
                 run.stop.set()
-        await self._flush_logs()
+        await self.log_writer.flush()
         free = 0 if self._stopping.is_set() else self.max_concurrent - len(self._runs)
         claims = await self.store.locks.claim_due(self.instance_id, free)
         for claim in claims:
@@ -324,7 +327,9 @@ class Scheduler:
         claim = run.claim
         job, execution = claim.job, claim.execution
         try:
-            with self.logs.capture(execution.id):
+            # A run taken up again (a redelivery) numbers its lines after those stored.
+            after = await self.store.executions.last_log_seq(execution.id)
+            with self.logs.capture(execution.id, after=after):
                 log.info(
                     "job %d: execution %d started (attempt %d)",
                     job.id,
@@ -345,6 +350,9 @@ class Scheduler:
                     result.status.value,
                     step.status.value,
                 )
+            # Every line first, then the end: a reader ends its stream once the execution is
+            # final and it has read the stored lines, so none may come after.
+            await self.log_writer.flush(ending=execution.id)
             await self.store.locks.finish(claim, result, step)
         except HarvestmanError as exc:  # the store is away: the lock expires and is swept
             log.error("job %d: could not record execution %d: %s", job.id, execution.id, exc)
@@ -352,9 +360,9 @@ class Scheduler:
             log.exception("job %d: execution %d could not be recorded", job.id, execution.id)
         finally:
             self._runs.pop(claim.token, None)
-            lines = self.logs.take(execution.id) + self.logs.end(execution.id)
-            with contextlib.suppress(HarvestmanError):
-                await self.store.executions.append_logs(lines)
+            if self.logs.is_capturing(execution.id):  # the flush above did not happen
+                with contextlib.suppress(HarvestmanError):
+                    await self.log_writer.flush(ending=execution.id)
 
     async def _next_step(
         self, run: _Run, source: Source | None, result: ExecutionResult
@@ -396,11 +404,9 @@ class Scheduler:
         )
         return state.current_interval or baseline
 
-    async def _flush_logs(self) -> None:
-        lines = []
-        for run in self._runs.values():
-            lines += self.logs.take(run.claim.execution.id)
-        await self.store.executions.append_logs(lines)
+    async def flush_logs(self) -> None:
+        """Store the new log lines of the runs in progress (the flush loop's step)."""
+        await self.log_writer.flush()
 
     # -- the service --------------------------------------------------------------------------
 
@@ -414,6 +420,7 @@ class Scheduler:
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._every(self.poll_interval, self.poll))
+                group.create_task(self._every(self.log_flush_interval, self.flush_logs))
                 group.create_task(self._every(self.leader.ttl / 3, self._maintain))
                 group.create_task(self._every(self.metrics_interval, self.refresh_metrics))
                 if self.retention is not None:

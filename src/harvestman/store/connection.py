@@ -34,6 +34,11 @@ class StoreConnection:
         self._executor: ThreadPoolExecutor | None = None
         self.schema = migrate.Schema(self.engine)
 
+    @property
+    def is_embedded(self) -> bool:
+        """Whether this is the embedded store (SQLite: one machine, one writer)."""
+        return dialect.is_sqlite(self.engine)
+
     def _begin(self) -> contextlib.AbstractContextManager[Connection]:
         """A write transaction (``store.transaction``: the locking rules)."""
         return transaction(self.engine)

@@ -19,8 +19,9 @@ from sse_starlette import EventSourceResponse
 
 from harvestman.api.context import ApiContext, context_of
 from harvestman.api.params import User
-from harvestman.api.routes.health import WORKER_TIMEOUT, health_report
+from harvestman.api.routes.health import health_report
 from harvestman.api.routes.scheduler import scheduler_metrics
+from harvestman.api.routes.workers import live_workers
 from harvestman.errors import HarvestmanError
 from harvestman.records import UrlStatus
 
@@ -34,24 +35,7 @@ async def _crawler(ctx: ApiContext) -> dict[str, Any]:
     stats = await ctx.read(ctx.sql_store.crawl_stats, None, now)
     stats["bytes"] = await ctx.read(ctx.sql_store.bytes_downloaded)
     stats["robots_denials"] = stats["urls"].get(UrlStatus.BLOCKED.value, 0)
-    workers = []
-    for row in await ctx.sql_store.worker_rows():
-        if row["heartbeat_at"] < now - WORKER_TIMEOUT:
-            continue
-        info = row["info"] or {}
-        workers.append(
-            {
-                "id": row["id"],
-                "hostname": row["hostname"],
-                "pid": row["pid"],
-                "heartbeat_at": row["heartbeat_at"],
-                "crawl": info.get("crawl"),
-                "current_host": info.get("current_host"),
-                "pages": info.get("pages"),
-                "rate": info.get("rate"),
-            }
-        )
-    stats["workers"] = workers
+    stats["workers"] = await live_workers(ctx, now)
     stats["time"] = now
     return stats
 

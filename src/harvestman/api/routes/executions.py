@@ -1,4 +1,5 @@
-"""Executions of a job, and their log lines: stored, or streamed live (SSE)."""
+"""Executions of a job, and their log lines: listed, downloaded, or followed (SSE) from the
+store."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.responses import StreamingResponse
 from sse_starlette import EventSourceResponse
 
 from harvestman.api import paging
@@ -16,7 +19,7 @@ from harvestman.api.context import ApiContext, context_of
 from harvestman.api.errors import ApiError
 from harvestman.api.params import Cursor, Id, Limit, Offset, User
 from harvestman.api.schemas import MAX_ID, ExecutionOut, LogLineOut, Page
-from harvestman.jobs import Execution, LogLine
+from harvestman.jobs import Execution, ExecutionStatus, LogLine
 
 router = APIRouter(tags=["executions"])
 
@@ -81,7 +84,10 @@ async def _execution_of(ctx: ApiContext, job_id: int, execution_id: int | None) 
 ExecutionQuery = Query(None, ge=1, le=MAX_ID, description="default: the latest execution")
 
 
-@router.get("/api/v1/jobs/{job_id}/logs")
+PAGE = 1000  # lines per store read of a stream or a download
+
+
+@router.get("/api/v1/jobs/{job_id}/logs", response_model=None)
 async def job_logs(
     request: Request,
     job_id: Id,
@@ -89,10 +95,20 @@ async def job_logs(
     execution_id: int | None = ExecutionQuery,
     after: int = Query(0, ge=0, le=10**9, description="lines after this seq"),
     limit: int = Query(1000, ge=1, le=10_000),
-) -> dict[str, object]:
-    """An execution's stored log lines (lines of a run in progress are stored every poll)."""
+    download: bool = Query(False, description="the run's whole log as a text file"),
+) -> dict[str, object] | Response:
+    """An execution's stored log lines (a run in progress stores its new lines every
+    ``jobs_log_flush_interval``, 1 s). ``download=1``: every line of the run as text/plain,
+    one ``time level logger: message`` line each, as an attachment."""
     ctx = context_of(request)
     execution = await _execution_of(ctx, job_id, execution_id)
+    if download:
+        name = f"job-{job_id}-run-{execution.execution_number}.log"
+        return StreamingResponse(
+            _log_text(ctx, execution.id),
+            media_type="text/plain; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
     lines = await ctx.job_store.executions.logs(execution.id, after=after, limit=limit)
     return {
         "job_id": job_id,
@@ -102,49 +118,86 @@ async def job_logs(
     }
 
 
+async def _stored_lines(ctx: ApiContext, execution_id: int, after: int) -> AsyncIterator[LogLine]:
+    """The execution's stored lines after ``after``, read a page at a time."""
+    while True:
+        lines = await ctx.job_store.executions.logs(execution_id, after=after, limit=PAGE)
+        for line in lines:
+            yield line
+        if len(lines) < PAGE:
+            return
+        after = lines[-1].seq
+
+
+async def _log_text(ctx: ApiContext, execution_id: int) -> AsyncIterator[bytes]:
+    async for line in _stored_lines(ctx, execution_id, 0):
+        when = datetime.fromtimestamp(line.created_at, UTC).isoformat(timespec="milliseconds")
+        yield f"{when} {line.level} {line.logger}: {line.message}\n".encode()
+
+
 def _line_event(line: LogLine) -> dict[str, str]:
     body = LogLineOut.model_validate(line, from_attributes=True).model_dump()
-    return {"event": "log", "id": str(line.seq), "data": json.dumps(body)}
+    return {"event": "log", "id": f"{line.execution_id}-{line.seq}", "data": json.dumps(body)}
+
+
+def resume_point(last_event_id: str | None) -> tuple[int | None, int]:
+    """The execution and the last ``seq`` a client saw, from its ``Last-Event-ID``:
+    ``"{execution_id}-{seq}"`` (what the stream sends) or a bare ``seq``.
+
+    >>> resume_point("12-40"), resume_point("40"), resume_point(None), resume_point("x")
+    ((12, 40), (None, 40), (None, 0), (None, 0))
+    """
+    if not last_event_id:
+        return None, 0
+    head, _, tail = last_event_id.strip().rpartition("-")
+    if not tail.isdigit() or (head and not head.isdigit()):
+        return None, 0  # not an id we sent: start from the first line
+    return (int(head) if head else None), min(int(tail), 10**9)
+
+
+LastEventId = Header(
+    None, alias="Last-Event-ID", max_length=40, description="resume after this event"
+)
 
 
 @router.get("/api/v1/jobs/{job_id}/logs/stream")
 async def stream_job_logs(
-    request: Request, job_id: Id, _: User, execution_id: int | None = ExecutionQuery
+    request: Request,
+    job_id: Id,
+    _: User,
+    execution_id: int | None = ExecutionQuery,
+    last_event_id: str | None = LastEventId,
 ) -> EventSourceResponse:
-    """Server-sent events: the stored lines, then live lines while the run lasts here, then an
-    ``end`` event. A run on another instance is followed by re-reading the store."""
+    """Server-sent events: the execution's log lines, each once, in order (``id``:
+    ``{execution_id}-{seq}``), then an ``end`` event once the execution is final and every
+    line it stored was sent. Lines are read from the store, whichever instance or process
+    runs the execution; a reconnect with ``Last-Event-ID`` resumes after that line (of that
+    execution, even when a newer run began meanwhile)."""
     ctx = context_of(request)
+    resumed, seen = resume_point(last_event_id)
+    if execution_id is None and resumed is not None:
+        execution_id = resumed
+    elif resumed is not None and resumed != execution_id:
+        seen = 0  # an id of another execution: this one from its start
     execution = await _execution_of(ctx, job_id, execution_id)
+    poll = ctx.settings.log_poll_interval
 
     async def events() -> AsyncIterator[dict[str, str]]:
-        capture = ctx.scheduler.logs if ctx.scheduler is not None else None
-        live: AsyncIterator[LogLine] | None = None
-        first: asyncio.Future[LogLine] | None = None
-        if capture is not None and capture.is_capturing(execution.id):
-            # Subscribe before reading the store, so no line falls between the two.
-            live = capture.follow(execution.id)
-            first = asyncio.ensure_future(anext(live))
-            await asyncio.sleep(0)
-        seen = 0
-        try:
-            for line in await ctx.job_store.executions.logs(execution.id, limit=10_000):
+        nonlocal seen
+        repository = ctx.job_store.executions
+        while True:
+            # The status first: lines are stored before the execution becomes final, so when
+            # it was final here, the read below finds every line it will ever have.
+            status = (await repository.get(execution.id)).status
+            async for line in _stored_lines(ctx, execution.id, seen):
                 seen = line.seq
                 yield _line_event(line)
-            if first is not None and live is not None:
-                with contextlib.suppress(StopAsyncIteration):
-                    line = await first
-                    while True:
-                        if line.seq > seen:
-                            seen = line.seq
-                            yield _line_event(line)
-                        line = await anext(live)
-        finally:
-            if first is not None:
-                first.cancel()
-        after = await ctx.job_store.executions.logs(execution.id, after=seen, limit=10_000)
-        for line in after:
-            yield _line_event(line)
-        final = await ctx.job_store.executions.get(execution.id)
-        yield {"event": "end", "data": json.dumps({"status": final.status.value})}
+            if status is not ExecutionStatus.RUNNING:
+                yield {"event": "end", "data": json.dumps({"status": status.value})}
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ctx.shutdown.wait(), poll)
+            if ctx.shutdown.is_set():
+                return  # the client reconnects to another instance with Last-Event-ID
 
     return EventSourceResponse(events(), ping=15)

@@ -12,7 +12,7 @@ from sqlalchemy.engine import RowMapping
 
 from harvestman.jobs.errors import NotFound
 from harvestman.jobs.records import Execution, ExecutionStatus, LogLine, ResultPage
-from harvestman.store import keyset
+from harvestman.store import dialect, keyset
 from harvestman.store.jobs.tables import execution_logs, job_executions, jobs
 from harvestman.store.keyset import Keyset
 
@@ -105,13 +105,16 @@ class ExecutionRepository:
     # -- logs ---------------------------------------------------------------------------------
 
     async def append_logs(self, lines: Sequence[LogLine]) -> None:
+        """Store log lines; a line already stored (same execution and ``seq``: a write that
+        committed but whose answer was lost, written again) is left as it is."""
         if not lines:
             return
+        engine = self._store.engine
 
         def _append() -> None:
             with self._store.begin() as conn:
                 conn.execute(
-                    execution_logs.insert(),
+                    dialect.insert_ignore(engine, execution_logs, "execution_id", "seq"),
                     [
                         {
                             "execution_id": line.execution_id,
@@ -126,6 +129,18 @@ class ExecutionRepository:
                 )
 
         await self._store.run(_append)
+
+    async def last_log_seq(self, execution_id: int) -> int:
+        """The ``seq`` of the execution's last stored log line (0: none)."""
+
+        def _last() -> int:
+            query = select(func.max(execution_logs.c.seq)).where(
+                execution_logs.c.execution_id == execution_id
+            )
+            with self._store.read() as conn:
+                return int(conn.execute(query).scalar_one() or 0)
+
+        return await self._store.run(_last)
 
     async def logs(
         self, execution_id: int, *, after: int = 0, limit: int = 1000

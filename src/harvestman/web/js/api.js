@@ -65,6 +65,30 @@ export async function errorOf(response) {
   );
 }
 
+/** Fetch a file from the API (with the token) and hand it to the browser as a download,
+ * named as the answer's Content-Disposition says. Throws ApiError. */
+export async function download(path, { query } = {}) {
+  let response;
+  try {
+    response = await fetch(withQuery(path, query), { headers: authHeaders(), cache: "no-store" });
+  } catch {
+    report("down");
+    throw new ApiError(0, "unreachable", "The API cannot be reached. Is harvestman serve running?");
+  }
+  if (!response.ok) throw await errorOf(response);
+  const disposition = response.headers.get("Content-Disposition") || "";
+  const name = /filename="([^"]+)"/.exec(disposition)?.[1] || "download";
+  const url = URL.createObjectURL(await response.blob());
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  // The browser has read the blob once the click is handled; keep it a little longer anyway.
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
 /** Call the API; returns the JSON body (null for 204). Throws ApiError. */
 export async function api(path, { method = "GET", body, query, signal } = {}) {
   const headers = { Accept: "application/json", ...authHeaders() };

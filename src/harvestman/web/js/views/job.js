@@ -1,7 +1,7 @@
 // One job: its settings and state, the actions its state allows, the edit form, its
 // execution history and the live log stream of its latest run.
 
-import { api, describe } from "../api.js";
+import { api, describe, download } from "../api.js";
 import { fill, h } from "../dom.js";
 import { clock, ms, num, pct, relative, time } from "../format.js";
 import { Pager } from "../pager.js";
@@ -22,6 +22,7 @@ export function render(main, { match }) {
   const statsBox = h("div");
   const runs = h("div");
   const logState = h("p", { class: "muted", "data-testid": "log-state" }, "Waiting for a run…");
+  const saveLog = h("button", { type: "button", "data-testid": "log-download", onclick: saveLatestLog }, "Download the log");
   const log = h("pre", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Log of the latest run", "data-testid": "job-log", tabindex: "0" });
   const pager = new Pager(20);
   let job = null;
@@ -37,7 +38,7 @@ export function render(main, { match }) {
     formBox,
     h("div", { class: "grid2" },
       h("section", { class: "panel", "aria-labelledby": "runs-title" }, h("h2", { id: "runs-title" }, "Execution history"), statsBox, runs),
-      h("section", { class: "panel", "aria-labelledby": "log-title" }, h("h2", { id: "log-title" }, "Live log"), logState, log)),
+      h("section", { class: "panel", "aria-labelledby": "log-title" }, h("h2", { id: "log-title" }, "Live log"), logState, log, h("div", { class: "actions" }, saveLog))),
   );
 
   function showError(text) {
@@ -110,6 +111,15 @@ export function render(main, { match }) {
       }), pager.controls(loadRuns));
     } catch (exc) {
       fill(runs, h("p", { class: "error-text" }, describe(exc)));
+    }
+  }
+
+  /** The latest run's whole log as a text file (GET …/logs?download=1). */
+  async function saveLatestLog() {
+    try {
+      await download(`/api/v1/jobs/${id}/logs`, { query: { download: 1 } });
+    } catch (exc) {
+      logState.textContent = exc.status === 404 ? "This job has not run yet." : describe(exc);
     }
   }
 
