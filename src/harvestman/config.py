@@ -16,7 +16,7 @@ import os
 import tomllib
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
@@ -79,6 +79,12 @@ class Settings(BaseSettings):
     frontier_per_host_concurrency: int = Field(1, ge=1, le=1024)
     frontier_lease_seconds: float = Field(300.0, gt=0, description="a stale lease expires after")
     frontier_lease_batch: int = Field(64, ge=1, le=10_000, description="URLs leased per host")
+    frontier_ingest_rate: int = Field(
+        100,
+        ge=0,
+        le=1_000_000,
+        description="new URLs per second a crawl (a source) makes due; more wait (0: no limit)",
+    )
 
     # fetch
     fetch_timeout: float = Field(30.0, gt=0, le=3600)
@@ -240,6 +246,9 @@ class Settings(BaseSettings):
         default_factory=lambda: ["utm_*", "ref", "source", "fbclid", "gclid"]
     )
     url_max_length: int = Field(2048, ge=64, le=65536)
+    url_trailing_slash: Literal["keep", "add", "strip"] = Field(
+        "keep", description="a path's trailing slash: as written, added (not to a file), stripped"
+    )
 
     @field_validator(
         "proxy_urls",

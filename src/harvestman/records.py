@@ -30,6 +30,10 @@ class UrlStatus(StrEnum):
     BLOCKED = "blocked"
 
 
+# How a URL was found (urls.discovered_via).
+DISCOVERED_VIA = ("seed", "link", "sitemap", "feed", "pagination", "archive")
+
+
 @dataclass(slots=True)
 class NewUrl:
     """A URL to add to the frontier (normalized, hashed, scoped by the caller)."""
@@ -41,6 +45,11 @@ class NewUrl:
     priority: int
     kind: str = "page"  # page | sitemap | feed
     lastmod: float | None = None  # when a sitemap or feed says it last changed
+    # Where it was found: the frontier row of the page, sitemap or feed (None: a seed or an
+    # API add), and how (DISCOVERED_VIA); kept on the URL's row when it is new.
+    parent_id: int | None = None
+    via: str | None = None
+    due_at: float | None = None  # not before (the ingest limit's deferral); None: at once
 
 
 @dataclass(slots=True)

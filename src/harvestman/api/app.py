@@ -30,8 +30,10 @@ from harvestman.api.logins import FailedLogins
 from harvestman.api.paging import CountCache
 from harvestman.api.params import Anonymous
 from harvestman.api.ratelimit import Limiter, MemoryLimiter, RedisLimiter
+from harvestman.api.routes import aliases as alias_routes
 from harvestman.api.routes import crawl, events, executions, health, jobs, metrics, sources
 from harvestman.api.routes import errors as error_routes
+from harvestman.api.routes import frontier as frontier_routes
 from harvestman.api.routes import login as login_routes
 from harvestman.api.routes import parsers as parser_routes
 from harvestman.api.routes import scheduler as scheduler_routes
@@ -180,6 +182,8 @@ def create_app(
         error_routes,
         search_routes,
         login_routes,
+        frontier_routes,
+        alias_routes,
     )
     for module in routers:
         app.include_router(module.router)

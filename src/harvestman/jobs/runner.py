@@ -70,6 +70,8 @@ OPTION_SETTINGS: dict[str, str] = {
     "archives": "discovery_archives",
     "near_duplicates": "near_duplicates",
     "store_text": "store_text",
+    "ingest_rate": "frontier_ingest_rate",
+    "trailing_slash": "url_trailing_slash",
 }
 
 
@@ -167,7 +169,7 @@ class EngineRunner:
         async with ResourceMeter() as meter:
             try:
                 seeds = job_seeds(job, source)
-                start.update((url_hash(url), url) for url in self._normalized(seeds))
+                start.update((url_hash(url), url) for url in self._normalized(seeds, source))
                 crawl_id = await self.store.ensure_crawl(namespace(source))
                 # Start URLs fetched before become pending again now (in-progress ones are
                 # leased by a crawl still running and are left to it).
@@ -221,9 +223,13 @@ class EngineRunner:
         result.memory_peak_mb = meter.peak_mb
         return result
 
-    def _normalized(self, seeds: Sequence[str]) -> list[str]:
+    def _normalized(self, seeds: Sequence[str], source: Source) -> list[str]:
         """The seeds as the crawler will normalize them (invalid ones it reports itself)."""
-        normalizer = UrlNormalizer(self.settings.url_tracking_params, self.settings.url_max_length)
+        normalizer = UrlNormalizer(
+            self.settings.url_tracking_params,
+            self.settings.url_max_length,
+            trailing_slash=source.options.trailing_slash or self.settings.url_trailing_slash,
+        )
         normalized = []
         for seed in seeds:
             with contextlib.suppress(UrlError):
