@@ -97,7 +97,7 @@ class OtherCourierParser:
     """A different class that claims the name of :class:`CourierParser`."""
 
     name = "courier-article"
-    version = "9"
+    version = "1.2.0"  # the same version too: another version would be loaded beside it
     hosts = ("*",)
 
     def parse(self, page_html: str, url: str, page: Page) -> list[Record]:

@@ -176,6 +176,13 @@ class Settings(BaseSettings):
         default_factory=list,
         description="site parser classes, 'module:Class', comma-separated (entry points too)",
     )
+    parser_rollouts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="new parser versions' shares, 'name@version[@domain]=share' (stored ones win)",
+    )
+    parser_rollout_refresh: float = Field(
+        60.0, gt=0, le=86400, description="seconds between a crawl's reads of the stored rollouts"
+    )
     warc_path: str | None = Field(None, description="write every exchange to this WARC file")
     archive_enabled: bool = Field(False, description="keep raw HTML bodies, content-addressed")
     archive_dir: str = Field("harvestman-archive", description="local raw archive directory")
@@ -257,6 +264,7 @@ class Settings(BaseSettings):
         "api_trusted_proxies",
         "network_allow",
         "parsers",
+        "parser_rollouts",
         mode="before",
     )
     @classmethod
@@ -299,6 +307,18 @@ class Settings(BaseSettings):
         if extra:
             object.__setattr__(self, "network_allow", [*self.network_allow, *extra])
         return self
+
+    @field_validator("parser_rollouts")
+    @classmethod
+    def _rollouts_parse(cls, value: list[str]) -> list[str]:
+        from harvestman.extract.rollouts import parse_rollout
+
+        for text in value:
+            try:
+                parse_rollout(text)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
     @model_validator(mode="after")
     def _patterns_short_enough(self) -> Settings:

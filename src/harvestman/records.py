@@ -178,3 +178,18 @@ class CrawlCounts:
     @property
     def fetched(self) -> int:
         return self.by_status.get("completed", 0) + self.by_status.get("failed", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ParserRollout:
+    """A site parser's candidate ``version`` parses ``share`` (0.0-1.0) of ``domain``'s pages
+    (``"*"``: every domain without a rollout of its own); another loaded version the rest.
+    Promoted: share 1.0; rolled back: 0.0. Kept in ``parser_rollouts``, or given by the
+    ``parser_rollouts`` setting."""
+
+    parser: str
+    version: str
+    share: float
+    domain: str = "*"
+    updated_at: float = 0.0
+    updated_by: str | None = None

@@ -113,7 +113,7 @@ class Wiring:
         self.archives = ArchiveDiscovery.from_settings(
             settings, run, self.discovery, self.writer, tasks
         )
-        self.parsers = ParsersStep.from_settings(settings, stats)
+        self.parsers = ParsersStep.from_settings(settings, stats, run)
         self.validate = ValidateStep.from_settings(settings, run, self.outcomes)
         self.proxies = (
             ProxyPool(
@@ -175,6 +175,7 @@ class Wiring:
             RobotsGate.from_settings(self.settings, self.run, self.outcomes, on_read),
             self.pagination,
             self.breaker,
+            self.parsers if self.parsers is not None and self.parsers.is_gate else None,
         ]
         return [gate for gate in gates if gate is not None]
 

@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from harvestman.records import CrawlCounts, CrawlRequest, DomainRecord, NewUrl, Outcome
+from harvestman.records import (
+    CrawlCounts,
+    CrawlRequest,
+    DomainRecord,
+    NewUrl,
+    Outcome,
+    ParserRollout,
+)
 
 
 class CrawlRecords(Protocol):
@@ -125,6 +132,12 @@ class StoreHealth(Protocol):
     async def reconnect(self) -> None: ...
 
 
+class ParserRollouts(Protocol):
+    """Which version of a site parser runs on which share of a domain's pages."""
+
+    async def parser_rollouts(self, parser: str | None = None) -> list[ParserRollout]: ...
+
+
 class Store(
     CrawlRecords,
     FrontierStore,
@@ -133,6 +146,7 @@ class Store(
     SessionStore,
     WorkerRegistry,
     StoreHealth,
+    ParserRollouts,
     Protocol,
 ):
     """Everything the crawler needs from a store."""
