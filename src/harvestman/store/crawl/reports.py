@@ -143,6 +143,10 @@ class ReportRepository(StoreConnection):
         """Success rates per (host, parser, version): ``store.parsed.parser_stats_report``."""
         return parsed.parser_stats_report(self.engine, crawl_id, **filters)
 
+    def parser_health(self, now: float) -> list[dict[str, Any]]:
+        """Parser success ratios and their baselines: ``store.parsed.parser_health``."""
+        return parsed.parser_health(self.engine, now)
+
     def list_rows(
         self, where: RowFilter, *, after: Key | None = None, limit: int = 50, offset: int = 0
     ) -> tuple[list[dict[str, Any]], Key | None]:
