@@ -290,8 +290,8 @@ def parser_health(engine: Engine, now: float) -> list[dict[str, Any]]:
         before = days[-2] if len(days) > 1 and days[-2].day == last.day - DAY else None
         lines[(parser, host, version)] = {
             "parser": parser, "version": version, "domain": host,
-            "attempts": int(last.attempts), "success_ratio": last.successes / last.attempts,
-            "previous_day": None if before is None else before.successes / before.attempts,
+            "attempts": int(last.attempts), "success_ratio": _ratio(last),
+            "previous_day": None if before is None else _ratio(before),
             "previous_version": None,
         }  # fmt: skip
         first_seen.setdefault((parser, host), []).append((min(d.first_id for d in days), version))
@@ -301,6 +301,11 @@ def parser_health(engine: Engine, now: float) -> list[dict[str, Any]]:
             line = lines[(parser, host, later)]
             line["previous_version"] = lines[(parser, host, earlier)]["success_ratio"]
     return list(lines.values())
+
+
+def _ratio(row: Any) -> float:
+    # PostgreSQL sums BIGINT as NUMERIC (Decimal): ints first, so the ratio is a float.
+    return int(row.successes) / int(row.attempts)
 
 
 def _rate(counts: dict[str, Any]) -> float | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Path, Query, Request
 from pydantic import Field
@@ -68,10 +69,10 @@ def _compare(rollout: dict[str, Any], lines: list[dict[str, Any]]) -> list[dict[
     table = RolloutTable.of([ParserRollout(rollout["parser"], "", 0.0, rollout["domain"])])
     versions: dict[str, dict[str, Any]] = {}
     for line in lines:
-        if (
-            line["parser"] != rollout["parser"]
-            or table.rollout(line["parser"], line["host"]) is None
-        ):
+        # Stats are kept per host key (with a port other than the scheme's); rollouts name
+        # host names, as the registry matches them.
+        host = urlsplit(f"//{line['host']}").hostname or ""
+        if line["parser"] != rollout["parser"] or table.rollout(line["parser"], host) is None:
             continue
         counts = versions.setdefault(
             line["version"],
