@@ -17,6 +17,7 @@ from harvestman.store import (
     FrontierStore,
     HostRecords,
     OutcomeWriter,
+    ParserRollouts,
     SessionStore,
     SqlStore,
     Store,
@@ -26,7 +27,7 @@ from harvestman.store import (
 
 INTERFACES = [
     CrawlRecords, FrontierStore, OutcomeWriter, HostRecords, SessionStore, WorkerRegistry,
-    StoreHealth,
+    StoreHealth, ParserRollouts,
 ]  # fmt: skip
 
 

@@ -14,6 +14,8 @@ from harvestman.records import NewUrl
 from harvestman.stats import Stats
 from harvestman.urls import Scope, host_key, url_hash
 
+PAGE, LINK = "page", "link"
+
 
 class Discovery:
     """The seen filter (a cache: the store's unique index is the truth) and the crawl's scope.
@@ -51,9 +53,10 @@ class Discovery:
             if check_scope(link) is not None:
                 self.stats.inc("frontier/out_of_scope")
                 continue
-            row = NewUrl(link, digest, host_key(link), depth, priority_for(link, depth))
-            row.parent_id, row.via = parent, "link"
-            found.append(row)
+            priority = priority_for(link, depth)
+            found.append(
+                NewUrl(link, digest, host_key(link), depth, priority, PAGE, None, parent, LINK)
+            )
         return found
 
     def feeds(self, feeds: Iterable[str], depth: int, parent: int | None = None) -> list[NewUrl]:

@@ -3,8 +3,9 @@ that speaks SQL.
 
 The interfaces (``store.interfaces``) say what each caller needs: ``FrontierStore``,
 ``OutcomeWriter``, ``HostRecords``, ``SessionStore``, ``WorkerRegistry``, ``CrawlRecords``,
-``StoreHealth``, and ``Store`` combining them. ``SqlStore`` implements them on SQLite (the
-embedded default) and PostgreSQL with one schema and one set of Alembic migrations.
+``StoreHealth``, ``ParserRollouts``, and ``Store`` combining them. ``SqlStore`` implements
+them on SQLite (the embedded default) and PostgreSQL with one schema and one set of Alembic
+migrations.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from harvestman.store.interfaces import (
     FrontierStore,
     HostRecords,
     OutcomeWriter,
+    ParserRollouts,
     SessionStore,
     Store,
     StoreHealth,
@@ -26,6 +28,7 @@ __all__ = [
     "FrontierStore",
     "HostRecords",
     "OutcomeWriter",
+    "ParserRollouts",
     "SessionStore",
     "SqlStore",
     "Store",
@@ -44,7 +47,8 @@ def _implements(
     SessionStore,
     WorkerRegistry,
     StoreHealth,
+    ParserRollouts,
     Store,
 ]:
     """Never called: mypy checks here that ``SqlStore`` implements every interface."""
-    return store, store, store, store, store, store, store, store
+    return store, store, store, store, store, store, store, store, store
