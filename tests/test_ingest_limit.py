@@ -118,12 +118,13 @@ async def test_a_crawl_over_the_rate_fetches_every_deferred_url(
     assert crawled.crawler.stats["frontier/deferred"] == 150
 
 
-def test_the_default_rate_is_the_specs_and_a_source_sets_its_own(
+def test_a_sources_crawl_has_the_specs_rate_unless_its_option_says(
     make_settings: SettingsFactory,
 ) -> None:
     settings = make_settings()
-    assert (settings.frontier_ingest_rate, settings.url_trailing_slash) == (100, "keep")
-    assert IngestLimit.from_settings(make_settings(frontier_ingest_rate=0)) is None
+    assert (settings.source_ingest_rate, settings.url_trailing_slash) == (100, "keep")
+    assert settings.frontier_ingest_rate == 0  # a plain crawl: no limit
+    assert IngestLimit.from_settings(settings) is None
     source = Source(
         id=4, name="s", start_urls=["http://a.test/"], created_at=0.0, updated_at=0.0,
         options=SourceOptions(ingest_rate=5, trailing_slash="strip"),

@@ -80,10 +80,13 @@ class Settings(BaseSettings):
     frontier_lease_seconds: float = Field(300.0, gt=0, description="a stale lease expires after")
     frontier_lease_batch: int = Field(64, ge=1, le=10_000, description="URLs leased per host")
     frontier_ingest_rate: int = Field(
+        0, ge=0, le=1_000_000, description="new URLs per second a crawl makes due (0: no limit)"
+    )
+    source_ingest_rate: int = Field(
         100,
         ge=0,
         le=1_000_000,
-        description="new URLs per second a crawl (a source) makes due; more wait (0: no limit)",
+        description="frontier_ingest_rate of a source's crawl unless its ingest_rate option says",
     )
 
     # fetch

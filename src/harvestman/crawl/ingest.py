@@ -1,8 +1,10 @@
 """The ingest limit: how many new URLs per second a crawl (a source's namespace) makes due.
 
 A page can reveal a thousand links and a sitemap fifty thousand; the spec's URL ingestion
-limits each source to 100 new URLs per second (``frontier_ingest_rate``; a source's
-``ingest_rate`` option) so one source cannot flood the frontier. A URL over the limit is not
+limits each source to 100 new URLs per second (``source_ingest_rate``; a source's
+``ingest_rate`` option) so one source cannot flood the frontier. A plain ``harvestman crawl``
+has no limit unless ``frontier_ingest_rate`` sets one (its throughput on one fast host is
+well above 100 pages per second, each needing a new URL). A URL over the limit is not
 dropped, nor kept in memory: it is written with a later due time (``NewUrl.due_at``), in the
 first one-second window with room, and the frontier leases it when it comes due. The store
 holds it from the start, so a crash loses nothing and the unique index still deduplicates it.

@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 DEFAULT_MAX_DEPTH = 3
 DEEP_CRAWL_WARNING = 5
-MAX_INGEST_RATE = 1_000_000  # the bound of the frontier_ingest_rate setting
+MAX_INGEST_RATE = 1_000_000  # the bound of the ingest rate settings
 
 
 class IntervalType(StrEnum):
@@ -65,7 +65,7 @@ class SourceOptions:
     Atom links followed), ``pagination`` (``?page=N+1`` guessed), ``archives`` (date paths
     guessed), ``near_duplicates`` (SimHash), ``store_text`` (the visible text kept, searchable).
     Two are values, not switches: ``ingest_rate`` (new URLs per second the crawl makes due,
-    0: no limit; the service's ``frontier_ingest_rate`` when None) and ``trailing_slash``
+    0: no limit; the service's ``source_ingest_rate`` when None) and ``trailing_slash``
     (``keep``, ``add`` or ``strip``: ``url_trailing_slash``).
     """
 

@@ -92,6 +92,8 @@ def source_settings(settings: Settings, source: Source, *, fetched_before: int =
         "crawl_allow_domains": list(source.scope.allow_domains),
         "crawl_include": list(source.scope.include),
         "crawl_exclude": list(source.scope.exclude),
+        # The spec's per-source limit; a plain crawl has its own (none by default).
+        "frontier_ingest_rate": settings.source_ingest_rate,
     }
     if source.crawl_delay is not None:
         update_["frontier_delay"] = source.crawl_delay
