@@ -286,3 +286,41 @@ async def test_the_parser_health_gauges_after_two_days_of_crawls(
     async with SqlStore(database_url) as store:
         health = {line["version"]: line for line in store.parser_health(time.time())}
     assert health["2"]["success_ratio"] < 0.5 * health["2"]["previous_version"]
+
+
+async def test_a_crawl_reads_the_stored_rollouts_at_most_every_refresh(
+    make_settings: SettingsFactory,
+) -> None:
+    from harvestman.crawl.run import CrawlRun
+    from harvestman.crawl.steps import ParsersStep
+    from harvestman.records import CrawlRequest
+    from harvestman.stats import Stats
+
+    now = [100.0]
+    settings = make_settings(parsers=BOTH, parser_rollout_refresh=60.0)
+    url = "http://127.0.0.1:8/item/1"
+    request = CrawlRequest(1, url, "h", "127.0.0.1:8", 1, 2)
+    async with SqlStore(settings.database_url) as store:
+        await store.upgrade()
+        step = ParsersStep.from_settings(
+            settings, Stats(), CrawlRun(store, Stats(), lambda: now[0])
+        )
+        assert step is not None
+        assert step.is_gate
+        await store.set_parser_rollout(ParserRollout("shelf", "2", 1.0, "127.0.0.1"))
+        await step.check(request)  # the first check reads them
+        assert _version_for(step.registry, url) == "2"
+
+        await store.set_parser_rollout(ParserRollout("shelf", "2", 0.0, "127.0.0.1"))
+        now[0] = 159.0
+        await step.check(request)
+        assert _version_for(step.registry, url) == "2"  # not read again yet
+        now[0] = 160.0
+        await step.check(request)
+        assert _version_for(step.registry, url) == "1"
+
+    one = ParsersStep.from_settings(
+        make_settings(parsers=BOTH[:1]), Stats(), CrawlRun(store, Stats(), lambda: now[0])
+    )
+    assert one is not None
+    assert not one.is_gate  # one version per parser: nothing to read, no gate
