@@ -97,7 +97,7 @@ class OtherCourierParser:
     """A different class that claims the name of :class:`CourierParser`."""
 
     name = "courier-article"
-    version = "9"
+    version = "1.2.0"  # the same version too: another version would be loaded beside it
     hosts = ("*",)
 
     def parse(self, page_html: str, url: str, page: Page) -> list[Record]:
@@ -143,3 +143,29 @@ def write_distribution(root: Path, name: str, entry_points: str, modules: dict[s
     (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
     for module, source in modules.items():
         (root / f"{module}.py").write_text(textwrap.dedent(source))
+
+
+class ShelfParser:
+    """A shop's item pages (``/item/N``) on 127.0.0.1: one record, the item's <h1>."""
+
+    name = "shelf"
+    version = "1"
+    hosts = ("127.0.0.1",)
+    marker = '<h1 class="name">'
+
+    def parse(self, page_html: str, url: str, page: Page) -> list[Record] | None:
+        if "/item/" not in url:
+            return None
+        start = page_html.find(self.marker)
+        if start < 0:
+            return []
+        name = page_html[start + len(self.marker) :].split("<", 1)[0]
+        return [Record("item", {"name": name})]
+
+
+class ShelfParserV2(ShelfParser):
+    """The next version of :class:`ShelfParser`, released with a bug: it looks for an <h2>
+    the site does not have, so it finds nothing (what a rollback is for)."""
+
+    version = "2"
+    marker = '<h2 class="name">'

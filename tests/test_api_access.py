@@ -77,6 +77,17 @@ ROUTES: list[tuple[str, str, Role]] = [
     ("GET", "/sse/metrics/events", U),
     ("GET", "/metrics", U),
     ("GET", "/api/v1/auth/whoami", N),
+    ("GET", "/api/v1/frontier", U),
+    ("POST", "/api/v1/frontier", A),
+    ("DELETE", "/api/v1/frontier", A),
+    ("GET", "/api/v1/frontier/{url_id}", U),
+    ("GET", "/api/v1/discovered-links", U),
+    ("GET", "/api/v1/discovered-links/{url_id}", U),
+    ("GET", "/api/v1/jobs/{job_id}/logs/stream/v2", U),
+    ("GET", "/api/parsers/rollouts", U),
+    ("PUT", "/api/admin/parsers/{parser}/rollout", A),
+    ("POST", "/api/admin/parsers/{parser}/promote", A),
+    ("POST", "/api/admin/parsers/{parser}/rollback", A),
     ("POST", "/api/auth/login", N),
 ]
 
@@ -113,7 +124,9 @@ def _expected(caller: Role, needed: Role) -> int | None:
 
 @pytest.mark.parametrize(("method", "path", "needed"), ROUTES)
 async def test_roles_on_every_route(api: Api, method: str, path: str, needed: Role) -> None:
-    url = path.format(source_id=1, job_id=1, execution_id=1, domain="example.com")
+    url = path.format(
+        source_id=1, job_id=1, execution_id=1, domain="example.com", url_id=1, parser="acme"
+    )
     params = {"count": 1} if url.startswith("/sse/") else {}
     for caller in (Role.ANONYMOUS, Role.USER, Role.ADMIN):
         headers = {} if caller is Role.ANONYMOUS else bearer(caller)

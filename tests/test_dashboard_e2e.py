@@ -229,6 +229,23 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
     await expect(page.get_by_test_id("rebalance-plan")).to_contain_text("Preview:")
     await page.screenshot(path=screenshot_path("scheduler"), full_page=True)
 
+    # Parsers: a rollout set through the API, rolled back from its button.
+    rollout = await _api(
+        served, "PUT", "/api/admin/parsers/shelf/rollout",
+        json={"version": "2", "share": 0.25, "domain": "127.0.0.1"},
+    )  # fmt: skip
+    assert rollout.status_code == 200, rollout.text
+    await _nav(page, "Parsers").click()
+    await page.get_by_label("Crawl").fill(f"source-{served.source_id}")
+    await page.get_by_role("button", name="Show").click()
+    await expect(page.get_by_test_id("parser-rollouts")).to_contain_text(
+        "shelf 2 on 127.0.0.1: 25.0% of pages"
+    )
+    await page.get_by_role("button", name="Roll back (0%)").click()
+    await expect(page.get_by_role("status")).to_contain_text("shelf 2 on 127.0.0.1: share 0.0%")
+    await expect(page.get_by_test_id("parser-rollouts")).to_contain_text("127.0.0.1: 0.0% of pages")
+    await page.screenshot(path=screenshot_path("parsers"), full_page=True)
+
     # On a phone the same views stack; the navigation stays reachable.
     await page.set_viewport_size({"width": 390, "height": 844})
     await _nav(page, "Jobs").click()

@@ -16,8 +16,11 @@ from harvestman.jobs.runner import source_settings
 
 COURIER = "siteparsers:LocalCourierParser"
 NO_OPTIONS = dict.fromkeys(
-    ("main_text", "feeds", "pagination", "archives", "near_duplicates", "store_text", "images")
-)
+    (
+        "main_text", "feeds", "pagination", "archives", "near_duplicates", "store_text", "images",
+        "ingest_rate", "trailing_slash",
+    )
+)  # fmt: skip
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from harvestman.store import (
     FrontierStore,
     HostRecords,
     OutcomeWriter,
+    ParserRollouts,
     SessionStore,
     SqlStore,
     Store,
@@ -27,7 +28,7 @@ from harvestman.store import (
 
 INTERFACES = [
     CrawlRecords, FrontierStore, OutcomeWriter, HostRecords, SessionStore, WorkerRegistry,
-    StoreHealth, ControlStore,
+    StoreHealth, ControlStore, ParserRollouts,
 ]  # fmt: skip
 
 

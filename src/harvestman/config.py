@@ -83,6 +83,15 @@ class Settings(BaseSettings):
     domain_settings_ttl: float = Field(
         5.0, gt=0, le=3600, description="seconds a worker keeps the per-domain settings"
     )
+    frontier_ingest_rate: int = Field(
+        0, ge=0, le=1_000_000, description="new URLs per second a crawl makes due (0: no limit)"
+    )
+    source_ingest_rate: int = Field(
+        100,
+        ge=0,
+        le=1_000_000,
+        description="frontier_ingest_rate of a source's crawl unless its ingest_rate option says",
+    )
 
     # fetch
     fetch_timeout: float = Field(30.0, gt=0, le=3600)
@@ -189,6 +198,13 @@ class Settings(BaseSettings):
     )
     image_max_pixels: int = Field(
         50_000_000, ge=1, le=10**9, description="largest image decoded (width x height)"
+    )
+    parser_rollouts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="new parser versions' shares, 'name@version[@domain]=share' (stored ones win)",
+    )
+    parser_rollout_refresh: float = Field(
+        60.0, gt=0, le=86400, description="seconds between a crawl's reads of the stored rollouts"
     )
     warc_path: str | None = Field(None, description="write every exchange to this WARC file")
     archive_enabled: bool = Field(False, description="keep raw HTML bodies, content-addressed")
@@ -303,6 +319,9 @@ class Settings(BaseSettings):
         default_factory=lambda: ["utm_*", "ref", "source", "fbclid", "gclid"]
     )
     url_max_length: int = Field(2048, ge=64, le=65536)
+    url_trailing_slash: Literal["keep", "add", "strip"] = Field(
+        "keep", description="a path's trailing slash: as written, added (not to a file), stripped"
+    )
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -321,6 +340,7 @@ class Settings(BaseSettings):
         "api_trusted_proxies",
         "network_allow",
         "parsers",
+        "parser_rollouts",
         mode="before",
     )
     @classmethod
@@ -375,6 +395,18 @@ class Settings(BaseSettings):
         if extra:
             object.__setattr__(self, "network_allow", [*self.network_allow, *extra])
         return self
+
+    @field_validator("parser_rollouts")
+    @classmethod
+    def _rollouts_parse(cls, value: list[str]) -> list[str]:
+        from harvestman.extract.rollouts import parse_rollout
+
+        for text in value:
+            try:
+                parse_rollout(text)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
     @model_validator(mode="after")
     def _patterns_short_enough(self) -> Settings:

@@ -30,6 +30,10 @@ class UrlStatus(StrEnum):
     BLOCKED = "blocked"
 
 
+# How a URL was found (urls.discovered_via).
+DISCOVERED_VIA = ("seed", "link", "sitemap", "feed", "pagination", "archive")
+
+
 @dataclass(slots=True)
 class NewUrl:
     """A URL to add to the frontier (normalized, hashed, scoped by the caller)."""
@@ -41,6 +45,11 @@ class NewUrl:
     priority: int
     kind: str = "page"  # page | sitemap | feed | image
     lastmod: float | None = None  # when a sitemap or feed says it last changed
+    # Where it was found: the frontier row of the page, sitemap or feed (None: a seed or an
+    # API add), and how (DISCOVERED_VIA); kept on the URL's row when it is new.
+    parent_id: int | None = None
+    via: str | None = None
+    due_at: float | None = None  # not before (the ingest limit's deferral); None: at once
 
 
 @dataclass(slots=True)
@@ -205,3 +214,18 @@ class CrawlCounts:
     @property
     def fetched(self) -> int:
         return self.by_status.get("completed", 0) + self.by_status.get("failed", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ParserRollout:
+    """A site parser's candidate ``version`` parses ``share`` (0.0-1.0) of ``domain``'s pages
+    (``"*"``: every domain without a rollout of its own); another loaded version the rest.
+    Promoted: share 1.0; rolled back: 0.0. Kept in ``parser_rollouts``, or given by the
+    ``parser_rollouts`` setting."""
+
+    parser: str
+    version: str
+    share: float
+    domain: str = "*"
+    updated_at: float = 0.0
+    updated_by: str | None = None

@@ -240,7 +240,10 @@ class UrlNormalizer:
       allowed in a component are UTF-8 percent-encoded, a lone "%" becomes "%25";
     - query parameters (split on "&", empty ones dropped) are sorted by key then value (stable),
       tracking parameters are removed (``"utm_*"`` matches by prefix, other patterns exactly, keys
-      compared case-insensitively), an empty query drops the "?".
+      compared case-insensitively), an empty query drops the "?";
+    - optionally (``trailing_slash``, "keep" by default), a path's trailing slash is stripped
+      (``/a/`` -> ``/a``; the root stays ``/``) or added to a path whose last segment holds no
+      dot (``/a`` -> ``/a/``; ``/a.html`` stays), for sites that serve both forms alike.
 
     Failures carry a ``reason``: ``empty`` (nothing to resolve), ``scheme`` (not http/https, or
     a relative reference without a base), ``no_host``, ``bad_host``, ``bad_port``,
@@ -259,9 +262,14 @@ class UrlNormalizer:
         self,
         tracking_params: Iterable[str] = DEFAULT_TRACKING_PARAMS,
         max_length: int = MAX_URL_LENGTH,
+        *,
+        trailing_slash: str = "keep",
     ) -> None:
         if max_length < 1:
             raise ConfigError(f"max URL length must be positive, got {max_length}")
+        if trailing_slash not in TRAILING_SLASH_RULES:
+            raise ConfigError(f"trailing_slash must be keep, add or strip, got {trailing_slash!r}")
+        self._slash_rule = None if trailing_slash == "keep" else trailing_slash
         patterns = [p.lower() for p in tracking_params if p]
         self._tracking_exact = frozenset(p for p in patterns if not p.endswith("*"))
         self._tracking_prefixes = tuple(p[:-1] for p in patterns if p.endswith("*"))
@@ -307,6 +315,8 @@ class UrlNormalizer:
                     path = _normalize_escapes(path, _PATH_FIX)
                 if "/." in path:
                     path = _remove_dot_segments(path)
+            if self._slash_rule is not None:
+                path = _apply_slash_rule(path, self._slash_rule)
             if query:
                 if not _QUERY_IS_CANONICAL(query):
                     query = _normalize_escapes(query, _QUERY_FIX)
@@ -334,6 +344,24 @@ class UrlNormalizer:
         if len(kept) > 1:
             kept.sort()
         return "&".join([item[3] for item in kept])
+
+
+TRAILING_SLASH_RULES: Final = ("keep", "add", "strip")
+
+
+def _apply_slash_rule(path: str, rule: str) -> str:
+    """``path`` with its trailing slash stripped or added (see :class:`UrlNormalizer`).
+
+    >>> _apply_slash_rule("/a/b/", "strip"), _apply_slash_rule("/", "strip")
+    ('/a/b', '/')
+    >>> _apply_slash_rule("/a/b", "add"), _apply_slash_rule("/a/b.html", "add")
+    ('/a/b/', '/a/b.html')
+    """
+    if rule == "strip":
+        return path.rstrip("/") or "/"
+    if path.endswith("/") or "." in path[path.rfind("/") :]:
+        return path
+    return path + "/"
 
 
 _DEFAULT_NORMALIZER: Final = UrlNormalizer()

@@ -53,6 +53,9 @@ async def test_alerts_and_dashboard_use_exposed_metrics(make_settings: SettingsF
         "harvestman_active_workers",
         "harvestman_backup_failures_total",
         "harvestman_backup_last_success_timestamp",
+        "harvestman_parser_success_ratio",
+        "harvestman_parser_baseline_ratio",
+        "harvestman_parser_attempts",
     }
     assert used_by_alerts <= exposed
     assert used_by_grafana <= exposed, used_by_grafana - exposed

@@ -30,6 +30,7 @@ from harvestman.api.logins import FailedLogins
 from harvestman.api.paging import CountCache
 from harvestman.api.params import Anonymous
 from harvestman.api.ratelimit import Limiter, MemoryLimiter, RedisLimiter
+from harvestman.api.routes import aliases as alias_routes
 from harvestman.api.routes import controls as control_routes
 from harvestman.api.routes import (
     crawl,
@@ -42,6 +43,7 @@ from harvestman.api.routes import (
     workers,
 )
 from harvestman.api.routes import errors as error_routes
+from harvestman.api.routes import frontier as frontier_routes
 from harvestman.api.routes import login as login_routes
 from harvestman.api.routes import parsers as parser_routes
 from harvestman.api.routes import scheduler as scheduler_routes
@@ -209,6 +211,8 @@ def create_app(
         storage_routes,
         control_routes,
         workers,
+        frontier_routes,
+        alias_routes,
     )
     for module in routers:
         app.include_router(module.router)

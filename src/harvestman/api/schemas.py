@@ -66,6 +66,12 @@ class SourceOptionsIn(Strict):
     )
     store_text: bool | None = Field(default=None, description="keep the visible text (searchable)")
     images: bool | None = Field(default=None, description="download the products' images")
+    ingest_rate: int | None = Field(
+        default=None, ge=0, le=1_000_000, description="new URLs/s made due (0: no limit)"
+    )
+    trailing_slash: Literal["keep", "add", "strip"] | None = Field(
+        default=None, description="a path's trailing slash: as written, added or stripped"
+    )
 
 
 class SourceIn(Strict):

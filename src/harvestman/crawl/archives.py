@@ -86,7 +86,7 @@ class ArchiveDiscovery:
             return  # another run (or worker) did it recently
         seen = await run.store.sample_urls(run.crawl_id, host)
         candidates = archive_candidates(seen[0], seen, datetime.date.today())
-        found = self.discovery.guessed([url for url in candidates if url not in seen], 1)
+        found = self.discovery.guessed([url for url in candidates if url not in seen], 1, "archive")
         self.writer.add_urls(found)
         run.stats.inc("discovery/archives", len(found))
         await run.store.save_discovery_state(now, archives_run=[host])

@@ -14,6 +14,8 @@ from harvestman.records import NewUrl
 from harvestman.stats import Stats
 from harvestman.urls import Scope, host_key, url_hash
 
+PAGE, LINK = "page", "link"
+
 
 class Discovery:
     """The seen filter (a cache: the store's unique index is the truth) and the crawl's scope.
@@ -31,10 +33,13 @@ class Discovery:
     def seed_row(self, url: str) -> NewUrl:
         digest = url_hash(url)
         self.seen.add(digest)
-        return NewUrl(url, digest, host_key(url), 0, priority_for(url, 0, is_seed=True))
+        row = NewUrl(url, digest, host_key(url), 0, priority_for(url, 0, is_seed=True))
+        row.via = "seed"
+        return row
 
-    def links(self, links: Iterable[str], depth: int) -> list[NewUrl]:
-        """The links that are new to this process and in scope, as pages at ``depth``."""
+    def links(self, links: Iterable[str], depth: int, parent: int | None = None) -> list[NewUrl]:
+        """The links that are new to this process and in scope, as pages at ``depth``, found
+        on the frontier row ``parent``."""
         check_scope = self.scope.check
         seen = self.seen
         if len(seen) > self.seen_cache_size:
@@ -48,10 +53,13 @@ class Discovery:
             if check_scope(link) is not None:
                 self.stats.inc("frontier/out_of_scope")
                 continue
-            found.append(NewUrl(link, digest, host_key(link), depth, priority_for(link, depth)))
+            priority = priority_for(link, depth)
+            found.append(
+                NewUrl(link, digest, host_key(link), depth, priority, PAGE, None, parent, LINK)
+            )
         return found
 
-    def feeds(self, feeds: Iterable[str], depth: int) -> list[NewUrl]:
+    def feeds(self, feeds: Iterable[str], depth: int, parent: int | None = None) -> list[NewUrl]:
         """Feed URLs new to this process and in scope, as ``feed`` rows."""
         check_scope = self.scope.check
         found = []
@@ -59,7 +67,9 @@ class Discovery:
             digest = url_hash(url)
             if digest not in self.seen and check_scope(url) is None:
                 self.seen.add(digest)
-                found.append(feed_row(url, depth))
+                row = feed_row(url, depth)
+                row.parent_id, row.via = parent, "feed"
+                found.append(row)
         return found
 
     def sitemaps(self, url: str, declared: Sequence[str], root: str) -> list[NewUrl]:
@@ -71,28 +81,37 @@ class Discovery:
         for row in sitemap_rows(declared, root):
             if row.url_hash not in self.seen and check(row.url) is None:
                 self.seen.add(row.url_hash)
+                row.via = "sitemap"
                 found.append(row)
         return found
 
-    def listed(self, rows: Iterable[NewUrl]) -> list[NewUrl]:
-        """A sitemap's or feed's rows within max depth that are new, or say they changed."""
+    def listed(self, rows: Iterable[NewUrl], parent: int, via: str) -> list[NewUrl]:
+        """A sitemap's or feed's rows within max depth that are new, or say they changed; found
+        in the listing of frontier row ``parent`` (``via``: sitemap or feed)."""
         found = [
             row
             for row in rows
             if (row.kind != "page" or row.depth <= self.max_depth)
             and (row.url_hash not in self.seen or row.lastmod)
         ]
-        self.seen.update(row.url_hash for row in found)
+        for row in found:
+            self.seen.add(row.url_hash)
+            row.parent_id, row.via = parent, via
         return found
 
-    def guessed(self, urls: Iterable[str], depth: int) -> list[NewUrl]:
-        """Speculative URLs (pagination, archives): low priority, same depth, in scope."""
+    def guessed(
+        self, urls: Iterable[str], depth: int, via: str, parent: int | None = None
+    ) -> list[NewUrl]:
+        """Speculative URLs (``via`` pagination or archive): low priority, same depth, in
+        scope; a pagination guess's ``parent`` is the page it was guessed from."""
         found = []
         for url in urls:
             digest = url_hash(url)
             if digest in self.seen or self.scope.check(url) is not None:
                 continue
             self.seen.add(digest)
-            found.append(NewUrl(url, digest, host_key(url), depth, 1))
+            row = NewUrl(url, digest, host_key(url), depth, 1)
+            row.parent_id, row.via = parent, via
+            found.append(row)
         self.stats.inc("discovery/guessed", len(found))
         return found

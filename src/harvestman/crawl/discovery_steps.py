@@ -32,7 +32,7 @@ class FeedsStep:
         depth = work.request.depth + 1
         if not work.follow or depth > self.discovery.max_depth or work.page.nofollow:
             return
-        found = self.discovery.feeds(work.page.feeds, depth)
+        found = self.discovery.feeds(work.page.feeds, depth, work.request.id)
         if found:
             work.new_urls += found
             self.discovery.stats.inc("frontier/discovered", len(found))
@@ -54,7 +54,7 @@ class LinksStep:
         depth = work.request.depth + 1
         if not work.follow or depth > self.discovery.max_depth or work.page.nofollow:
             return
-        found = self.discovery.links(work.page.links, depth)
+        found = self.discovery.links(work.page.links, depth, work.request.id)
         work.new_urls += found
         self.discovery.stats.inc("frontier/discovered", len(found))
 
@@ -93,7 +93,9 @@ class PaginationStep:
         url = work.request.url
         guesses = self.predictor.observe(url, work.page.links)
         guesses += self.predictor.record_result(url, work.result.status, len(work.new_urls))
-        work.new_urls += self.discovery.guessed(guesses, work.request.depth)
+        work.new_urls += self.discovery.guessed(
+            guesses, work.request.depth, "pagination", work.request.id
+        )
 
     def observe(self, request: CrawlRequest, status: int | None, error: str | None) -> None:
         if error is not None or (status or 0) >= 400:

@@ -74,7 +74,7 @@ class ListingReader:
             return self.outcomes.rejected(
                 request, exc, record, status=UrlStatus.FAILED, again=again
             ), []
-        new_urls = self.discovery.listed(listing.urls)
+        new_urls = self.discovery.listed(listing.urls, request.id, request.kind)
         record.links_count = len(listing.urls)
         return self.outcomes.completed(request, result, record, again), new_urls
 

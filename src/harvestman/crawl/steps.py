@@ -4,6 +4,9 @@ site parsers. Each is built by ``from_settings`` (None: off) in :mod:`harvestman
 
 from __future__ import annotations
 
+import logging
+import math
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import ClassVar, Self
 
@@ -11,14 +14,17 @@ from harvestman.config import Settings
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.work import PageWork
-from harvestman.errors import ContentRejected
+from harvestman.errors import ContentRejected, StoreError
 from harvestman.extract.plugins import ParserRegistry
 from harvestman.extract.products import DEFAULT_MAX_PRICE, scan_products
+from harvestman.extract.rollouts import parse_rollout
 from harvestman.fetch import FetchResult
-from harvestman.records import CrawlRequest, Outcome, UrlStatus
+from harvestman.records import CrawlRequest, Outcome, ParserRollout, UrlStatus
 from harvestman.simhash import NearDuplicateIndex, sample_text, simhash64, to_signed64
 from harvestman.stats import Stats
 from harvestman.validate import Validator, Verdict, VerdictStatus
+
+log = logging.getLogger(__name__)
 
 
 class ValidateStep:
@@ -213,16 +219,34 @@ class ProductsStep:
 
 
 class ParsersStep:
-    """Site parsers (settings paths and installed entry points) on a 2xx page."""
+    """Site parsers (settings paths and installed entry points) on a 2xx page.
+
+    With a parser loaded in several versions it is also a gate: before a fetch, at most every
+    ``refresh`` seconds, it reads the stored rollouts (over the ``parser_rollouts`` setting's)
+    so an admin's promotion or rollback reaches running crawls (``extract/rollouts.py``).
+    """
 
     on_rejected: ClassVar[bool] = False
 
-    def __init__(self, registry: ParserRegistry, stats: Stats) -> None:
+    def __init__(
+        self,
+        registry: ParserRegistry,
+        stats: Stats,
+        *,
+        run: CrawlRun | None = None,
+        configured: Sequence[ParserRollout] = (),
+        refresh: float = 60.0,
+    ) -> None:
         self.registry = registry
         self.stats = stats
+        self.run_ = run
+        self.configured = tuple(configured)
+        self.refresh = refresh
+        self.next_read = -math.inf
+        registry.set_rollouts(self.configured)
 
     @classmethod
-    def from_settings(cls, settings: Settings, stats: Stats) -> Self | None:
+    def from_settings(cls, settings: Settings, stats: Stats, run: CrawlRun) -> Self | None:
         """None when parsers are off or none loaded: such a crawl pays nothing per page. A
         plugin that fails to load is logged and counted, and the others run."""
         if not settings.parsers_enabled:
@@ -230,7 +254,32 @@ class ParsersStep:
         registry = ParserRegistry.load(settings.parsers)
         if registry.failures:
             stats.inc("parsers/load_failed", len(registry.failures))
-        return cls(registry, stats) if registry else None
+        if not registry:
+            return None
+        return cls(
+            registry,
+            stats,
+            run=run,
+            configured=[parse_rollout(text) for text in settings.parser_rollouts],
+            refresh=settings.parser_rollout_refresh,
+        )
+
+    @property
+    def is_gate(self) -> bool:
+        """Whether rollouts apply: some parser is loaded in several versions."""
+        return self.run_ is not None and bool(self.registry.versioned)
+
+    async def check(self, request: CrawlRequest) -> None:
+        run = self.run_
+        if run is None or run.clock() < self.next_read:
+            return
+        self.next_read = run.clock() + self.refresh  # before the read: one reader at a time
+        try:
+            stored = await run.store.parser_rollouts()
+        except StoreError as exc:  # the rollouts read before stay; the next turn tries again
+            log.warning("parser rollouts not read (%s); keeping the previous ones", exc)
+            return
+        self.registry.set_rollouts([*self.configured, *stored])
 
     def run(self, work: PageWork) -> None:
         if not work.is_success:

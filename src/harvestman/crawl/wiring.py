@@ -46,6 +46,7 @@ from harvestman.crawl.gates import BreakerGate, Gate, HealthObserver, RobotsGate
 from harvestman.crawl.handler import RequestHandler
 from harvestman.crawl.hosts import HostSlots
 from harvestman.crawl.images import ImageLinksStep, ImageStep
+from harvestman.crawl.ingest import IngestLimit
 from harvestman.crawl.liveness import Liveness, WatchdogLimits
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.pages import ListingReader, PagePipeline
@@ -89,7 +90,11 @@ class Wiring:
         stats, clock = run.stats, run.clock
         # One guard for every fetch of the crawl; the seeds' origins are admitted as they load.
         self.guard = NetworkGuard(settings.network_allow)
-        self.normalizer = UrlNormalizer(settings.url_tracking_params, settings.url_max_length)
+        self.normalizer = UrlNormalizer(
+            settings.url_tracking_params,
+            settings.url_max_length,
+            trailing_slash=settings.url_trailing_slash,
+        )
         self.retry = RetryPolicy(settings.fetch_max_retries, settings.fetch_retry_backoff)
         self.outcomes = Outcomes(
             stats, clock, visited_ttl=settings.crawl_visited_ttl, retry=self.retry
@@ -106,6 +111,7 @@ class Wiring:
             flush_interval=settings.store_flush_interval,
             history=history,
             on_pages=on_pages,
+            ingest=IngestLimit.from_settings(settings),
         )
         self.budget = Budget.from_settings(settings, lambda: self.writer.final_outcomes)
         self.breaker = BreakerGate.from_settings(settings, run)
@@ -113,7 +119,7 @@ class Wiring:
         self.archives = ArchiveDiscovery.from_settings(
             settings, run, self.discovery, self.writer, tasks
         )
-        self.parsers = ParsersStep.from_settings(settings, stats)
+        self.parsers = ParsersStep.from_settings(settings, stats, run)
         self.validate = ValidateStep.from_settings(settings, run, self.outcomes)
         self.proxies = (
             ProxyPool(
@@ -178,6 +184,7 @@ class Wiring:
             RobotsGate.from_settings(self.settings, self.run, self.outcomes, on_read),
             self.pagination,
             self.breaker,
+            self.parsers if self.parsers is not None and self.parsers.is_gate else None,
         ]
         return [gate for gate in gates if gate is not None]
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from harvestman.coord import Coordinator, LocalCoordinator
+from harvestman.crawl.ingest import IngestLimit
 from harvestman.crawl.run import CrawlRun
 from harvestman.errors import StoreError, StoreRejected
 from harvestman.records import NewUrl, Outcome, UrlStatus
@@ -37,8 +39,10 @@ class BatchWriter:
         flush_interval: float,
         history: StatsHistory | None,
         on_pages: PagesCallback | None,
+        ingest: IngestLimit | None = None,
     ) -> None:
         self.run = run
+        self.ingest = ingest  # new URLs over its rate are written due later
         self.batch_size = batch_size
         self.flush_interval = flush_interval
         self.history = history
@@ -107,6 +111,10 @@ class BatchWriter:
                 unseen = await coordinator.unseen(namespace, [u.url_hash for u in new_urls])
                 new_urls = [u for u, fresh in zip(new_urls, unseen, strict=True) if fresh]
             now = run.clock()
+            if self.ingest is not None and new_urls:
+                deferred = self.ingest.admit(new_urls, now)
+                if deferred:
+                    run.stats.inc("frontier/deferred", deferred)
             attempt = 0
             while True:
                 try:
@@ -161,8 +169,13 @@ class BatchWriter:
         frontier = self.run.frontier
         hosts = Counter(row.host for row in new_urls)
         self.host_urls.update(hosts)
-        for host in hosts:
-            frontier.add_work(host, now)
+        first_due = dict.fromkeys(hosts, math.inf)
+        for row in new_urls:
+            due = now if row.due_at is None else row.due_at
+            if due < first_due[row.host]:
+                first_due[row.host] = due
+        for host, due in first_due.items():
+            frontier.add_work(host, due)
         for outcome in outcomes:
             if outcome.status is UrlStatus.PENDING:
                 frontier.add_work(outcome.request.host, outcome.next_crawl_at)

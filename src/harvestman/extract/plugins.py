@@ -17,6 +17,11 @@ own: one that raises or returns something that is not a list of records is recor
 version of the parser that made it, and the registry counts per host and parser how often a
 parse found records (:class:`ParseStats`), so a site whose layout changed shows as a drop in
 its success rate.
+
+Several versions of one parser may be loaded (same ``name``, another ``version``): one of them
+parses each page, picked by the registry's rollouts (:mod:`harvestman.extract.rollouts`; the
+first loaded version when there is none), so a new version can run on a share of a domain's
+pages beside the old one and their success rates be compared.
 """
 
 from __future__ import annotations
@@ -40,7 +45,9 @@ from urllib.parse import urlsplit
 import orjson
 
 from harvestman.charset import decode_html
+from harvestman.extract.rollouts import RolloutTable
 from harvestman.parse import Page
+from harvestman.records import ParserRollout
 
 __all__ = [
     "PARSERS_GROUP",
@@ -227,6 +234,9 @@ class ParserRegistry:
         self.clock = clock
         self._parsers: list[tuple[SiteParser, tuple[Callable[[str], object], ...]]] = []
         self._by_name: dict[str, object] = {}
+        self._versions: dict[str, list[SiteParser]] = {}
+        self._multi: frozenset[str] = frozenset()  # names with several versions loaded
+        self.rollouts = RolloutTable.of(())
         self._for_host: dict[str, tuple[SiteParser, ...]] = {}
         self._lock = threading.Lock()
         self._stats: dict[StatsKey, ParseStats] = {}
@@ -276,16 +286,30 @@ class ParserRegistry:
             self._failed(source, reason)
             return False
         parser = cast(SiteParser, parser)
-        taken = self._by_name.get(parser.name)
+        versions = self._versions.setdefault(parser.name, [])
+        taken = next((known for known in versions if known.version == parser.version), None)
         if taken is not None:
             if type(taken) is type(parser):
                 return False  # the same parser named twice: keep the first quietly
             self._failed(source, f"the name {parser.name!r} is taken by {type(taken).__name__}")
             return False
-        self._by_name[parser.name] = parser
+        # Another version of a loaded parser is kept: the rollouts pick one per page.
+        versions.append(parser)
+        if len(versions) > 1:
+            self._multi = self._multi | {parser.name}
+        self._by_name.setdefault(parser.name, parser)
         self._parsers.append((parser, tuple(map(_host_matcher, parser.hosts))))
         self._for_host.clear()
         return True
+
+    @property
+    def versioned(self) -> frozenset[str]:
+        """The names of parsers loaded in several versions (rollouts apply to them)."""
+        return self._multi
+
+    def set_rollouts(self, rollouts: Iterable[ParserRollout]) -> None:
+        """Replace the rollouts (a later one for the same parser and domain wins)."""
+        self.rollouts = RolloutTable.of(rollouts)
 
     @property
     def parsers(self) -> tuple[SiteParser, ...]:
@@ -322,8 +346,10 @@ class ParserRegistry:
         parsers = self.parsers_for(url)
         if not parsers:
             return result
-        text = html if isinstance(html, str) else decode_html(bytes(html), charset)[0]
         host = _host_name(url)
+        if self._multi:
+            parsers = tuple(self._one_version_each(parsers, url, host))
+        text = html if isinstance(html, str) else decode_html(bytes(html), charset)[0]
         for parser in parsers:
             name, version = parser.name, parser.version
             started = self.clock()
@@ -349,6 +375,22 @@ class ParserRegistry:
             result.runs.append(run)
             self._count(StatsKey(host, name, version), run)
         return result
+
+    def _one_version_each(
+        self, parsers: tuple[SiteParser, ...], url: str, host: str
+    ) -> list[SiteParser]:
+        """``parsers`` with one version of each name, the one its rollout picks for ``url``."""
+        chosen: list[SiteParser] = []
+        done: set[str] = set()
+        for parser in parsers:
+            name = parser.name
+            if name not in self._multi:
+                chosen.append(parser)
+            elif name not in done:
+                done.add(name)
+                versions = [p for p in parsers if p.name == name]
+                chosen.append(self.rollouts.choose(name, versions, url, host))
+        return chosen
 
     def stats(self) -> dict[StatsKey, ParseStats]:
         """A copy of the counts since the registry was built."""

@@ -17,7 +17,7 @@ from harvestman.errors import PatternError, UrlError
 from harvestman.jobs.errors import InvalidSpec
 from harvestman.jobs.states import JobStatus
 from harvestman.patterns import compile_pattern
-from harvestman.urls import normalize_url
+from harvestman.urls import TRAILING_SLASH_RULES, normalize_url
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +25,7 @@ T = TypeVar("T")
 
 DEFAULT_MAX_DEPTH = 3
 DEEP_CRAWL_WARNING = 5
+MAX_INGEST_RATE = 1_000_000  # the bound of the ingest rate settings
 
 
 class IntervalType(StrEnum):
@@ -64,6 +65,9 @@ class SourceOptions:
     Atom links followed), ``pagination`` (``?page=N+1`` guessed), ``archives`` (date paths
     guessed), ``near_duplicates`` (SimHash), ``store_text`` (the visible text kept, searchable),
     ``images`` (product images downloaded, ``crawl_images``).
+    Two are values, not switches: ``ingest_rate`` (new URLs per second the crawl makes due,
+    0: no limit; the service's ``source_ingest_rate`` when None) and ``trailing_slash``
+    (``keep``, ``add`` or ``strip``: ``url_trailing_slash``).
     """
 
     main_text: bool | None = None
@@ -73,6 +77,8 @@ class SourceOptions:
     near_duplicates: bool | None = None
     store_text: bool | None = None
     images: bool | None = None
+    ingest_rate: int | None = None
+    trailing_slash: str | None = None
 
     @classmethod
     def of(cls, value: Mapping[str, Any]) -> SourceOptions:
@@ -86,11 +92,21 @@ class SourceOptions:
                 raise InvalidSpec(
                     f"options.{name}", f"is not an option ({', '.join(sorted(known))})"
                 )
-            if setting is not None and not isinstance(setting, bool):
+            if setting is None:
+                continue
+            if name == "ingest_rate":
+                if isinstance(setting, bool) or not isinstance(setting, int):
+                    raise InvalidSpec(f"options.{name}", "must be a whole number or null")
+                if not 0 <= setting <= MAX_INGEST_RATE:
+                    raise InvalidSpec(f"options.{name}", f"must be 0 to {MAX_INGEST_RATE}")
+            elif name == "trailing_slash":
+                if setting not in TRAILING_SLASH_RULES:
+                    raise InvalidSpec(f"options.{name}", "must be keep, add, strip or null")
+            elif not isinstance(setting, bool):
                 raise InvalidSpec(f"options.{name}", "must be true, false or null")
         return cls(**value)
 
-    def given(self) -> dict[str, bool]:
+    def given(self) -> dict[str, bool | int | str]:
         """The options set (as stored: absent ones are the service's settings)."""
         return {f.name: value for f in fields(self) if (value := getattr(self, f.name)) is not None}
 

@@ -71,6 +71,8 @@ OPTION_SETTINGS: dict[str, str] = {
     "near_duplicates": "near_duplicates",
     "store_text": "store_text",
     "images": "crawl_images",
+    "ingest_rate": "frontier_ingest_rate",
+    "trailing_slash": "url_trailing_slash",
 }
 
 
@@ -91,6 +93,8 @@ def source_settings(settings: Settings, source: Source, *, fetched_before: int =
         "crawl_allow_domains": list(source.scope.allow_domains),
         "crawl_include": list(source.scope.include),
         "crawl_exclude": list(source.scope.exclude),
+        # The spec's per-source limit; a plain crawl has its own (none by default).
+        "frontier_ingest_rate": settings.source_ingest_rate,
     }
     if source.crawl_delay is not None:
         update_["frontier_delay"] = source.crawl_delay
@@ -168,7 +172,7 @@ class EngineRunner:
         async with ResourceMeter() as meter:
             try:
                 seeds = job_seeds(job, source)
-                start.update((url_hash(url), url) for url in self._normalized(seeds))
+                start.update((url_hash(url), url) for url in self._normalized(seeds, source))
                 crawl_id = await self.store.ensure_crawl(namespace(source))
                 # Start URLs fetched before become pending again now (in-progress ones are
                 # leased by a crawl still running and are left to it).
@@ -222,9 +226,13 @@ class EngineRunner:
         result.memory_peak_mb = meter.peak_mb
         return result
 
-    def _normalized(self, seeds: Sequence[str]) -> list[str]:
+    def _normalized(self, seeds: Sequence[str], source: Source) -> list[str]:
         """The seeds as the crawler will normalize them (invalid ones it reports itself)."""
-        normalizer = UrlNormalizer(self.settings.url_tracking_params, self.settings.url_max_length)
+        normalizer = UrlNormalizer(
+            self.settings.url_tracking_params,
+            self.settings.url_max_length,
+            trailing_slash=source.options.trailing_slash or self.settings.url_trailing_slash,
+        )
         normalized = []
         for seed in seeds:
             with contextlib.suppress(UrlError):

@@ -3,9 +3,9 @@ that speaks SQL.
 
 The interfaces (``store.interfaces``) say what each caller needs: ``FrontierStore``,
 ``OutcomeWriter``, ``HostRecords``, ``SessionStore``, ``WorkerRegistry``, ``CrawlRecords``,
-``StoreHealth``, ``ControlStore``, and ``Store`` combining them. ``SqlStore`` implements them
-on SQLite (the embedded default) and PostgreSQL with one schema and one set of Alembic
-migrations.
+``StoreHealth``, ``ControlStore``, ``ParserRollouts``, and ``Store`` combining them.
+``SqlStore`` implements them on SQLite (the embedded default) and PostgreSQL with one schema and
+one set of Alembic migrations.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from harvestman.store.interfaces import (
     FrontierStore,
     HostRecords,
     OutcomeWriter,
+    ParserRollouts,
     SessionStore,
     Store,
     StoreHealth,
@@ -29,6 +30,7 @@ __all__ = [
     "FrontierStore",
     "HostRecords",
     "OutcomeWriter",
+    "ParserRollouts",
     "SessionStore",
     "SqlStore",
     "Store",
@@ -48,7 +50,8 @@ def _implements(
     WorkerRegistry,
     StoreHealth,
     ControlStore,
+    ParserRollouts,
     Store,
 ]:
     """Never called: mypy checks here that ``SqlStore`` implements every interface."""
-    return store, store, store, store, store, store, store, store, store
+    return store, store, store, store, store, store, store, store, store, store

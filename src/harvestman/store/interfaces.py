@@ -20,6 +20,7 @@ from harvestman.records import (
     DomainRecord,
     NewUrl,
     Outcome,
+    ParserRollout,
 )
 
 
@@ -138,6 +139,12 @@ class StoreHealth(Protocol):
     async def reconnect(self) -> None: ...
 
 
+class ParserRollouts(Protocol):
+    """Which version of a site parser runs on which share of a domain's pages."""
+
+    async def parser_rollouts(self, parser: str | None = None) -> list[ParserRollout]: ...
+
+
 class Store(
     CrawlRecords,
     FrontierStore,
@@ -147,6 +154,7 @@ class Store(
     WorkerRegistry,
     StoreHealth,
     ControlStore,
+    ParserRollouts,
     Protocol,
 ):
     """Everything the crawler needs from a store."""

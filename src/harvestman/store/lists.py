@@ -29,6 +29,12 @@ URL_FIELDS = (
     "lease_until", "leased_by", "attempts", "discovered_at", "last_fetched_at", "status_code",
     "error_class", "error",
 )  # fmt: skip
+DISCOVERED_FIELDS = (
+    "id", "url", "host", "status", "kind", "depth", "discovered_at", "parent_id",
+    "discovered_via",
+)  # fmt: skip
+# What a discovered link may have come from (records.DISCOVERED_VIA but the seeds).
+LINK_SOURCES = ("link", "sitemap", "feed", "pagination", "archive")
 DOMAIN_FIELDS = (
     "host", "robots_status", "robots_fetched_at", "crawl_delay", "allowed", "page_count",
     "updated_at", "next_allowed_at",
@@ -131,6 +137,41 @@ class UrlFilter(RowFilter):
             return [urls.c.crawl_id, urls.c.host]
         if self.status:
             return [urls.c.crawl_id, urls.c.status]
+        return [urls.c.crawl_id]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiscoveredFilter(RowFilter):
+    """URLs a crawl found on its pages, sitemaps and feeds, in id (discovery) order: all of
+    them, those one frontier row revealed (``parent_id``: ``ix_urls_parent``), of one kind of
+    discovery (``via``) or one host. Only a URL's first discovery is recorded."""
+
+    table = urls
+    fields = DISCOVERED_FIELDS
+    keyset = Keyset(urls.c.id)
+
+    crawl_id: int
+    parent_id: int | None = None
+    via: str | None = None
+    host: str | None = None
+
+    def conditions(self) -> list[ColumnElement[bool]]:
+        where = [urls.c.crawl_id == self.crawl_id]
+        if self.parent_id is not None:
+            where.append(urls.c.parent_id == self.parent_id)
+        if self.via:
+            where.append(urls.c.discovered_via == self.via)
+        else:
+            where.append(urls.c.discovered_via.in_(LINK_SOURCES))
+        if self.host:
+            where.append(urls.c.host == self.host.lower())
+        return where
+
+    def index_prefix(self) -> list[Column[Any]]:
+        if self.parent_id is not None:
+            return [urls.c.crawl_id, urls.c.parent_id]
+        if self.host:
+            return [urls.c.crawl_id, urls.c.host]
         return [urls.c.crawl_id]
 
 

@@ -15,6 +15,7 @@ batch; read by ``harvestman stats``, ``harvestman export --what records`` and th
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
@@ -255,6 +256,56 @@ def parser_stats_report(
         report.append(line)
     report.sort(key=lambda line: (-line["attempts"], line["host"], line["parser"]))
     return report
+
+
+HEALTH_DAYS: Final = 8  # days of parser_stats the health figures read
+
+
+def parser_health(engine: Engine, now: float) -> list[dict[str, Any]]:
+    """Per (parser, version, domain), over every crawl: the success ratio and attempts of its
+    last day with attempts among the last ``HEALTH_DAYS``, and what to hold it against: the
+    ratio of its day before (``previous_day``) and that of the version seen before it on the
+    domain (``previous_version``, on that version's own last day), ``None`` when unknown.
+    What ``/metrics`` exports as ``harvestman_parser_*`` gauges."""
+    c = parser_stats.c
+    query = (
+        select(
+            c.parser, c.parser_version, c.host, c.day,
+            func.sum(c.attempts).label("attempts"), func.sum(c.successes).label("successes"),
+            func.min(c.id).label("first_id"),
+        )
+        .where(c.day >= day_of(now) - (HEALTH_DAYS - 1) * DAY)
+        .group_by(c.parser, c.parser_version, c.host, c.day)
+        .order_by(c.parser, c.host, c.parser_version, c.day)
+    )  # fmt: skip
+    series: dict[tuple[str, str, str], list[Any]] = {}
+    with engine.connect() as conn:
+        for row in conn.execute(query):
+            if row.attempts:
+                series.setdefault((row.parser, row.host, row.parser_version), []).append(row)
+    lines: dict[tuple[str, str, str], dict[str, Any]] = {}
+    first_seen: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for (parser, host, version), days in series.items():
+        last = days[-1]
+        before = days[-2] if len(days) > 1 and days[-2].day == last.day - DAY else None
+        lines[(parser, host, version)] = {
+            "parser": parser, "version": version, "domain": host,
+            "attempts": int(last.attempts), "success_ratio": _ratio(last),
+            "previous_day": None if before is None else _ratio(before),
+            "previous_version": None,
+        }  # fmt: skip
+        first_seen.setdefault((parser, host), []).append((min(d.first_id for d in days), version))
+    for (parser, host), versions in first_seen.items():
+        versions.sort()
+        for (_, earlier), (_, later) in itertools.pairwise(versions):
+            line = lines[(parser, host, later)]
+            line["previous_version"] = lines[(parser, host, earlier)]["success_ratio"]
+    return list(lines.values())
+
+
+def _ratio(row: Any) -> float:
+    # PostgreSQL sums BIGINT as NUMERIC (Decimal): ints first, so the ratio is a float.
+    return int(row.successes) / int(row.attempts)
 
 
 def _rate(counts: dict[str, Any]) -> float | None:

@@ -74,6 +74,10 @@ urls = Table(
     # page | sitemap | feed: what the body is parsed as.
     Column("kind", String(16), nullable=False, default="page", server_default="page"),
     Column("lastmod", Float),  # a sitemap's or feed's claim of the last change
+    # The row of the page, sitemap or feed that first revealed this URL, and how: link |
+    # sitemap | feed | pagination | archive | seed (migration 0018; NULL before it).
+    Column("parent_id", Id),
+    Column("discovered_via", String(16)),
     UniqueConstraint("crawl_id", "url_hash"),
     # Leasing: the ready rows of one host in priority order; also serves "which hosts have
     # pending work" and the stale-lease sweep (status = in_progress).
@@ -82,6 +86,8 @@ urls = Table(
     Index("ix_urls_crawl_id", "crawl_id", "id"),
     Index("ix_urls_status", "crawl_id", "status", "id"),
     Index("ix_urls_host", "crawl_id", "host", "id"),
+    # The links a page yielded (GET /api/v1/discovered-links?parent_id=).
+    Index("ix_urls_parent", "crawl_id", "parent_id", "id"),
 )
 
 crawled_pages = Table(
@@ -360,6 +366,21 @@ parser_stats = Table(
     Column("seconds", Float, nullable=False, default=0.0),  # time spent parsing
     Column("updated_at", Float, nullable=False),
     UniqueConstraint("crawl_id", "host", "parser", "parser_version", "day"),
+)
+
+# Site parser rollouts (migration 0018): the candidate version of a parser on a domain ('*':
+# every domain) parses ``share`` of its pages, picked by URL hash; the other version the rest.
+parser_rollouts = Table(
+    "parser_rollouts",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("parser", String(100), nullable=False),
+    Column("domain", String(300), nullable=False),
+    Column("version", String(50), nullable=False),
+    Column("share", Float, nullable=False),  # 0.0 (rolled back) .. 1.0 (promoted)
+    Column("updated_at", Float, nullable=False),
+    Column("updated_by", String(200)),  # the admin token's subject
+    UniqueConstraint("parser", "domain"),
 )
 
 # People who sign in to the API and dashboard (``store.users``; machines use tokens). A token

@@ -19,6 +19,7 @@ from harvestman.store.crawl.sessions import SessionRepository
 from harvestman.store.crawl.workers import WorkerRepository
 from harvestman.store.failures import FailureRepository
 from harvestman.store.lifecycle.repository import LifecycleRepository
+from harvestman.store.rollouts import RolloutRepository
 from harvestman.store.search.repository import SearchRepository
 from harvestman.store.users import UserRepository
 
@@ -39,5 +40,6 @@ class SqlStore(
     FailureRepository,
     UserRepository,
     ControlRepository,
+    RolloutRepository,
 ):
     """The store on a SQLAlchemy engine. Use as ``async with SqlStore(url) as store``."""

@@ -31,11 +31,13 @@ class _Snapshot(Collector):
         scheduler: dict[str, Any],
         workers: int,
         backups: BackupSummary,
+        parsers: list[dict[str, Any]] | None = None,
     ) -> None:
         self.crawl = crawl
         self.scheduler = scheduler
         self.workers = workers
         self.backups = backups
+        self.parsers = parsers or []
 
     def collect(self) -> Iterator[Metric]:
         crawl, sched = self.crawl, self.scheduler
@@ -109,6 +111,36 @@ class _Snapshot(Collector):
             "Scheduled backups that failed (written, verified or recorded)",
             value=self.backups.failures,
         )
+        yield from _parser_health(self.parsers)
+
+
+def _parser_health(lines: list[dict[str, Any]]) -> Iterator[Metric]:
+    """Site parsers' success ratios on their last day with attempts, per domain, and the
+    baselines the ParserSuccessRateHalved alert holds them against (deploy/)."""
+    labels = ["parser", "version", "domain"]
+    ratio = GaugeMetricFamily(
+        "harvestman_parser_success_ratio",
+        "Pages a site parser found records on, of those it parsed, on its last day",
+        labels=labels,
+    )
+    attempts = GaugeMetricFamily(
+        "harvestman_parser_attempts", "Pages a site parser parsed on its last day", labels=labels
+    )
+    baseline = GaugeMetricFamily(
+        "harvestman_parser_baseline_ratio",
+        "The success ratio a parser's is held against: its previous day or previous version",
+        labels=[*labels, "baseline"],
+    )
+    for line in lines:
+        key = [line["parser"], line["version"], line["domain"]]
+        ratio.add_metric(key, line["success_ratio"])
+        attempts.add_metric(key, line["attempts"])
+        for name in ("previous_day", "previous_version"):
+            if line[name] is not None:
+                baseline.add_metric([*key, name], line[name])
+    yield ratio
+    yield attempts
+    yield baseline
 
 
 @router.get("/metrics", response_class=Response)
@@ -120,6 +152,7 @@ async def metrics(request: Request, _: User) -> Response:
     rows = await ctx.sql_store.worker_rows()
     workers = sum(1 for r in rows if r["heartbeat_at"] >= now - 30.0)
     backups = await ctx.read(ctx.sql_store.backup_summary)
+    parsers = await ctx.read(ctx.sql_store.parser_health, now)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Snapshot(crawl, sched, workers, backups))
+    registry.register(_Snapshot(crawl, sched, workers, backups, parsers))
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

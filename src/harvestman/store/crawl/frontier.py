@@ -125,12 +125,14 @@ def _pending_row(crawl_id: int, row: NewUrl, now: float, lastmod: float | None) 
         "status": UrlStatus.PENDING.value,
         "priority": row.priority,
         "depth": row.depth,
-        "next_crawl_at": now,
+        "next_crawl_at": now if row.due_at is None else row.due_at,
         "attempts": 0,
         "discovered_at": now,
         "updated_at": now,
         "kind": row.kind,
         "lastmod": lastmod,
+        "parent_id": row.parent_id,
+        "discovered_via": row.via,
     }
 
 

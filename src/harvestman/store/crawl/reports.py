@@ -143,6 +143,10 @@ class ReportRepository(StoreConnection):
         """Success rates per (host, parser, version): ``store.parsed.parser_stats_report``."""
         return parsed.parser_stats_report(self.engine, crawl_id, **filters)
 
+    def parser_health(self, now: float) -> list[dict[str, Any]]:
+        """Parser success ratios and their baselines: ``store.parsed.parser_health``."""
+        return parsed.parser_health(self.engine, now)
+
     def list_rows(
         self, where: RowFilter, *, after: Key | None = None, limit: int = 50, offset: int = 0
     ) -> tuple[list[dict[str, Any]], Key | None]:
@@ -154,6 +158,23 @@ class ReportRepository(StoreConnection):
                 conn, query, after=after, limit=limit, offset=offset, prefix=where.index_prefix()
             )
         return [dict(row) for row in rows], next_after
+
+    def find_row(self, where: RowFilter, key: Key) -> dict[str, Any] | None:
+        """The row of a list (``store.lists``) whose key is ``key``, if the filter holds it."""
+        query = select(*columns(where)).where(*where.conditions(), where.keyset.key == key)
+        with self.engine.connect() as conn:
+            row = conn.execute(query).mappings().first()
+        return None if row is None else dict(row)
+
+    def url_of_ids(self, crawl_id: int, ids: Collection[int]) -> dict[int, str]:
+        """The URLs of a crawl's frontier rows by id (the parents of discovered links)."""
+        if not ids:
+            return {}
+        query = select(urls.c.id, urls.c.url).where(
+            urls.c.crawl_id == crawl_id, urls.c.id.in_(sorted(set(ids)))
+        )
+        with self.engine.connect() as conn:
+            return {row.id: row.url for row in conn.execute(query)}
 
     def count_rows(self, where: RowFilter) -> int:
         """How many rows the list holds (exact: a scan of its index range)."""

@@ -12,6 +12,7 @@ import * as job from "./views/job.js";
 import * as frontier from "./views/frontier.js";
 import * as pages from "./views/pages.js";
 import * as scheduler from "./views/scheduler.js";
+import * as parsers from "./views/parsers.js";
 
 const ROUTES = [
   [/^\/overview$/, overview, "Overview"],
@@ -21,6 +22,7 @@ const ROUTES = [
   [/^\/frontier$/, frontier, "Frontier"],
   [/^\/pages$/, pages, "Pages"],
   [/^\/scheduler$/, scheduler, "Scheduler"],
+  [/^\/parsers$/, parsers, "Parsers"],
 ];
 
 const main = document.getElementById("main");
