@@ -9,6 +9,7 @@ import datetime
 import json
 import os
 import subprocess
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ from aiohttp import web
 
 from apiclient import running_api
 from conftest import SettingsFactory, serve
-from harvestman.jobs import LogLine
+from harvestman.jobs import ExecutionResult, ExecutionStatus, LogLine
+from harvestman.jobs.lifecycle import after_failure
 from support.crawling import crawl
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "sync-enabled-sources-jobs.sh"
@@ -122,13 +124,16 @@ async def test_the_log_stream_v2_is_the_log_stream(make_settings: SettingsFactor
         execution = claims[0].execution
         lines = [LogLine(execution.id, n, 1.0, "INFO", "harvestman.t", f"line {n}") for n in (1, 2)]
         await api.jobs.executions.append_logs(lines)
+        # The stream ends once the run is over and every line was sent: end the run first.
+        result = ExecutionResult(status=ExecutionStatus.FAILED, error_message="gone")
+        await api.jobs.locks.finish(claims[0], result, after_failure(claims[0].job, time.time()))
         base = f"/api/v1/jobs/{execution.job_id}/logs/stream"
         original = await api.get(base)
         alias = await api.get(f"{base}/v2")
         assert alias.status_code == original.status_code == 200
         assert alias.headers["content-type"] == original.headers["content-type"]
         assert _events(alias.text) == _events(original.text) == [
-            ("log", "line 1"), ("log", "line 2"), ("end", "running"),
+            ("log", "line 1"), ("log", "line 2"), ("end", "failed"),
         ]  # fmt: skip
 
 
