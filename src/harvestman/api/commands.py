@@ -97,7 +97,7 @@ async def _serve(
 
     async with SqlStore(settings.database_url) as store:
         await store.prepare_schema()
-        async with JobStore(store.engine) as job_store:
+        async with JobStore(store.engine) as job_store, _executions_queue(settings) as queue:
             events = make_source_events(api_settings.redis_url, api_settings.redis_prefix)
             scheduler = Scheduler(
                 job_store,
@@ -105,6 +105,15 @@ async def _serve(
                 events=events,
                 retention=retention_rules(settings),
             )
+            if queue is not None:  # executions run on the workers: the leader publishes them
+                from harvestman.jobs.dispatch import Dispatcher
+
+                scheduler.dispatcher = Dispatcher(
+                    job_store,
+                    queue,
+                    instance_id=scheduler.instance_id,
+                    max_queued=settings.broker_max_queued,
+                )
             app = create_app(
                 settings,
                 sql_store=store,
@@ -129,6 +138,19 @@ async def _serve(
                 await uvicorn.Server(config).serve()
             finally:
                 await events.close()
+
+
+def _executions_queue(settings: Settings) -> Any:
+    """The broker's executions queue when ``broker_url`` is set (an async context manager)."""
+    import contextlib
+
+    if not settings.broker_url:
+        return contextlib.nullcontext(None)
+    from harvestman.jobs.broker import ExecutionQueue
+
+    return ExecutionQueue(
+        settings.broker_url, settings.broker_queue_prefix, prefetch=settings.broker_prefetch
+    )
 
 
 def retention_rules(settings: Settings) -> RetentionRules:

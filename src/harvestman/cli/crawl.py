@@ -236,6 +236,7 @@ def coordinator_for(settings: Settings, store: SqlStore, worker_id: str) -> Any:
 
 async def _work(settings: Settings, store: SqlStore, exit_when_done: bool) -> int:
     import asyncio
+    import contextlib
 
     from harvestman.crawl import Crawler
 
@@ -246,22 +247,40 @@ async def _work(settings: Settings, store: SqlStore, exit_when_done: bool) -> in
         engine.coordinator = coordinator
         loop = asyncio.get_running_loop()
         stopping = False
+        executions: Any = contextlib.nullcontext(None)
+        if settings.broker_url:  # job executions from the broker, beside the frontier crawl
+            from harvestman.jobs.consumer import consumer_for
 
-        def on_signal() -> None:
-            nonlocal stopping
-            if stopping:
-                os._exit(130)
-            stopping = True
-            log.warning("stopping: finishing writes and releasing leases")
-            engine.stop()
+            executions = consumer_for(settings, store)
+        async with executions as consumer:
 
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, on_signal)
-        log.info("worker %s on %s", engine.worker_id, _safe_url(settings.database_url))
-        try:
-            counts = await engine.run()
-        finally:
-            await coordinator.close()
+            def on_signal() -> None:
+                nonlocal stopping
+                if stopping:
+                    os._exit(130)
+                stopping = True
+                log.warning("stopping: finishing writes and releasing leases")
+                engine.stop()
+                if consumer is not None:
+                    consumer.stop()
+
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, on_signal)
+            log.info("worker %s on %s", engine.worker_id, _safe_url(settings.database_url))
+            try:
+                if consumer is None:
+                    counts = await engine.run()
+                else:
+                    log.info("worker %s: consuming job executions", engine.worker_id)
+                    crawling = asyncio.create_task(engine.run())
+                    # A frontier crawl that fails ends the worker, executions included.
+                    crawling.add_done_callback(
+                        lambda done: consumer.stop() if done.exception() else None
+                    )
+                    await consumer.run()  # until a signal: executions keep coming
+                    counts = await crawling
+            finally:
+                await coordinator.close()
         log.info("worker %s done: %s", engine.worker_id, counts.by_status)
         return 0
 

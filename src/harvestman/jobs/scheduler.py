@@ -8,6 +8,8 @@ until its retries are used up. The maintenance ``sweep`` (stale locks, history p
 the instance holding the ``LeaderLease``, and so does the data retention (``lifecycle``), once
 per ``retention_interval`` (a day) across all instances. Source events (``jobs.events``) are
 followed as they come: a source enabled or disabled gets or loses its recurring job at once.
+With a ``dispatcher`` (``broker_url`` set) the leader publishes due jobs to the broker instead
+of running them, and ``harvestman worker`` runs them here through ``adopt`` (``jobs.consumer``).
 Time comes from the store's clock, so tests drive ``poll``, ``sweep``, ``retain`` and
 ``wait_idle`` by hand without sleeping.
 """
@@ -44,6 +46,7 @@ from harvestman.store.jobs.db import JobStore
 from harvestman.store.jobs.leader import LeaderLease
 
 if TYPE_CHECKING:
+    from harvestman.jobs.dispatch import Dispatcher
     from harvestman.lifecycle import RetentionReport, RetentionRules
 
 log = logging.getLogger(__name__)
@@ -106,9 +109,11 @@ class Scheduler:
         events: SourceEvents | None = None,
         retention: RetentionRules | None = None,
         retention_interval: float = 86400.0,
+        dispatcher: Dispatcher | None = None,
     ) -> None:
         self.store = store
         self.runner = runner
+        self.dispatcher = dispatcher
         self.instance_id = instance_id or (
             f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         )
@@ -166,16 +171,27 @@ class Scheduler:
                 run.reason = "cancelled"
                 run.stop.set()
         await self._flush_logs()
-        free = 0 if self._stopping.is_set() else self.max_concurrent - len(self._runs)
-        claims = await self.store.locks.claim_due(self.instance_id, free)
-        for claim in claims:
-            run = _Run(claim)
-            self._runs[claim.token] = run
-            run.task = asyncio.create_task(self._execute(run), name=f"job-{claim.job.id}")
+        if self.dispatcher is not None:  # the workers run them; the leader publishes them
+            lead = self.leader.is_leader and not self._stopping.is_set()
+            claims = await self.dispatcher.dispatch_due() if lead else []
+        else:
+            free = 0 if self._stopping.is_set() else self.max_concurrent - len(self._runs)
+            claims = await self.store.locks.claim_due(self.instance_id, free)
+            for claim in claims:
+                self.adopt(claim)
         self.counters["polls"] += 1
         self.counters["claimed"] += len(claims)
         self.last_poll_ms = (time.perf_counter() - started) * 1000
         return claims
+
+    def adopt(self, claim: Claim) -> asyncio.Task[None]:
+        """Run ``claim`` here: a run this instance claimed, or one a worker took from the
+        broker. Its lock is renewed (and its cancel seen) by each ``poll``; the task ends once
+        the run is recorded."""
+        run = _Run(claim)
+        self._runs[claim.token] = run
+        run.task = asyncio.create_task(self._execute(run), name=f"job-{claim.job.id}")
+        return run.task
 
     async def sweep(self) -> dict[str, int]:
         """Maintenance: clear stale locks, prune execution history (the leader runs it)."""
@@ -220,6 +236,13 @@ class Scheduler:
         while self._runs:
             tasks = [run.task for run in self._runs.values() if run.task is not None]
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def stop_runs(self) -> None:
+        """Stop every run here as the service stops (retried at once), and wait for them."""
+        for run in self._runs.values():
+            run.reason = run.reason or "shutdown"
+            run.stop.set()
+        await self.wait_idle()
 
     async def refresh_metrics(self) -> dict[str, Any]:
         """Aggregate the scheduler metrics (the service calls this every 30 s)."""
@@ -391,10 +414,7 @@ class Scheduler:
                 if self.events is not None:
                     group.create_task(self._follow_sources())
         finally:
-            for run in self._runs.values():
-                run.reason = run.reason or "shutdown"
-                run.stop.set()
-            await self.wait_idle()
+            await self.stop_runs()
             with contextlib.suppress(HarvestmanError):
                 await self.leader.release()
             self.logs.uninstall()
