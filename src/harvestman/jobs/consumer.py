@@ -131,13 +131,16 @@ class ExecutionConsumer:
                 await asyncio.sleep(self.renew_interval)
                 continue
             assert handover.claim is not None
-            if handover.verdict is Verdict.TAKEN_OVER:
-                log.warning(
-                    "job %d: execution %d taken over from %s (its lock was not renewed)",
-                    message.job_id,
-                    handover.claim.execution.execution_number,
-                    handover.holder,
-                )
+            if handover.verdict is Verdict.TAKEN_OVER:  # said in the execution's own log
+                execution = handover.claim.execution
+                self.scheduler.logs.continue_after(execution.id, handover.log_seq)
+                with self.scheduler.logs.capture(execution.id):
+                    log.warning(
+                        "job %d: execution %d taken over from %s (its lock was not renewed)",
+                        message.job_id,
+                        execution.execution_number,
+                        handover.holder,
+                    )
             self.counters[handover.verdict.value] += 1
             await self.scheduler.adopt(handover.claim)
             await self._settle(delivery)

@@ -12,6 +12,7 @@ the execution.
 from __future__ import annotations
 
 import enum
+import json
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -22,13 +23,18 @@ from harvestman.jobs.records import Claim, Execution, ExecutionStatus
 from harvestman.jobs.states import JobStatus
 from harvestman.store.jobs.executions import execution_from_row
 from harvestman.store.jobs.repository import job_from_row
-from harvestman.store.jobs.tables import job_executions, jobs
+from harvestman.store.jobs.tables import execution_logs, job_executions, jobs
 
 if TYPE_CHECKING:
     from harvestman.store.jobs.db import JobStore
 
 QUEUED = "queued:"
 """The ``locked_by`` prefix of an execution published and not yet taken by a worker."""
+
+
+HOLDERS = "holders"
+"""The execution metadata key of the workers that took it, in order (more than one: resumed)."""
+MAX_HOLDERS = 20
 
 
 def queued_holder(dispatcher: str) -> str:
@@ -49,6 +55,7 @@ class Handover:
     verdict: Verdict
     claim: Claim | None = None
     holder: str | None = None  # who held the lock before (taken over, or still holding)
+    log_seq: int = 0  # the last log line the execution has stored (a takeover goes on after)
 
 
 class ExecutionHandover:
@@ -66,7 +73,8 @@ class ExecutionHandover:
         ``takeover_after`` seconds; HELD while that holder renews it; GONE when the execution
         is final or unknown, or its job was cancelled while it waited (the execution is then
         closed ``cancelled`` and the queued lock released). The execution's ``started_at``
-        becomes the time it was taken: the time it waited in the queue is not run time.
+        becomes the time it was taken (the time it waited in the queue is not run time), and
+        ``holder`` is added to its metadata's ``holders``.
         """
         now = self._store.clock()
 
@@ -106,15 +114,30 @@ class ExecutionHandover:
                 ).rowcount
                 if taken != 1:
                     return Handover(Verdict.HELD, holder=before)
+                # The holders so far, kept with the execution: its lock history.
+                holders = [*execution.metadata.get(HOLDERS, []), holder][-MAX_HOLDERS:]
+                execution.metadata = {**execution.metadata, HOLDERS: holders}
+                values: dict[str, object] = {"metadata": json.dumps(execution.metadata)}
                 if queued:
-                    conn.execute(
-                        update(job_executions)
-                        .where(job_executions.c.id == execution_id)
-                        .values(started_at=now)
+                    values["started_at"] = execution.started_at = now
+                conn.execute(
+                    update(job_executions)
+                    .where(job_executions.c.id == execution_id)
+                    .values(**values)
+                )
+                if queued:
+                    return Handover(Verdict.TAKEN, Claim(job, token, execution), holder=before)
+                log_seq = conn.execute(
+                    select(func.coalesce(func.max(execution_logs.c.seq), 0)).where(
+                        execution_logs.c.execution_id == execution_id
                     )
-                    execution.started_at = now
-                verdict = Verdict.TAKEN if queued else Verdict.TAKEN_OVER
-                return Handover(verdict, Claim(job, token, execution), holder=before)
+                ).scalar_one()
+                return Handover(
+                    Verdict.TAKEN_OVER,
+                    Claim(job, token, execution),
+                    holder=before,
+                    log_seq=int(log_seq),
+                )
 
         return await self._store.run(_take)
 
