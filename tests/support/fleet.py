@@ -172,6 +172,7 @@ async def fleet(env: dict[str, str], directory: Path, *, workers: int = 2) -> As
         await running.start_serve()
         for _ in range(workers):
             await running.start_worker()
+        await wait_consumers(env["HARVESTMAN_BROKER_QUEUE_PREFIX"], workers)
         yield running
     finally:
         await running.stop()
@@ -185,3 +186,21 @@ async def delete_queue(prefix: str) -> None:
     async with connection:
         channel = await connection.channel()
         await channel.queue_delete(f"{prefix}.executions")
+
+
+async def wait_consumers(prefix: str, count: int) -> None:
+    """Wait until ``count`` workers consume the executions queue (the caller's timeout bounds
+    the wait)."""
+    import aio_pika
+
+    connection = await aio_pika.connect(BROKER_URL)
+    async with connection:
+        channel = await connection.channel()
+        while True:
+            with contextlib.suppress(aio_pika.exceptions.ChannelClosed):
+                queue = await channel.declare_queue(f"{prefix}.executions", passive=True)
+                if (queue.declaration_result.consumer_count or 0) >= count:
+                    return
+            if channel.is_closed:  # a passive declare of a missing queue closes the channel
+                channel = await connection.channel()
+            await asyncio.sleep(0.1)
