@@ -13,6 +13,9 @@ source's delay); ``serve`` and the workers are subprocesses (``tests/support/fle
    in turn and no other; every page stored; pages fetched twice; the smallest gap between
    two requests to one host against the delay.
 
+``--lock-checks 100000`` measures the store's statements of dispatch among that many jobs:
+one claim of 1,000, the queued count, a take, a worker's renewal.
+
 ``--transport`` instead measures the transports alone: publish → consume latency of one
 message at a time through aio-pika (consumer on the publisher's event loop) and through Celery
 (``celery_ping.py``, a ``celery worker`` subprocess), and the memory of each consumer.
@@ -221,6 +224,75 @@ def process_tree_rss_mb(pid: int) -> float:
     return total / 1024
 
 
+async def lock_checks(args: argparse.Namespace) -> None:
+    """The store's side of dispatch with ``--lock-checks`` jobs in PostgreSQL: claim a batch
+    of ``broker_max_queued`` (1,000), count the queued, take each, renew a worker's locks."""
+    import psycopg
+
+    from harvestman.jobs import JobStore
+    from harvestman.store import SqlStore
+    from harvestman.store.jobs.handover import queued_holder
+
+    n = args.lock_checks
+    with pg_schema(POSTGRES_URL) as database_url:
+        async with SqlStore(database_url) as store:
+            await store.upgrade()
+        schema = database_url.rsplit("%3D", 1)[1]
+        now = time.time()
+        with psycopg.connect(POSTGRES_URL, options=f"-csearch_path={schema}") as conn:
+            conn.execute(
+                "INSERT INTO sources (name, start_urls, max_depth, scope, max_pages, enabled,"
+                " created_at, updated_at) VALUES ('s', '[]', 0, '{}', 0, false, %s, %s)",
+                (now, now),
+            )
+            # Every job hourly, due over the next hour: 1/60 of them due in any minute.
+            conn.execute(
+                "INSERT INTO jobs (source_id, url, status, interval_minutes, interval_type,"
+                " schedule_enabled, adaptive_scheduling, max_retries, retry_backoff_seconds,"
+                " current_retry_count, next_run_at, is_paused, metadata, created_at, updated_at)"
+                " SELECT 1, 'http://a.example/' || g, 'scheduled', 60, 'minutes', true, false,"
+                " 3, 60, 0, %s + (g %% 3600) - 1800, false, '{}', %s, %s"
+                " FROM generate_series(1, %s) g",
+                (now, now, now, n),
+            )
+            conn.execute("ANALYZE jobs")
+        async with SqlStore(database_url) as store, JobStore(store.engine) as jobs:
+            holder = queued_holder("leader")
+            started = time.perf_counter()
+            claims = await jobs.locks.claim_due(holder, 1000)
+            claim_ms = (time.perf_counter() - started) * 1000
+            counts = []
+            for _ in range(20):
+                started = time.perf_counter()
+                queued = await jobs.handover.queued()
+                counts.append((time.perf_counter() - started) * 1000)
+            takes, tokens, job_of = [], [], {}
+            for claim in claims:
+                started = time.perf_counter()
+                taken = await jobs.handover.take(
+                    claim.job.id, claim.execution.id, "worker", takeover_after=30
+                )
+                takes.append((time.perf_counter() - started) * 1000)
+                assert taken.claim is not None
+                tokens.append(taken.claim.token)
+                job_of[taken.claim.token] = claim.job.id
+            by_token, by_id = [], []
+            for i in range(0, 300, 3):  # a worker with 3 runs renews them in one statement
+                started = time.perf_counter()
+                await jobs.locks.renew(tokens[i : i + 3])
+                by_token.append((time.perf_counter() - started) * 1000)
+                started = time.perf_counter()
+                await jobs.locks.renew({t: job_of[t] for t in tokens[i : i + 3]})
+                by_id.append((time.perf_counter() - started) * 1000)
+    print(
+        f"{n} jobs, {len(claims)} claimed in one claim_due: {claim_ms:.0f} ms;"
+        f" queued count ({queued}): p50 {percentile(counts, 0.5):.1f} ms;"
+        f" take: p50 {percentile(takes, 0.5):.1f} ms, p99 {percentile(takes, 0.99):.1f} ms;"
+        f" renew of 3 locks by token alone: p50 {percentile(by_token, 0.5):.1f} ms,"
+        f" by job id and token: p50 {percentile(by_id, 0.5):.1f} ms"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=50)
@@ -230,8 +302,13 @@ def main() -> None:
     parser.add_argument("--prefetch", type=int, default=1)
     parser.add_argument("--transport", action="store_true", help="the transports alone")
     parser.add_argument("--messages", type=int, default=500)
+    parser.add_argument("--lock-checks", type=int, default=0, metavar="JOBS",
+                        help="the store's dispatch statements among JOBS jobs")  # fmt: skip
     args = parser.parse_args()
-    asyncio.run(transport(args) if args.transport else end_to_end(args))
+    if args.lock_checks:
+        asyncio.run(lock_checks(args))
+    else:
+        asyncio.run(transport(args) if args.transport else end_to_end(args))
 
 
 if __name__ == "__main__":

@@ -165,7 +165,8 @@ class Scheduler:
         """Renew running locks, stop cancelled runs, flush their logs, start due jobs."""
         started = time.perf_counter()
         self.logs.install()
-        for token in await self.store.locks.renew(list(self._runs)):
+        held = {token: run.claim.job.id for token, run in self._runs.items()}
+        for token in await self.store.locks.renew(held):
             run = self._runs.get(token)
             if run is not None and not run.stop.is_set():
                 run.reason = "cancelled"

@@ -173,7 +173,10 @@ class ExecutionHandover:
                 return int(
                     conn.execute(
                         select(func.count()).where(
-                            jobs.c.lock_token.is_not(None), jobs.c.locked_by.startswith(QUEUED)
+                            # a held lock has its time set: ix_jobs_lock_acquired_at serves it
+                            jobs.c.lock_acquired_at.is_not(None),
+                            jobs.c.lock_token.is_not(None),
+                            jobs.c.locked_by.startswith(QUEUED),
                         )
                     ).scalar_one()
                 )
