@@ -145,3 +145,41 @@ async def test_a_cancel_stops_the_execution_on_the_worker(
     assert (job["status"], job["locked_by"]) == ("cancelled", None)
     assert len(farm.log) < pages + 2  # it stopped before the host's last page
     assert alive  # the worker goes on consuming
+
+
+async def test_a_stopped_worker_hands_its_execution_to_another(
+    broker: None, pg_schema_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    pages = 12
+    env = fleet_env(pg_schema_url, redis_url)
+    async with (
+        HostFarm(1, pages=pages, crawl_delay=DELAY) as farm,
+        fleet(env, tmp_path, workers=2) as running,
+    ):
+        (job_id,) = await add_jobs(running, farm)
+        await running.call("POST", f"/api/v2/jobs/{job_id}/force-run")
+        workers = {worker.pid: worker for worker in running.workers}
+        while True:
+            job = await running.call("GET", f"/api/v1/jobs/{job_id}")
+            if holder_pid(job) in workers and len(farm.log) >= 4:
+                break
+            await asyncio.sleep(0.05)
+        stopped = workers[holder_pid(job)]  # type: ignore[index]
+        stopped.send_signal(signal.SIGTERM)
+        code = await stopped.wait()
+        runs = await running.wait_final([job_id])
+        [execution] = runs[job_id]
+        lines = await running.log_lines(job_id, execution["id"])
+        fleet_logs = running.logs()
+
+    survivor = next(pid for pid in workers if pid != stopped.pid)
+    assert code == 0, fleet_logs
+    assert execution["status"] == "completed", fleet_logs
+    holders = [holder_pid({"locked_by": h}) for h in execution["metadata"]["holders"]]
+    assert holders == [stopped.pid, survivor]
+    assert sum("handed back" in line for line in lines) == 1, lines
+    assert not any("Interrupted" in line for line in lines)
+    # Every page once, but the one request the stopped worker may have had in flight.
+    assert all(farm.hits[page] >= 1 for page in farm.expected_pages())
+    assert sum(farm.hits[page] - 1 for page in farm.expected_pages()) <= 1
+    assert min(gap for _, gap in farm.spacing()) >= DELAY - 0.05

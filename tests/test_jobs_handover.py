@@ -68,7 +68,7 @@ async def test_an_unrenewed_lock_is_taken_over_and_its_former_holder_stops(
     assert (over.verdict, over.holder) == (Verdict.TAKEN_OVER, "w1")
     assert over.claim is not None
     # The former holder learns it must stop, and its finish leaves the execution alone.
-    assert await store.locks.renew([first.claim.token]) == {first.claim.token}
+    assert await store.locks.renew({first.claim.token: job_id}) == {first.claim.token}
     cancelled = ExecutionResult(status=ExecutionStatus.CANCELLED)
     step = after_success(first.claim.job, 3600, clock())
     assert await store.locks.finish(first.claim, cancelled, step) is JobStatus.RUNNING
@@ -83,6 +83,23 @@ async def test_an_unrenewed_lock_is_taken_over_and_its_former_holder_stops(
     )
     again = await store.handover.take(job_id, execution_id, "w3", takeover_after=30)
     assert again.verdict is Verdict.GONE
+
+
+async def test_an_execution_handed_back_is_taken_at_once_and_keeps_its_start(
+    store: JobStore, clock: Clock
+) -> None:
+    job_id, execution_id = await _queued(store)
+    first = await store.handover.take(job_id, execution_id, "w1", takeover_after=30)
+    assert first.claim is not None
+    clock.now += 10
+
+    assert await store.handover.hand_back(first.claim, "w1")
+    again = await store.handover.take(job_id, execution_id, "w2", takeover_after=30)
+
+    assert (again.verdict, again.holder) == (Verdict.TAKEN, queued_holder("w1"))
+    execution = await store.executions.get(execution_id)
+    assert (execution.started_at, execution.metadata) == (NOW, {"holders": ["w1", "w2"]})
+    assert not await store.handover.hand_back(first.claim, "w1")  # no longer its lock
 
 
 async def test_a_job_cancelled_while_queued_drops_its_message_and_closes_the_execution(

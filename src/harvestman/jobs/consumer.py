@@ -14,11 +14,15 @@ Each message is settled from what the store says (``ExecutionHandover.take``):
 - **gone** (final, cancelled while queued, unknown): acked and dropped.
 
 The ack comes once the execution is final in the store; if its result could not be written,
-the message is requeued and the execution taken over later. Every ``broker_renew_interval``
-the worker renews the locks of its runs in one statement and stops those whose job was
-cancelled (``Scheduler.poll`` with no slots of its own): a cancel reaches a run on another
-machine within that interval. The store is polled rather than a fanout channel followed: the
-renewal is needed anyway, and a cancel cannot be missed by a worker that was reconnecting.
+the message is requeued and the execution taken over later. A worker that is stopped
+(SIGTERM) hands its runs back unfinished (``ExecutionHandover.hand_back``: the lock returns to
+``queued:``) and requeues their messages: another worker resumes each at once.
+
+Every ``broker_renew_interval`` the worker renews the locks of its runs in one statement and
+stops those whose job was cancelled (``Scheduler.poll`` with no slots of its own): a cancel
+reaches a run on another machine within that interval. The store is polled rather than a
+fanout channel followed: the renewal is needed anyway, and a cancel cannot be missed by a
+worker that was reconnecting.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from harvestman.errors import HarvestmanError
 from harvestman.jobs.broker import Delivery, ExecutionQueue
-from harvestman.jobs.scheduler import Scheduler
+from harvestman.jobs.scheduler import HANDBACK, Scheduler
 from harvestman.store.jobs.handover import Verdict
 
 if TYPE_CHECKING:
@@ -68,8 +72,8 @@ class ExecutionConsumer:
         self._stopping.set()
 
     async def run(self) -> None:
-        """Consume and renew until ``stop``; then stop the runs in progress (their jobs are
-        retried at once, as when ``serve`` stops) and settle their messages."""
+        """Consume and renew until ``stop``; then hand the runs in progress back to the queue
+        unfinished (another worker resumes each at once) and requeue their messages."""
         self.scheduler.logs.install()
         handlers: set[asyncio.Task[Verdict]] = set()
         try:
@@ -79,10 +83,10 @@ class ExecutionConsumer:
                 await self._stopping.wait()
                 consuming.cancel()
                 self.scheduler.stop()
-                await self.scheduler.stop_runs()
+                await self.scheduler.stop_runs(HANDBACK)
+                if handlers:  # settling, or leaving a live holder's message (within a renewal)
+                    await asyncio.wait(handlers)
                 renewing.cancel()
-                for handler in handlers:  # those still waiting on a live holder
-                    handler.cancel()
         finally:
             self.scheduler.logs.uninstall()
 
@@ -111,6 +115,9 @@ class ExecutionConsumer:
         """Settle one message: run its execution, or drop it; the verdict it ended with."""
         message = delivery.message
         while True:
+            if self._stopping.is_set():  # for another worker
+                await delivery.requeue()
+                return Verdict.HELD
             try:
                 handover = await self.store.handover.take(
                     message.job_id,
@@ -131,9 +138,10 @@ class ExecutionConsumer:
                 await asyncio.sleep(self.renew_interval)
                 continue
             assert handover.claim is not None
-            if handover.verdict is Verdict.TAKEN_OVER:  # said in the execution's own log
-                execution = handover.claim.execution
+            execution = handover.claim.execution
+            if handover.log_seq:  # lines a former holder stored: number ours after them
                 self.scheduler.logs.continue_after(execution.id, handover.log_seq)
+            if handover.verdict is Verdict.TAKEN_OVER:  # said in the execution's own log
                 with self.scheduler.logs.capture(execution.id):
                     log.warning(
                         "job %d: execution %d taken over from %s (its lock was not renewed)",

@@ -55,6 +55,9 @@ RETENTION = "retention"
 
 INTERRUPTED = "Interrupted: the service stopped during the run"
 
+SHUTDOWN = "shutdown"  # why runs are stopped: the service stops (failed, retried at once)
+HANDBACK = "handback"  # a broker worker stops: the execution goes back to the queue unfinished
+
 
 class Runner(Protocol):
     """Runs one execution of a job and reports it; never raises for a failed crawl.
@@ -72,7 +75,7 @@ class Runner(Protocol):
 class _Run:
     claim: Claim
     stop: asyncio.Event = field(default_factory=asyncio.Event)
-    reason: str | None = None  # why it was stopped: cancelled, lock_lost, shutdown
+    reason: str | None = None  # why it was stopped: cancelled, shutdown, handback
     task: asyncio.Task[None] | None = None
 
 
@@ -138,6 +141,7 @@ class Scheduler:
         self.logs = log_capture or LogCapture(clock=store.clock)
         self._runs: dict[str, _Run] = {}
         self._stopping = asyncio.Event()
+        self._stop_reason: str | None = None
         self._next_sweep = 0.0
         self._snapshot: dict[str, Any] = {}
         self.counters = {
@@ -190,6 +194,9 @@ class Scheduler:
         broker. Its lock is renewed (and its cancel seen) by each ``poll``; the task ends once
         the run is recorded."""
         run = _Run(claim)
+        if self._stop_reason is not None:  # adopted while the runs are being stopped
+            run.reason = self._stop_reason
+            run.stop.set()
         self._runs[claim.token] = run
         run.task = asyncio.create_task(self._execute(run), name=f"job-{claim.job.id}")
         return run.task
@@ -238,10 +245,14 @@ class Scheduler:
             tasks = [run.task for run in self._runs.values() if run.task is not None]
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def stop_runs(self) -> None:
-        """Stop every run here as the service stops (retried at once), and wait for them."""
+    async def stop_runs(self, reason: str = SHUTDOWN) -> None:
+        """Stop every run here and wait for them: as the service stops (``shutdown``: failed,
+        retried at once as a new execution), or handed back to the broker unfinished
+        (``handback``: a stopping worker's, resumed by another). Runs adopted later stop at
+        once the same way."""
+        self._stop_reason = reason
         for run in self._runs.values():
-            run.reason = run.reason or "shutdown"
+            run.reason = run.reason or reason
             run.stop.set()
         await self.wait_idle()
 
@@ -331,6 +342,8 @@ class Scheduler:
                 except Exception as exc:
                     log.exception("job %d: the run failed", job.id)
                     source, result = None, failure(exc)
+                if run.reason == HANDBACK and await self._hand_back(run):
+                    return
                 step = await self._next_step(run, source, result)
                 log.info(
                     "job %d: execution %d %s; job %s",
@@ -350,11 +363,24 @@ class Scheduler:
             with contextlib.suppress(HarvestmanError):
                 await self.store.executions.append_logs(lines)
 
+    async def _hand_back(self, run: _Run) -> bool:
+        """Return a stopped run's execution to the broker's queue, unfinished, for another
+        worker to resume; False when its lock is no longer this run's."""
+        claim = run.claim
+        if not await self.store.handover.hand_back(claim, self.instance_id):
+            return False
+        log.info(
+            "job %d: execution %d handed back: this worker is stopping",
+            claim.job.id,
+            claim.execution.execution_number,
+        )
+        return True
+
     async def _next_step(
         self, run: _Run, source: Source | None, result: ExecutionResult
     ) -> lifecycle.NextStep:
         job, now = run.claim.job, self.clock()
-        if run.reason == "shutdown":
+        if run.reason in (SHUTDOWN, HANDBACK):  # (a hand-back here found its lock gone)
             result.status = ExecutionStatus.FAILED
             result.error_message = INTERRUPTED
             return lifecycle.after_failure(job, now, count_attempt=False)

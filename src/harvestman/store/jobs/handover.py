@@ -72,9 +72,10 @@ class ExecutionHandover:
         TAKEN when it is queued; TAKEN_OVER when another holder's lock was not renewed for
         ``takeover_after`` seconds; HELD while that holder renews it; GONE when the execution
         is final or unknown, or its job was cancelled while it waited (the execution is then
-        closed ``cancelled`` and the queued lock released). The execution's ``started_at``
-        becomes the time it was taken (the time it waited in the queue is not run time), and
-        ``holder`` is added to its metadata's ``holders``.
+        closed ``cancelled`` and the queued lock released). On its first take the execution's
+        ``started_at`` becomes the time it was taken (the time it waited in the queue is not
+        run time); ``holder`` is added to its metadata's ``holders`` (a queued execution with
+        holders was handed back by a stopping worker, and is resumed).
         """
         now = self._store.clock()
 
@@ -118,28 +119,50 @@ class ExecutionHandover:
                 holders = [*execution.metadata.get(HOLDERS, []), holder][-MAX_HOLDERS:]
                 execution.metadata = {**execution.metadata, HOLDERS: holders}
                 values: dict[str, object] = {"metadata": json.dumps(execution.metadata)}
-                if queued:
+                if queued and len(holders) == 1:
                     values["started_at"] = execution.started_at = now
                 conn.execute(
                     update(job_executions)
                     .where(job_executions.c.id == execution_id)
                     .values(**values)
                 )
-                if queued:
-                    return Handover(Verdict.TAKEN, Claim(job, token, execution), holder=before)
-                log_seq = conn.execute(
-                    select(func.coalesce(func.max(execution_logs.c.seq), 0)).where(
-                        execution_logs.c.execution_id == execution_id
-                    )
-                ).scalar_one()
+                log_seq = 0
+                if len(holders) > 1:  # lines stored by a former holder: go on after them
+                    log_seq = conn.execute(
+                        select(func.coalesce(func.max(execution_logs.c.seq), 0)).where(
+                            execution_logs.c.execution_id == execution_id
+                        )
+                    ).scalar_one()
                 return Handover(
-                    Verdict.TAKEN_OVER,
+                    Verdict.TAKEN if queued else Verdict.TAKEN_OVER,
                     Claim(job, token, execution),
                     holder=before,
                     log_seq=int(log_seq),
                 )
 
         return await self._store.run(_take)
+
+    async def hand_back(self, claim: Claim, dispatcher: str) -> bool:
+        """Put a running execution back in the queue's hands (its worker is stopping): the
+        lock passes to ``queued:<dispatcher>``, so the next worker that receives its message
+        takes it at once and resumes it. False when the lock was no longer ``claim``'s."""
+        now = self._store.clock()
+
+        def _hand_back() -> bool:
+            with self._store.begin() as conn:
+                return bool(
+                    conn.execute(
+                        update(jobs)
+                        .where(
+                            jobs.c.id == claim.job.id,
+                            jobs.c.lock_token == claim.token,
+                            jobs.c.status == JobStatus.RUNNING.value,
+                        )
+                        .values(lock_acquired_at=now, locked_by=queued_holder(dispatcher))
+                    ).rowcount
+                )
+
+        return await self._store.run(_hand_back)
 
     async def unclaim(self, claim: Claim) -> bool:
         """Undo a claim whose message could not be published: the job returns to the state
