@@ -4,13 +4,14 @@ when unpublished; and the queue itself on the real RabbitMQ."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
 
 from conftest import require_service
 from harvestman.jobs import Action, ExecutionResult, ExecutionStatus, JobStatus, JobStore
-from harvestman.jobs.broker import ExecutionMessage, ExecutionQueue
+from harvestman.jobs.broker import Delivery, ExecutionMessage, ExecutionQueue
 from harvestman.jobs.dispatch import Dispatcher
 from harvestman.jobs.errors import BrokerUnavailable
 from harvestman.jobs.lifecycle import after_success
@@ -159,17 +160,23 @@ async def test_a_dispatched_job_arrives_as_its_execution_and_waits_for_its_ack(
     claim = await Dispatcher(store, queue, instance_id="leader").dispatch(job.id)
     assert claim is not None
 
-    deliveries = queue.deliveries()
-    delivery = await anext(deliveries)
+    deliveries: asyncio.Queue[Delivery] = asyncio.Queue()
+
+    async def on_delivery(delivery: Delivery) -> None:
+        deliveries.put_nowait(delivery)
+
+    tag = await queue.consume(on_delivery)
+    delivery = await deliveries.get()
     assert delivery.message == ExecutionMessage(job.id, claim.execution.id)
     assert not delivery.redelivered
     assert (await store.jobs.get(job.id)).locked_by == QUEUED
     await delivery.requeue()  # not acked: it comes back, marked as redelivered
-    again = await anext(deliveries)
+    again = await deliveries.get()
     assert (again.message, again.redelivered) == (delivery.message, True)
     await again.ack()
+    await queue.cancel(tag)
     assert await queue.depth() == 0
-    await deliveries.aclose()
+    assert deliveries.empty()
 
 
 async def test_a_claim_the_broker_refused_is_undone(store: JobStore, queue: ExecutionQueue) -> None:

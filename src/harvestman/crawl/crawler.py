@@ -178,6 +178,8 @@ class Crawler:
         dispatcher = self._dispatcher = asyncio.create_task(
             self._dispatch(frontier, handler, fetcher, check_hop, hosts), name="crawl-dispatch"
         )
+        if self.stopped_early:  # stop() came while the crawl was starting: it had no task
+            dispatcher.cancel()
         try:
             await asyncio.wait({dispatcher, flusher, watching}, return_when="FIRST_COMPLETED")
             if flusher.done() or watching.done():  # the store failed for good: stop all

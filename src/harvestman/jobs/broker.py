@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -160,17 +160,33 @@ class ExecutionQueue:
             raise BrokerUnavailable(f"{type(exc).__name__}: {exc}") from exc
         return int(declared.declaration_result.message_count or 0)
 
-    async def deliveries(self) -> AsyncIterator[Delivery]:
-        """The messages given to this consumer, at most ``prefetch`` unacked at a time. One
-        that is not an execution message is dropped (rejected without requeue) and logged."""
+    async def consume(self, on_delivery: Callable[[Delivery], Awaitable[None]]) -> str:
+        """Hand each message to ``on_delivery``, at most ``prefetch`` unacked at a time, until
+        ``cancel`` with the tag returned (a robust connection consumes again after a
+        reconnect). A message that is not an execution is dropped (rejected, not requeued)."""
         if self._queue is None:
             raise BrokerUnavailable("the executions queue is not open")
-        async with self._queue.iterator() as incoming:
-            async for raw in incoming:
-                try:
-                    message = ExecutionMessage.decode(raw.body)
-                except ValueError as exc:
-                    log.error("dropped a message that is not an execution: %s", exc)
-                    await raw.reject(requeue=False)
-                    continue
-                yield Delivery(message, raw)
+
+        async def on_message(raw: AbstractIncomingMessage) -> None:
+            try:
+                message = ExecutionMessage.decode(raw.body)
+            except ValueError as exc:
+                log.error("dropped a message that is not an execution: %s", exc)
+                await raw.reject(requeue=False)
+                return
+            await on_delivery(Delivery(message, raw))
+
+        try:
+            return str(await self._queue.consume(on_message))
+        except Exception as exc:
+            raise BrokerUnavailable(f"{type(exc).__name__}: {exc}") from exc
+
+    async def cancel(self, tag: str) -> None:
+        """Stop consuming: messages not yet handed over go back to the queue; those handed
+        over stay with this consumer until settled (or its connection closes)."""
+        if self._queue is None:
+            return
+        try:
+            await self._queue.cancel(tag)
+        except Exception as exc:  # the channel is gone: the broker cancelled it already
+            log.debug("cancelling the consumer: %s", exc)

@@ -79,9 +79,15 @@ class ExecutionConsumer:
         try:
             async with asyncio.TaskGroup() as group:
                 renewing = group.create_task(self._renew())
-                consuming = group.create_task(self._consume(group, handlers))
+
+                async def on_delivery(delivery: Delivery) -> None:
+                    handler = group.create_task(self.handle(delivery))
+                    handlers.add(handler)
+                    handler.add_done_callback(handlers.discard)
+
+                tag = await self.queue.consume(on_delivery)  # failing, it ends the group
                 await self._stopping.wait()
-                consuming.cancel()
+                await self.queue.cancel(tag)
                 self.scheduler.stop()
                 await self.scheduler.stop_runs(HANDBACK)
                 if handlers:  # settling, or leaving a live holder's message (within a renewal)
@@ -96,19 +102,6 @@ class ExecutionConsumer:
                 await self.scheduler.poll()
             except HarvestmanError as exc:  # the store is away: the next renewal may work
                 log.warning("worker: renewing execution locks failed: %s", exc)
-            await asyncio.sleep(self.renew_interval)
-
-    async def _consume(
-        self, group: asyncio.TaskGroup, handlers: set[asyncio.Task[Verdict]]
-    ) -> None:
-        while True:
-            try:
-                async for delivery in self.queue.deliveries():
-                    handler = group.create_task(self.handle(delivery))
-                    handlers.add(handler)
-                    handler.add_done_callback(handlers.discard)
-            except HarvestmanError as exc:
-                log.warning("worker: consuming executions failed, retrying: %s", exc)
             await asyncio.sleep(self.renew_interval)
 
     async def handle(self, delivery: Delivery) -> Verdict:
