@@ -80,6 +80,9 @@ class Fleet:
         self.serve = await asyncio.create_subprocess_exec(
             *CLI, "serve", "--port", str(port), env=self.env, stdout=out, stderr=out
         )
+
+    async def wait_serving(self) -> None:
+        assert self.serve is not None
         while True:  # the caller's timeout bounds the wait for the server to listen
             try:
                 if (await self.client.get(f"{self.base}/health")).status_code == 200:
@@ -170,8 +173,9 @@ async def fleet(env: dict[str, str], directory: Path, *, workers: int = 2) -> As
     running = Fleet(env, directory)
     try:
         await running.start_serve()
-        for _ in range(workers):
+        for _ in range(workers):  # they start together: each needs only the schema
             await running.start_worker()
+        await running.wait_serving()
         await wait_consumers(env["HARVESTMAN_BROKER_QUEUE_PREFIX"], workers)
         yield running
     finally:
