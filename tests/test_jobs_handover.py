@@ -11,7 +11,13 @@ import pytest
 
 from conftest import require_service
 from harvestman.jobs import Action, ExecutionResult, ExecutionStatus, JobStatus, JobStore
-from harvestman.jobs.broker import Delivery, ExecutionMessage, ExecutionQueue
+from harvestman.jobs.broker import (
+    PRIORITY_MANUAL,
+    PRIORITY_SCHEDULED,
+    Delivery,
+    ExecutionMessage,
+    ExecutionQueue,
+)
 from harvestman.jobs.dispatch import Dispatcher
 from harvestman.jobs.errors import BrokerUnavailable
 from harvestman.jobs.lifecycle import after_success
@@ -177,6 +183,25 @@ async def test_a_dispatched_job_arrives_as_its_execution_and_waits_for_its_ack(
     await queue.cancel(tag)
     assert await queue.depth() == 0
     assert deliveries.empty()
+
+
+async def test_runs_asked_for_by_hand_pass_the_scheduled_ones(queue: ExecutionQueue) -> None:
+    scheduled = [ExecutionMessage(1, n) for n in (1, 2)]
+    by_hand = ExecutionMessage(2, 3)
+    for message in scheduled:
+        await queue.publish(message, PRIORITY_SCHEDULED)
+    await queue.publish(by_hand, PRIORITY_MANUAL)
+    deliveries: asyncio.Queue[Delivery] = asyncio.Queue()
+
+    async def on_delivery(delivery: Delivery) -> None:
+        deliveries.put_nowait(delivery)
+        await delivery.ack()
+
+    tag = await queue.consume(on_delivery)
+    order = [(await deliveries.get()).message for _ in range(3)]
+    await queue.cancel(tag)
+
+    assert order == [by_hand, *scheduled]
 
 
 async def test_a_claim_the_broker_refused_is_undone(store: JobStore, queue: ExecutionQueue) -> None:
