@@ -20,14 +20,21 @@ run: setup
 
 # The whole test suite: lint, types (mypy: strict for the crawler and the store), the import
 # contract (tests/test_architecture.py), then pytest (PostgreSQL tests need 127.0.0.1:5432). The
-# dashboard's browser tests drive Debian's chromium: installed here when missing (as root).
+# dashboard's browser tests drive Debian's chromium, the alert rules' unit tests promtool (Debian's
+# prometheus package, about 19 MB): both installed here when missing (as root).
 CHROMIUM ?= /usr/bin/chromium
+PROMTOOL ?= /usr/bin/promtool
 
 test: setup
 	@if [ ! -x "$(CHROMIUM)" ] && command -v apt-get >/dev/null; then \
 		echo "installing chromium for the dashboard's browser tests"; \
 		apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
 		{ apt-get update -q >/dev/null && apt-get install -y --no-install-recommends chromium; }; \
+	fi
+	@if [ ! -x "$(PROMTOOL)" ] && command -v apt-get >/dev/null; then \
+		echo "installing promtool (prometheus) for the alert rules' unit tests"; \
+		apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null && apt-get install -y --no-install-recommends prometheus; }; \
 	fi
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench

@@ -55,6 +55,10 @@ async def test_backup_restore_replay_and_maintenance(site: TestSite, tmp_path: P
 
     code, err = await run("maintenance", "--db", str(db))
     assert code == 0, err
-    code, err = await run("backup", str(copy), "--database-url", "postgresql://x@127.0.0.1/y")
-    assert code == 2
-    assert "pg_dump" in err
+    code, err = await run("backup", str(copy), "--db", str(db))
+    assert code == 2  # never over an existing file without --overwrite
+    assert "exists: pass --overwrite" in err
+    code, err = await run("backup", str(tmp_path / "pg.dump"), "--database-url",
+                          "postgresql://x@127.0.0.1/y")  # fmt: skip
+    assert code == 1  # pg_dump's backup of a database that is not there
+    assert "backup failed: OperationalError" in err

@@ -202,6 +202,18 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
     await expect(page.get_by_test_id("robots-text")).to_contain_text("Disallow: /private/")
     await page.screenshot(path=screenshot_path("domains"), full_page=True)
     await page.keyboard.press("Escape")
+    # The host's operator settings: a priority set in the dialog is what the API stores.
+    await page.get_by_role("button", name=f"Settings of {site.host}").click()
+    await page.get_by_label("Priority").fill("7")
+    await page.get_by_role("button", name="Save").click()
+    await expect(page.get_by_test_id("domain-settings-status")).to_contain_text("Saved")
+    await page.screenshot(path=screenshot_path("domain-settings"), full_page=True)
+    await page.keyboard.press("Escape")
+    async with httpx.AsyncClient(base_url=served.base, timeout=5) as client:
+        stored = await client.get(
+            f"/api/domains/{site.host}/settings", headers=served.admin_headers()
+        )
+    assert (stored.json()["priority"], stored.json()["paused"]) == (7, False)
 
     # Pages of the job's crawl, narrowed to a title.
     await _nav(page, "Pages").click()
@@ -256,6 +268,7 @@ async def test_a_user_sees_no_refused_action_a_polling_fallback_and_the_rate_lim
     await _nav(page, "Domains").click()
     await expect(page.get_by_test_id("domains-table")).to_be_visible()
     await expect(page.get_by_role("button", name=re.compile("^Reset"))).to_have_count(0)
+    await expect(page.get_by_role("button", name=re.compile("^Settings of"))).to_have_count(0)
     await _nav(page, "Scheduler").click()
     await expect(page.get_by_test_id("distribution-score")).not_to_be_empty()
     await expect(page.get_by_role("button", name="Preview rebalance")).to_have_count(0)

@@ -16,7 +16,7 @@ from harvestman.jobs.runner import source_settings
 
 COURIER = "siteparsers:LocalCourierParser"
 NO_OPTIONS = dict.fromkeys(
-    ("main_text", "feeds", "pagination", "archives", "near_duplicates", "store_text")
+    ("main_text", "feeds", "pagination", "archives", "near_duplicates", "store_text", "images")
 )
 
 
@@ -78,7 +78,7 @@ def test_options_map_onto_the_crawl_settings(make_settings: SettingsFactory) -> 
     source = Source(
         id=3, name="s", start_urls=["http://a.test/"], created_at=0.0, updated_at=0.0,
         options=SourceOptions(main_text=True, feeds=False, pagination=True, archives=True,
-                              near_duplicates=True),
+                              near_duplicates=True, images=True),
     )  # fmt: skip
 
     settings = source_settings(base, source)
@@ -86,10 +86,12 @@ def test_options_map_onto_the_crawl_settings(make_settings: SettingsFactory) -> 
     assert (
         settings.extract_main_text, settings.discovery_feeds, settings.discovery_pagination,
         settings.discovery_archives, settings.near_duplicates, settings.store_text,
-    ) == (True, False, True, True, True, True)  # fmt: skip
+        settings.crawl_images,
+    ) == (True, False, True, True, True, True, True)  # fmt: skip
     plain = source_settings(base, Source(id=4, name="p", start_urls=["http://a.test/"],
                                          created_at=0.0, updated_at=0.0))  # fmt: skip
     assert (plain.extract_main_text, plain.discovery_feeds, plain.store_text) == (False, True, True)
+    assert plain.crawl_images is False
 
 
 async def run_source(api: Api, site: Courier, name: str, options: dict[str, bool]) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from harvestman.store import (
+    ControlStore,
     CrawlRecords,
     FrontierStore,
     HostRecords,
@@ -26,7 +27,7 @@ from harvestman.store import (
 
 INTERFACES = [
     CrawlRecords, FrontierStore, OutcomeWriter, HostRecords, SessionStore, WorkerRegistry,
-    StoreHealth,
+    StoreHealth, ControlStore,
 ]  # fmt: skip
 
 

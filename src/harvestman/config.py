@@ -33,6 +33,7 @@ GROUPS = (
     "api", "fetch", "frontier", "robots", "store", "crawl", "url", "redis", "worker", "discovery",
     "sitemap", "feed", "pagination", "archives", "validate", "breaker", "watchdog", "proxy",
     "extract", "render", "warc", "archive", "retention", "store", "stats", "network", "pattern",
+    "backup",
 )  # fmt: skip
 
 
@@ -101,6 +102,9 @@ class Settings(BaseSettings):
     frontier_per_host_concurrency: int = Field(1, ge=1, le=1024)
     frontier_lease_seconds: float = Field(300.0, gt=0, description="a stale lease expires after")
     frontier_lease_batch: int = Field(64, ge=1, le=10_000, description="URLs leased per host")
+    domain_settings_ttl: float = Field(
+        5.0, gt=0, le=3600, description="seconds a worker keeps the per-domain settings"
+    )
 
     # fetch
     fetch_timeout: float = Field(30.0, gt=0, le=3600)
@@ -165,11 +169,18 @@ class Settings(BaseSettings):
 
     # proxies and sessions
     proxy_urls: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="http(s)/socks5 proxies, comma-separated"
+        default_factory=list,
+        repr=False,  # they may carry passwords
+        description="http(s)/socks5 proxies, comma-separated",
     )
     proxy_max_consecutive_failures: int = Field(10, ge=1)
     proxy_probe_after: float = Field(300.0, gt=0)
     proxy_domain_rate: float = Field(1.0, gt=0, description="requests/s per (domain, proxy)")
+    proxy_key: str = Field(
+        "",
+        repr=False,
+        description="Fernet key that encrypts proxy passwords in the store (required with one)",
+    )
     fetch_user_agents: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="rotate these User-Agents (off when empty)"
     )
@@ -191,6 +202,15 @@ class Settings(BaseSettings):
     parsers: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="site parser classes, 'module:Class', comma-separated (entry points too)",
+    )
+    crawl_images: bool = Field(
+        False, description="download product images (politely, as frontier rows of kind image)"
+    )
+    image_max_bytes: int = Field(
+        5 * 1024 * 1024, ge=1024, le=1024**3, description="largest image kept (bytes)"
+    )
+    image_max_pixels: int = Field(
+        50_000_000, ge=1, le=10**9, description="largest image decoded (width x height)"
     )
     warc_path: str | None = Field(None, description="write every exchange to this WARC file")
     archive_enabled: bool = Field(False, description="keep raw HTML bodies, content-addressed")
@@ -215,6 +235,24 @@ class Settings(BaseSettings):
     retention_export_dir: str = Field("retention", description="where exports and archives go")
     retention_batch_size: int = Field(1000, ge=1, le=20_000)
     retention_vacuum_free_fraction: float | None = Field(0.25, gt=0, le=1)
+
+    # backups the service takes on its own (harvestman serve's leader; docs/OPERATIONS.md)
+    backup_interval_hours: float | None = Field(
+        None, gt=0, le=24 * 7, description="back the store up this often (None: never)"
+    )
+    backup_dir: str = Field("backups", description="where the scheduled backups go")
+    backup_keep_days: float = Field(7.0, gt=0, description="older scheduled backups are deleted")
+    backup_verify: bool = Field(
+        True, description="restore each PostgreSQL backup into a scratch database and count rows"
+    )
+    backup_admin_url: str | None = Field(
+        None,
+        repr=False,
+        description="a PostgreSQL role that may CREATE DATABASE (None: the store's)",
+    )
+    backup_pg_bin_dir: str | None = Field(
+        None, description="where pg_dump and pg_restore are (None: PATH, /usr/lib/postgresql/*/bin)"
+    )
 
     # the API (harvestman serve); redis_url, redis_prefix and crawl_name apply to it too
     api_jwt_secret: str = Field(
@@ -291,6 +329,18 @@ class Settings(BaseSettings):
             return parse_proxy_urls(urls)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
+
+    @model_validator(mode="after")
+    def _proxy_passwords_encrypted(self) -> Settings:
+        from harvestman.credentials import ProxyCipher, require_key
+
+        try:
+            require_key(self.proxy_urls, self.proxy_key)
+            if self.proxy_key:
+                ProxyCipher(self.proxy_key)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return self
 
     @field_validator("crawl_include", "crawl_exclude")
     @classmethod
@@ -396,6 +446,27 @@ def load_settings(**overrides: Any) -> Settings:
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
-            where = ".".join(str(part) for part in error["loc"]) or "settings"
-            lines.append(f"  {where}: {error['msg']} (got {error.get('input')!r})")
+            where = ".".join(str(part) for part in error["loc"])
+            if not where:  # a check across settings: its input is every setting, secrets too
+                lines.append(f"  settings: {error['msg']}")
+                continue
+            lines.append(f"  {where}: {error['msg']} (got {_shown(where, error.get('input'))!r})")
         raise ConfigError("invalid settings:\n" + "\n".join(lines)) from None
+
+
+_SECRETS = ("api_jwt_secret", "proxy_key", "archive_s3_secret_access_key")
+
+
+def _shown(where: str, value: Any) -> Any:
+    """A refused setting's value as an error may print it: secrets hidden, proxy passwords
+    masked."""
+    if where.startswith(_SECRETS):
+        return "***"
+    if where.startswith("proxy_urls"):
+        from harvestman.proxies import redact_proxy_url
+
+        if isinstance(value, str):
+            return redact_proxy_url(value)
+        if isinstance(value, list):
+            return [redact_proxy_url(item) if isinstance(item, str) else item for item in value]
+    return value

@@ -7,7 +7,8 @@ where they occur, so a recorded failure always carries one of these stable class
 
     HarvestmanError                                                               [parse]
     ├── ConfigError                  a setting is missing or invalid (CLI exits with status 2)
-    │   └── PatternError             a user URL pattern re2 cannot compile, or one too long
+    │   ├── PatternError             a user URL pattern re2 cannot compile, or one too long
+    │   └── CredentialsError         a stored proxy password does not open with the key
     ├── UrlError                     a URL is dropped; ``reason`` says why
     ├── FetchError                   a fetch did not produce a usable response
     │   ├── NetworkError             connection refused/reset, DNS failure, TLS      [network]
@@ -26,12 +27,16 @@ where they occur, so a recorded failure always carries one of these stable class
     │                                its pending URLs were given up                  [network]
     ├── ContentRejected              validation judged the page garbage         [validation]
     ├── ListingInvalid               a sitemap or feed yielded nothing usable          [parse]
+    ├── ImageRejected                a product image not kept: not an image, undecodable,
+    │                                too many pixels; ``reason`` says which      [validation]
     ├── QueryError                   a search query finds nothing by its form; ``reason`` says why
     ├── UnstorableValue              a value its column cannot hold was cleaned  [validation]
     └── StoreError                   the store failed or is unusable                 [storage]
         ├── StoreRejected            the store refused one record; it was dead-lettered
         ├── StoreUnavailable         the store stays unusable; the process should exit
         ├── SchemaOutdated           the database schema is behind the code
+        ├── BackupFailed             a backup could not be written or failed its verification
+        ├── RestoreRefused           a restore would overwrite a store that exists or is in use
         └── ArchiveError             (archive.raw) a raw body could not be kept or read
 
 Any other class (an internal error: a bug, recorded with its stack trace) is ``parse``.
@@ -62,6 +67,11 @@ class PatternError(ConfigError, ValueError):
         self.pattern = pattern
         self.reason = reason
         super().__init__(f"invalid {what} {pattern[:200]!r}: {reason}")
+
+
+class CredentialsError(ConfigError):
+    """A stored proxy password cannot be decrypted with the key given (another key made it,
+    or it was altered): ``proxy_key`` is wrong, or ``rotate-key --old`` is not the old key."""
 
 
 class UrlError(HarvestmanError, ValueError):
@@ -204,6 +214,18 @@ class ListingInvalid(HarvestmanError):
     """A sitemap or feed that yielded no URL, only errors (or is not one at all)."""
 
 
+class ImageRejected(HarvestmanError):
+    """A product image was fetched but not kept; ``reason``: ``not_image`` (its type is not
+    image/*), ``undecodable`` (truncated or corrupt), ``too_many_pixels`` (past
+    ``image_max_pixels``). Too large a body is ``BodyTooLarge``, a 404 ``HttpStatusError``."""
+
+    category = "validation"
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        self.reason = reason
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+
+
 class QueryError(HarvestmanError, ValueError):
     """A search query that cannot find anything as written (no word to look for, too long);
     ``reason`` is the sentence to show the user."""
@@ -227,6 +249,16 @@ class StoreUnavailable(StoreError):
 
 class SchemaOutdated(StoreError):
     pass
+
+
+class BackupFailed(StoreError):
+    """A backup could not be written (``pg_dump`` failed, the disk is full) or its copy, restored
+    into a scratch database, did not hold the rows of the store it was taken from."""
+
+
+class RestoreRefused(StoreError):
+    """A restore would overwrite a store that exists (without ``force``), that another process
+    has open, or that live workers are using."""
 
 
 class StoreRejected(StoreError):

@@ -6,6 +6,9 @@ than ``per_host_concurrency`` requests in flight there, and ``delay`` seconds si
 request to it started. Buffers are refilled by batched leases from the store, sized so that a
 lease never outlives what the host's delay lets us fetch in half the lease time.
 
+Operators' per-host settings (``apply_controls``, re-read by crawl/controls.py) pause a host,
+raise its delay, change its concurrency or its priority, in this process, from the next request.
+
 One consumer (the engine's dispatcher) calls ``next``; fetch tasks call ``release`` when their
 request is over, and the engine calls ``settle`` once a request's outcome is written.
 """
@@ -21,11 +24,11 @@ import math
 import re
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from harvestman.errors import StoreError
-from harvestman.records import CrawlRequest
+from harvestman.records import CrawlRequest, DomainControl
 from harvestman.store import FrontierStore
 
 log = logging.getLogger(__name__)
@@ -61,7 +64,12 @@ class HostQueue:
     """One host's leased buffer and politeness clock."""
 
     host: str
-    delay: float
+    delay: float  # in force: the larger of site_delay and the operator's
+    site_delay: float = 0.0  # the configured default, or robots.txt's Crawl-delay
+    operator_delay: float | None = None  # domain_settings.crawl_delay
+    concurrency: int | None = None  # domain_settings.concurrency (None: the crawl's)
+    paused: bool = False  # domain_settings.paused: nothing leased nor handed out
+    priority: int = 0  # domain_settings.priority: ahead of hosts ready at the same time
     buffer: deque[CrawlRequest] = field(default_factory=deque)
     active: int = 0
     next_allowed: float = 0.0
@@ -100,7 +108,7 @@ class Frontier:
         self.hosts: dict[str, HostQueue] = {}
         self.in_flight = 0  # handed out by next() and not yet settled
         self.leased = 0
-        self._ready: list[tuple[float, int, HostQueue]] = []
+        self._ready: list[tuple[float, int, int, HostQueue]] = []
         self._seq = itertools.count()
         self._wake = asyncio.Event()
         self._lease_wanted: dict[str, HostQueue] = {}
@@ -110,6 +118,7 @@ class Frontier:
         self._lease_error: BaseException | None = None
         self._lease_failures = 0
         self._discoveries = 0
+        self._controlled: set[str] = set()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -137,8 +146,38 @@ class Frontier:
         self._wake.set()
 
     def set_delay(self, host: str, delay: float) -> None:
-        """Set the seconds between two requests to ``host`` (robots.txt Crawl-delay)."""
-        self._host(host).delay = delay
+        """Set the seconds between two requests to ``host`` (robots.txt Crawl-delay); an
+        operator's larger delay for the host still wins."""
+        hq = self._host(host)
+        hq.site_delay = delay
+        hq.delay = max(delay, hq.operator_delay or 0.0)
+
+    def apply_controls(self, controls: Mapping[str, DomainControl]) -> None:
+        """Take the operators' per-host settings (all of them: a host left out is back to the
+        crawl's own). A delay, concurrency or priority counts from the next request handed
+        out; a paused host keeps its buffered leases (returned when the crawl ends) and gets
+        no new ones; an unpaused one is leased again at once."""
+        now = self.clock()
+        for host in self._controlled | set(controls):
+            control = controls.get(host) or DomainControl(host)
+            if host not in self.hosts and control == DomainControl(host):
+                continue
+            hq = self._host(host)
+            was_paused = hq.paused
+            hq.operator_delay = control.crawl_delay
+            hq.delay = max(hq.site_delay, control.crawl_delay or 0.0)
+            hq.concurrency = control.concurrency
+            hq.priority = control.priority
+            hq.paused = control.paused
+            if was_paused and not hq.paused:
+                self._schedule(hq)
+                self._want_lease(hq, now)
+        self._controlled = set(controls)
+        self._wake.set()
+
+    def concurrency_of(self, host: str) -> int:
+        """Requests in flight allowed to ``host`` (the operator's, else the crawl's)."""
+        return self._host(host).concurrency or self.per_host_concurrency
 
     def hold(self, host: str, until: float) -> None:
         """Hand out nothing of ``host`` before ``until`` (a cooldown)."""
@@ -159,9 +198,9 @@ class Frontier:
             now = self.clock()
             ready = self._ready
             while ready and ready[0][0] <= now:
-                hq = heapq.heappop(ready)[2]
+                hq = heapq.heappop(ready)[3]
                 hq.in_heap = False
-                if not hq.buffer or hq.active >= self.per_host_concurrency:
+                if hq.paused or not hq.buffer or hq.active >= self._limit(hq):
                     continue
                 if hq.next_allowed > now:  # pushed back (Retry-After) while it was queued
                     self._schedule(hq)
@@ -226,11 +265,15 @@ class Frontier:
         self._wake.set()
 
     def is_finished(self) -> bool:
-        if self.in_flight or self._ready or self._lease_wanted or self._leases_running:
+        """Nothing in flight, buffered or pending, paused hosts aside: a paused host's URLs
+        stay pending for a later run (or until it is unpaused while this one lasts)."""
+        if self.in_flight or self._lease_wanted or self._leases_running:
             return False
         if self._discoveries:
             return False
-        return all(not hq.buffer and hq.due is None for hq in self.hosts.values())
+        if any(not entry[3].paused for entry in self._ready):
+            return False
+        return all(hq.paused or (not hq.buffer and hq.due is None) for hq in self.hosts.values())
 
     @property
     def buffered(self) -> int:
@@ -241,25 +284,30 @@ class Frontier:
     def _host(self, host: str) -> HostQueue:
         hq = self.hosts.get(host)
         if hq is None:
-            hq = self.hosts[host] = HostQueue(host, self.default_delay)
+            hq = self.hosts[host] = HostQueue(host, self.default_delay, self.default_delay)
         return hq
 
+    def _limit(self, hq: HostQueue) -> int:
+        return hq.concurrency or self.per_host_concurrency
+
     def _schedule(self, hq: HostQueue) -> None:
-        if not hq.in_heap and hq.buffer and hq.active < self.per_host_concurrency:
-            hq.in_heap = True
-            heapq.heappush(self._ready, (hq.next_allowed, next(self._seq), hq))
+        if hq.paused or hq.in_heap or not hq.buffer or hq.active >= self._limit(hq):
+            return
+        hq.in_heap = True
+        # Of hosts ready at the same time, the one with the higher priority goes first.
+        heapq.heappush(self._ready, (hq.next_allowed, -hq.priority, next(self._seq), hq))
 
     def _lease_size(self, hq: HostQueue) -> int:
         # Never lease more than the host's politeness lets us fetch in half a lease period.
         if hq.delay <= 0:
             return self.lease_batch
-        fetchable = math.floor(self.lease_seconds / 2 / hq.delay) * self.per_host_concurrency
+        fetchable = math.floor(self.lease_seconds / 2 / hq.delay) * self._limit(hq)
         return max(1, min(self.lease_batch, fetchable))
 
     def _want_lease(self, hq: HostQueue, now: float) -> None:
-        if hq.leasing or hq.due is None or hq.due > now:
+        if hq.paused or hq.leasing or hq.due is None or hq.due > now:
             return
-        low_water = max(self.per_host_concurrency, self._lease_size(hq) // 2)
+        low_water = max(self._limit(hq), self._lease_size(hq) // 2)
         if len(hq.buffer) < low_water and hq.host not in self._lease_wanted:
             self._lease_wanted[hq.host] = hq
             self._lease_event.set()
@@ -268,8 +316,9 @@ class Frontier:
         times = []
         if self._ready:
             times.append(self._ready[0][0])
+        # A paused host's buffer waits for apply_controls, which wakes the dispatcher.
         for hq in self.hosts.values():
-            if hq.due is not None and not hq.leasing:
+            if hq.due is not None and not hq.leasing and not hq.paused:
                 if hq.due <= now:
                     self._want_lease(hq, now)
                 else:
@@ -284,9 +333,9 @@ class Frontier:
                 await self._lease_event.wait()
                 self._lease_event.clear()
                 while self._lease_wanted:
-                    batch = dict(
-                        itertools.islice(self._lease_wanted.items(), _LEASE_HOSTS_PER_CALL)
-                    )
+                    # Hosts with a higher operator priority are leased first.
+                    ordered = sorted(self._lease_wanted.items(), key=lambda kv: -kv[1].priority)
+                    batch = dict(itertools.islice(ordered, _LEASE_HOSTS_PER_CALL))
                     for host in batch:
                         del self._lease_wanted[host]
                     await self._lease(list(batch.values()))

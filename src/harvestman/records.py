@@ -39,7 +39,7 @@ class NewUrl:
     host: str
     depth: int
     priority: int
-    kind: str = "page"  # page | sitemap | feed
+    kind: str = "page"  # page | sitemap | feed | image
     lastmod: float | None = None  # when a sitemap or feed says it last changed
 
 
@@ -92,6 +92,21 @@ class PageRecord:
 
 
 @dataclass(slots=True)
+class ImageRecord:
+    """A product image downloaded and kept: written to every ``images`` row of the crawl that
+    shows ``url``. ``path`` is its key in the blob store (one per ``sha256``)."""
+
+    url: str
+    path: str
+    bytes: int
+    sha256: str
+    content_type: str
+    width: int
+    height: int
+    fetched_at: float
+
+
+@dataclass(slots=True)
 class Outcome:
     """The result of handling one leased request, written back in a batch."""
 
@@ -113,6 +128,7 @@ class Outcome:
     records: list[Record] | None = None
     parser_runs: list[ParserRun] | None = None
     parse_failures: list[ParserFailure] | None = None
+    image: ImageRecord | None = None  # a product image downloaded (request.kind "image")
 
     @classmethod
     def failed(
@@ -157,6 +173,26 @@ class DomainRecord:
     crawl_delay: float | None = None
     allowed: bool = True
     page_count: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class DomainControl:
+    """What an operator set for one host (``domain_settings``): every worker applies it
+    within ``domain_settings_ttl``. None: the crawl's own setting applies.
+
+    ``paused``: the host's URLs stay pending (a paused host does not keep a crawl running);
+    ``crawl_delay``: seconds between requests, never below robots.txt's Crawl-delay;
+    ``concurrency``: requests in flight to the host; ``recrawl_interval``: seconds before a
+    fetched page is due again (the crawl's visited TTL otherwise); ``priority``: hosts with a
+    higher one are leased and handed out first when several are ready.
+    """
+
+    host: str
+    paused: bool = False
+    crawl_delay: float | None = None
+    concurrency: int | None = None
+    recrawl_interval: float | None = None
+    priority: int = 0
 
 
 @dataclass(slots=True)

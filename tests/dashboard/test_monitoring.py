@@ -51,6 +51,8 @@ async def test_alerts_and_dashboard_use_exposed_metrics(make_settings: SettingsF
         "harvestman_http_status_total",
         "harvestman_frontier_size",
         "harvestman_active_workers",
+        "harvestman_backup_failures_total",
+        "harvestman_backup_last_success_timestamp",
     }
     assert used_by_alerts <= exposed
     assert used_by_grafana <= exposed, used_by_grafana - exposed

@@ -30,12 +30,14 @@ from harvestman.api.logins import FailedLogins
 from harvestman.api.paging import CountCache
 from harvestman.api.params import Anonymous
 from harvestman.api.ratelimit import Limiter, MemoryLimiter, RedisLimiter
+from harvestman.api.routes import controls as control_routes
 from harvestman.api.routes import crawl, events, executions, health, jobs, metrics, sources
 from harvestman.api.routes import errors as error_routes
 from harvestman.api.routes import login as login_routes
 from harvestman.api.routes import parsers as parser_routes
 from harvestman.api.routes import scheduler as scheduler_routes
 from harvestman.api.routes import search as search_routes
+from harvestman.api.routes import storage as storage_routes
 from harvestman.api.safety import UrlGuard
 from harvestman.api.settings import ApiSettings
 from harvestman.guard import NetworkGuard
@@ -180,6 +182,8 @@ def create_app(
         error_routes,
         search_routes,
         login_routes,
+        storage_routes,
+        control_routes,
     )
     for module in routers:
         app.include_router(module.router)

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from harvestman.api.settings import ApiSettings
     from harvestman.config import Settings
     from harvestman.lifecycle import RetentionRules
+    from harvestman.store.lifecycle.schedule import BackupSchedule
 from harvestman.errors import ConfigError, HarvestmanError
 
 token_app = typer.Typer(help="API bearer tokens.", no_args_is_help=True)
@@ -104,6 +105,7 @@ async def _serve(
                 EngineRunner(settings, store),
                 events=events,
                 retention=retention_rules(settings),
+                backups=backup_schedule(settings),
             )
             if queue is not None:  # executions run on the workers: the leader publishes them
                 from harvestman.jobs.dispatch import Dispatcher
@@ -158,6 +160,13 @@ def retention_rules(settings: Settings) -> RetentionRules:
     from harvestman.lifecycle import RetentionRules
 
     return RetentionRules.from_settings(settings)
+
+
+def backup_schedule(settings: Settings) -> BackupSchedule | None:
+    """The backups the elected scheduler takes (None: ``backup_interval_hours`` unset)."""
+    from harvestman.store.lifecycle.schedule import BackupSchedule
+
+    return BackupSchedule.from_settings(settings)
 
 
 @token_app.command("create")

@@ -65,6 +65,7 @@ class SourceOptionsIn(Strict):
         default=None, description="SimHash near-duplicate detection"
     )
     store_text: bool | None = Field(default=None, description="keep the visible text (searchable)")
+    images: bool | None = Field(default=None, description="download the products' images")
 
 
 class SourceIn(Strict):

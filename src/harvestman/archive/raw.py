@@ -8,6 +8,7 @@ through ``asyncio.to_thread``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -88,6 +89,15 @@ class BlobStore(Protocol):
 
     def read(self, key: str) -> bytes: ...
 
+    def delete(self, key: str) -> None:
+        """Remove the object under ``key``; an absent one is no error (retention deletes the
+        bodies of the pages it removes, and a second run may find them gone)."""
+        ...
+
+    def usage(self) -> tuple[int, int]:
+        """(objects, bytes) stored: a walk of every object, for the storage report."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -132,6 +142,23 @@ class LocalBlobs:
             raise ArchiveMissing(f"no archived object {key}") from None
         except OSError as exc:
             raise ArchiveError(f"cannot read {path}: {exc}") from exc
+
+    def delete(self, key: str) -> None:
+        path = self.root / key
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise ArchiveError(f"cannot delete {path}: {exc}") from exc
+
+    def usage(self) -> tuple[int, int]:
+        objects = size = 0
+        for directory, _, names in os.walk(self.root):
+            for name in names:
+                if not name.startswith(".tmp-"):
+                    with contextlib.suppress(FileNotFoundError):  # deleted meanwhile
+                        size += os.stat(os.path.join(directory, name)).st_size
+                        objects += 1
+        return objects, size
 
     def close(self) -> None:
         pass
@@ -199,7 +226,8 @@ class S3Blobs:
             Bucket=self.bucket,
             Key=self.prefix + key,
             Body=data,
-            ContentType="application/gzip",
+            # Raw bodies are kept gzipped (.gz keys); images as they are (archive/images.py).
+            ContentType="application/gzip" if key.endswith(".gz") else content_type[:200],
             Metadata={"content-type": content_type[:200]},
         )
 
@@ -210,6 +238,26 @@ class S3Blobs:
             return body
         except Exception as exc:  # a dropped connection mid-body, from urllib3 or botocore
             raise ArchiveError(f"cannot read {key} from bucket {self.bucket}: {exc}") from exc
+
+    def delete(self, key: str) -> None:
+        # S3 answers 204 for an absent key as for a present one.
+        self._call("delete_object", key, Bucket=self.bucket, Key=self.prefix + key)
+
+    def usage(self) -> tuple[int, int]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        objects = size = 0
+        try:
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=self.prefix
+            )
+            for page in pages:
+                for listed in page.get("Contents", ()):
+                    objects += 1
+                    size += int(listed["Size"])
+        except (BotoCoreError, ClientError) as exc:
+            raise ArchiveError(f"S3 list of bucket {self.bucket} failed: {exc}") from exc
+        return objects, size
 
     def close(self) -> None:
         self._client.close()

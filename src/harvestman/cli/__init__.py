@@ -16,9 +16,10 @@ exits.py         the error printer and the exit statuses
 runtime.py       logging, the allocator, the event loop (uvloop when installed)
 crawl.py         crawl, worker, seed, status
 data.py          export, stats, errors, dead-letter, search
-lifecycle.py     maintenance, backup, restore, replay
+lifecycle.py     maintenance, backup, restore, restore-archive, replay, storage
 db.py            db upgrade / downgrade / current
 service.py       admin (serve and token come from ``harvestman.api.commands``)
+keys.py          admin new-key / rotate-key / proxies: the proxies' encrypted credentials
 ===============  ==================================================================
 """
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import typer
 
-from harvestman.cli import crawl, data, db, lifecycle, service
+from harvestman.cli import crawl, data, db, keys, lifecycle, service
 from harvestman.cli.options import CONFIG_ENV
 
 __all__ = ["CONFIG_ENV", "app"]
@@ -54,6 +55,9 @@ def _register() -> None:
     app.command(help=service.SERVE_HELP)(serve)
     app.add_typer(token_app, name="token")
     app.add_typer(user_app, name="user")
+    service.admin_app.command("new-key")(keys.new_key)
+    service.admin_app.command("rotate-key")(keys.rotate_key)
+    service.admin_app.command("proxies")(keys.list_proxies)
     app.add_typer(service.admin_app, name="admin")
     app.command()(data.export)
     app.add_typer(data.dead_app, name="dead-letter")
@@ -61,6 +65,8 @@ def _register() -> None:
     app.command()(lifecycle.maintenance)
     app.command()(lifecycle.backup)
     app.command()(lifecycle.restore)
+    app.command("restore-archive")(lifecycle.restore_archive)
+    app.command()(lifecycle.storage)
     app.command()(lifecycle.replay)
     app.command()(data.stats)
     app.command()(data.search)

@@ -79,6 +79,10 @@ def crawl(
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Live progress display")
     ] = True,
+    images: Annotated[
+        bool | None,
+        typer.Option("--images/--no-images", help="Download product images into the archive [no]"),
+    ] = None,
     verbose: VerboseOption = 0,
 ) -> None:
     """Crawl from seed URLs into the store; run it again to resume."""
@@ -103,6 +107,7 @@ def crawl(
         fetch_timeout=timeout,
         fetch_user_agent=user_agent,
         warc_path=str(warc) if warc else None,
+        crawl_images=images,
     ) as (settings, store):  # fmt: skip
         seeds = read_seeds(urls or [], seeds_file)
         live = progress and sys.stderr.isatty()

@@ -151,7 +151,7 @@ class Crawler:
         wiring.writer.coordinator = self.coordinator
         cookie_jar = await wiring.session.load()
         with contextlib.ExitStack() as keep:
-            handler = wiring.handler(wiring.exchange_steps(keep))
+            handler = wiring.handler(wiring.exchange_steps(keep), wiring.images(keep))
             async with wiring.fetcher(cookie_jar) as fetcher:
                 run.robots = wiring.robots(fetcher, self.coordinator)
                 check_hop = wiring.redirect_check(run.robots)
@@ -167,6 +167,7 @@ class Crawler:
         wiring, frontier = self.wiring, self._run.frontier
         writer = wiring.writer
         hosts = wiring.host_slots(frontier, self.coordinator)
+        await wiring.controls.refresh(frontier)  # a paused host is not leased at the start
         await frontier.start()
         watchdog = self._watchdog = liveness.watchdog(
             lambda: not frontier.is_finished(), self._running.clear, self._running.set
@@ -174,6 +175,7 @@ class Crawler:
         writer.touch = watchdog.touch
         flusher = asyncio.create_task(writer.loop(), name="crawl-flush")
         heartbeat = asyncio.create_task(liveness.loop(self.coordinator), name="crawl-heartbeat")
+        controls = asyncio.create_task(wiring.controls.loop(frontier), name="crawl-controls")
         watching = asyncio.create_task(watchdog.run(), name="crawl-watchdog")
         dispatcher = self._dispatcher = asyncio.create_task(
             self._dispatch(frontier, handler, fetcher, check_hop, hosts), name="crawl-dispatch"
@@ -199,6 +201,7 @@ class Crawler:
         finally:
             dispatcher.cancel()
             heartbeat.cancel()
+            controls.cancel()
             watching.cancel()
             writer.close()
             try:

@@ -23,6 +23,7 @@ from harvestman.records import CrawlRequest, NewUrl, Outcome, UrlStatus
 from harvestman.validate import VerdictStatus
 
 if TYPE_CHECKING:
+    from harvestman.crawl.images import ImageStep
     from harvestman.crawl.steps import ValidateStep
 
 Handled = tuple[Outcome, list[NewUrl]]
@@ -43,6 +44,8 @@ class RequestHandler:
         listing_max_bytes: int,
         hold_host_while_handling: bool,
         refusals: ValidateStep | None = None,
+        images: ImageStep | None = None,
+        image_max_bytes: int | None = None,
     ) -> None:
         self.run = run
         self.outcomes = outcomes
@@ -53,6 +56,8 @@ class RequestHandler:
         self.listing_max_bytes = listing_max_bytes
         self.hold_host_while_handling = hold_host_while_handling
         self.refusals = refusals  # judges error responses: a block page's vendor is recorded
+        self.images = images  # makes the outcome of an image row (crawl_images)
+        self.image_max_bytes = image_max_bytes
 
     async def handle(
         self, request: CrawlRequest, fetcher: PageFetcher, check_hop: HopCheck, hosts: HostSlots
@@ -83,7 +88,11 @@ class RequestHandler:
         if request.last_modified:
             headers["If-Modified-Since"] = request.last_modified
         started = self.run.clock()
-        max_bytes = self.listing_max_bytes if request.kind != "page" else None
+        max_bytes = None
+        if request.kind == "image":
+            max_bytes = self.image_max_bytes
+        elif request.kind != "page":
+            max_bytes = self.listing_max_bytes
         try:
             result = await fetcher.fetch(
                 request.url, headers=headers, check_hop=check_hop, max_bytes=max_bytes
@@ -92,7 +101,7 @@ class RequestHandler:
             await hosts.release(request)
             self.run.stats.inc(f"fetch/error/{type(exc).__name__}")
             self._observe(request, None, type(exc).__name__)
-            return self.outcomes.fetch_failure(request, exc, started), []
+            return _not_a_page(request, self.outcomes.fetch_failure(request, exc, started)), []
         except UrlError as exc:  # a stored URL the HTTP client cannot request
             await hosts.release(request, fetched=False)
             return self.outcomes.final(request, UrlStatus.FAILED, exc), []
@@ -137,8 +146,14 @@ class RequestHandler:
             outcome = self.outcomes.fetch_failure(request, exc, started, result)
             if refusal is not None and self.refusals is not None:
                 self.refusals.record_refusal(outcome, refusal)
+            return _not_a_page(request, outcome), []
+        if request.kind == "image" and self.images is not None:
+            outcome = await self.images.handle(request, result)
+            self._observe(request, result.status, None)
             return outcome, []
+        # An image row while images are off (queued by an earlier run): done, not a page.
         exchange.outcome, exchange.new_urls = self.pipeline.handle(request, result)
+        _not_a_page(request, exchange.outcome)
         # Told after validation: a block page served with 200 counts against the host.
         self._observe(request, result.status, _refused(exchange.outcome))
         for step in self.exchange_steps:
@@ -148,6 +163,14 @@ class RequestHandler:
     def _observe(self, request: CrawlRequest, status: int | None, error: str | None) -> None:
         for observer in self.observers:
             observer.observe(request, status, error)
+
+
+def _not_a_page(request: CrawlRequest, outcome: Outcome) -> Outcome:
+    """An image's failure is recorded on its frontier row and its ``images`` rows, not as a
+    stored page."""
+    if request.kind == "image":
+        outcome.page = None
+    return outcome
 
 
 def _refused(outcome: Outcome) -> str | None:

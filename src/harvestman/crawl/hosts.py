@@ -38,9 +38,9 @@ class HostSlots:
         the host, and the request is back in the frontier until it may be free."""
         if not self.shared:
             return True
-        token, wait = await self.coordinator.acquire_host(
-            request.host, self.per_host_concurrency, self.gate_hold
-        )
+        # The operator's concurrency for the host, when set (domain_settings), else the crawl's.
+        limit = self.frontier.concurrency_of(request.host)
+        token, wait = await self.coordinator.acquire_host(request.host, limit, self.gate_hold)
         if token is None:
             self.frontier.requeue(request, not_before=self.clock() + wait)
             return False

@@ -26,11 +26,17 @@ class Outcomes:
         self.clock = clock
         self.visited_ttl = visited_ttl
         self.retry = retry
+        # Operators' re-crawl intervals per host (domain_settings, crawl/controls.py): they
+        # replace the visited TTL of the host's pages.
+        self.recrawl: dict[str, float] = {}
 
     def completed(
         self, request: CrawlRequest, result: FetchResult, page: PageRecord | None, again: float
     ) -> Outcome:
-        """A response stored as it is, due again after ``again`` seconds."""
+        """A response stored as it is, due again after ``again`` seconds (a page: after its
+        host's re-crawl interval, when an operator set one)."""
+        if request.kind == "page" and self.recrawl:
+            again = self.recrawl.get(request.host, again)
         return Outcome(
             request=request,
             status=UrlStatus.COMPLETED,
@@ -42,6 +48,11 @@ class Outcomes:
             last_modified=result.headers.get("Last-Modified"),
             page=page,
         )
+
+    def revisit_after(self, request: CrawlRequest) -> float:
+        """Seconds before a page fetched now is due again: its host's re-crawl interval, when
+        an operator set one, else the visited TTL."""
+        return self.recrawl.get(request.host, self.visited_ttl)
 
     def final(self, request: CrawlRequest, status: UrlStatus, exc: BaseException) -> Outcome:
         """Blocked or failed for good; the row becomes eligible again with the visited TTL

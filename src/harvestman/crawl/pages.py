@@ -112,7 +112,11 @@ class PagePipeline:
         outcomes = self.outcomes
         if result.status == 304:  # unchanged since the stored ETag / Last-Modified
             self.count("fetch/not_modified")
-            again = self.listings.again(request) if request.kind != "page" else outcomes.visited_ttl
+            again = (
+                self.listings.again(request)
+                if request.kind != "page"
+                else outcomes.revisit_after(request)
+            )
             return Outcome(
                 request,
                 UrlStatus.COMPLETED,

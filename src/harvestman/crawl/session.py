@@ -12,8 +12,9 @@ import aiohttp
 
 from harvestman.cookies import dump_cookies, load_cookies
 from harvestman.crawl.run import CrawlRun
-from harvestman.errors import StoreError
-from harvestman.proxies import ProxyHealth, ProxyPool
+from harvestman.credentials import ProxyCipher, has_password
+from harvestman.errors import ConfigError, CredentialsError, StoreError
+from harvestman.proxies import ProxyHealth, ProxyPool, redact_proxy_url
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,8 @@ class Session:
     """Loads the session when the crawl starts and saves it with sweeps and at the end.
 
     ``cookies``: keep a cookie jar (else none is used); ``proxies``: the pool whose health is
-    kept; ``rules``: the pagination rules that changed since the last save.
+    kept; ``rules``: the pagination rules that changed since the last save. ``cipher``
+    encrypts the proxies' passwords before they reach the store (required when one has one).
     """
 
     def __init__(
@@ -34,8 +36,10 @@ class Session:
         cookies: bool,
         proxies: ProxyPool | None,
         rules: RulesSource | None,
+        cipher: ProxyCipher | None = None,
     ) -> None:
         self.run = run
+        self.cipher = cipher
         self.cookies = cookies
         self.proxies = proxies
         self.rules = rules
@@ -45,12 +49,14 @@ class Session:
         """The crawl's cookie jar and the proxies' health, as the store kept them."""
         store = self.run.store
         if self.proxies is not None:
-            known = {row["url"]: row for row in await store.load_proxies()}
             fields = {f.name for f in dataclasses.fields(ProxyHealth)}
-            self.proxies.restore(
-                ProxyHealth(**{k: v for k, v in row.items() if k in fields})
-                for row in known.values()
-            )
+            saved = []
+            for row in await store.load_proxies():
+                url = self._open(row["url"], row.get("secret"))
+                if url is not None:
+                    values = {k: v for k, v in row.items() if k in fields}
+                    saved.append(ProxyHealth(**{**values, "url": url}))
+            self.proxies.restore(saved)
         if not self.cookies:
             return None
         jar = aiohttp.CookieJar(unsafe=True)  # unsafe: keep cookies of IP-address hosts too
@@ -68,7 +74,30 @@ class Session:
             if self.cookie_jar is not None:
                 await store.save_cookies(self.run.crawl_id, dump_cookies(self.cookie_jar))
             if self.proxies is not None:
-                health = [asdict(h) for h in self.proxies.health()]
+                health = [self._sealed(asdict(h)) for h in self.proxies.health()]
                 await store.save_proxies(health, clock())
         except StoreError as exc:
             log.warning("could not save cookies and proxy health: %s", exc)
+
+    def _sealed(self, row: dict[str, object]) -> dict[str, object]:
+        """A health row as the store keeps it: the URL masked, the password a token."""
+        url = str(row["url"])
+        if self.cipher is None:
+            # Settings refuse a password without proxy_key; never store one in clear anyway.
+            if has_password(url):
+                raise ConfigError(f"proxy {redact_proxy_url(url)} has a password: set proxy_key")
+            return {**row, "secret": None}
+        masked, secret = self.cipher.seal(url)
+        return {**row, "url": masked, "secret": secret}
+
+    def _open(self, masked: str, secret: str | None) -> str | None:
+        """The stored proxy's URL; None (its health forgotten) when the key cannot open it."""
+        if secret is None:
+            return masked
+        if self.cipher is None:
+            return None
+        try:
+            return self.cipher.open(masked, secret)
+        except CredentialsError as exc:
+            log.warning("proxy %s: health not restored: %s", masked, exc)
+            return None

@@ -7,8 +7,10 @@ Request gates, in order::
 
 Page steps, in order (a disabled one is not built)::
 
-    validate -> stored text -> near-duplicates -> products -> site parsers
-             -> feeds -> links -> pagination
+    validate -> stored text -> near-duplicates -> products -> image links (crawl_images)
+             -> site parsers -> feeds -> links -> pagination
+
+Image rows (``crawl_images``) are handled by the image step instead of the page steps.
 
 Exchange steps, in order::
 
@@ -28,12 +30,14 @@ from pathlib import Path
 import aiohttp
 
 from harvestman.archive import RawArchive, WarcWriter
+from harvestman.archive.images import ImageArchive
 from harvestman.archive.location import archive_location
 from harvestman.archive.raw import LocalBlobs, S3Blobs
 from harvestman.config import Settings
 from harvestman.coord import Coordinator, WorkerStatus
 from harvestman.crawl.archives import ArchiveDiscovery
 from harvestman.crawl.budget import Budget
+from harvestman.crawl.controls import DomainControls
 from harvestman.crawl.discovery import Discovery
 from harvestman.crawl.discovery_steps import FeedsStep, LinksStep, PaginationStep
 from harvestman.crawl.exchange import MainTextStep, RawArchiveStep, RenderStep, WarcStep
@@ -41,6 +45,7 @@ from harvestman.crawl.fetching import PageFetcher, ProxiedFetcher, RedirectCheck
 from harvestman.crawl.gates import BreakerGate, Gate, HealthObserver, RobotsGate, sitemap_queue
 from harvestman.crawl.handler import RequestHandler
 from harvestman.crawl.hosts import HostSlots
+from harvestman.crawl.images import ImageLinksStep, ImageStep
 from harvestman.crawl.liveness import Liveness, WatchdogLimits
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.pages import ListingReader, PagePipeline
@@ -55,6 +60,7 @@ from harvestman.crawl.steps import (
 )
 from harvestman.crawl.work import ExchangeStep, Step
 from harvestman.crawl.writer import BatchWriter, PagesCallback
+from harvestman.credentials import ProxyCipher
 from harvestman.errors import RedirectRefused
 from harvestman.fetch import Fetcher, RetryPolicy
 from harvestman.frontier import Frontier
@@ -124,6 +130,7 @@ class Wiring:
             cookies=settings.fetch_cookies,
             proxies=self.proxies,
             rules=self.pagination.changed_rules if self.pagination is not None else None,
+            cipher=ProxyCipher(settings.proxy_key) if settings.proxy_key else None,
         )
         self.pipeline = PagePipeline(
             self._page_steps(),
@@ -146,6 +153,7 @@ class Wiring:
         self.archive_location = archive_location(settings) if settings.archive_enabled else None
         self.render = RenderStep.from_settings(settings, self.pipeline, stats, self.guard)
         self.main_text = MainTextStep.from_settings(settings, stats, clock)
+        self.controls = DomainControls(run.store, self.outcomes, ttl=settings.domain_settings_ttl)
 
     def _page_steps(self) -> list[Step]:
         settings, stats = self.settings, self.run.stats
@@ -154,6 +162,7 @@ class Wiring:
             StoreTextStep.from_settings(settings),
             NearDuplicateStep.from_settings(settings, stats),
             ProductsStep.from_settings(settings, stats),
+            ImageLinksStep.from_settings(settings, self.discovery, self.normalizer, stats),
             self.parsers,
             FeedsStep.from_settings(settings, self.discovery),
             LinksStep.from_settings(settings, self.discovery),
@@ -265,7 +274,19 @@ class Wiring:
         discovery = self.discovery
         return RedirectCheck(lambda: discovery.scope, robots, self.settings.fetch_user_agent)
 
-    def handler(self, exchange_steps: Sequence[ExchangeStep]) -> RequestHandler:
+    def images(self, keep: contextlib.ExitStack) -> ImageStep | None:
+        """The image step (crawl_images), its blob store checked and closed with the run."""
+        settings = self.settings
+        if not settings.crawl_images:
+            return None
+        archive = ImageArchive(raw_blobs(settings))
+        keep.callback(archive.close)
+        archive.check()
+        return ImageStep(archive, self.run, self.outcomes, max_pixels=settings.image_max_pixels)
+
+    def handler(
+        self, exchange_steps: Sequence[ExchangeStep], images: ImageStep | None = None
+    ) -> RequestHandler:
         return RequestHandler(
             self.run,
             self.outcomes,
@@ -276,6 +297,8 @@ class Wiring:
             listing_max_bytes=self.settings.sitemap_max_bytes,
             hold_host_while_handling=self.render is not None,
             refusals=self.validate,
+            images=images,
+            image_max_bytes=self.settings.image_max_bytes,
         )
 
     def host_slots(self, frontier: Frontier, coordinator: Coordinator) -> HostSlots:

@@ -62,7 +62,8 @@ class SourceOptions:
     service's setting. They cost requests or CPU, so they are off for a plain crawl and meant
     to be enabled per source: ``main_text`` (the article text, trafilatura), ``feeds`` (RSS and
     Atom links followed), ``pagination`` (``?page=N+1`` guessed), ``archives`` (date paths
-    guessed), ``near_duplicates`` (SimHash), ``store_text`` (the visible text kept, searchable).
+    guessed), ``near_duplicates`` (SimHash), ``store_text`` (the visible text kept, searchable),
+    ``images`` (product images downloaded, ``crawl_images``).
     """
 
     main_text: bool | None = None
@@ -71,6 +72,7 @@ class SourceOptions:
     archives: bool | None = None
     near_duplicates: bool | None = None
     store_text: bool | None = None
+    images: bool | None = None
 
     @classmethod
     def of(cls, value: Mapping[str, Any]) -> SourceOptions:

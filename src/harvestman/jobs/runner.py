@@ -73,6 +73,7 @@ OPTION_SETTINGS: dict[str, str] = {
     "archives": "discovery_archives",
     "near_duplicates": "near_duplicates",
     "store_text": "store_text",
+    "images": "crawl_images",
 }
 
 

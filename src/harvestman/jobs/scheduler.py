@@ -6,12 +6,13 @@ compare-and-set (``JobLocks``). A run ends in ``lifecycle``'s next step: a recur
 scheduled one (adaptive) interval after its planned time, a failure is retried with backoff
 until its retries are used up. The maintenance ``sweep`` (stale locks, history pruning) runs on
 the instance holding the ``LeaderLease``, and so does the data retention (``lifecycle``), once
-per ``retention_interval`` (a day) across all instances. Source events (``jobs.events``) are
+per ``retention_interval`` (a day) across all instances, and so do the scheduled backups
+(``backups``: once per its interval, the same way). Source events (``jobs.events``) are
 followed as they come: a source enabled or disabled gets or loses its recurring job at once.
 With a ``dispatcher`` (``broker_url`` set) the leader publishes due jobs to the broker instead
 of running them, and ``harvestman worker`` runs them here through ``adopt`` (``jobs.consumer``).
-Time comes from the store's clock, so tests drive ``poll``, ``sweep``, ``retain`` and
-``wait_idle`` by hand without sleeping.
+Time comes from the store's clock, so tests drive ``poll``, ``sweep``, ``retain``, ``back_up``
+and ``wait_idle`` by hand without sleeping.
 """
 
 from __future__ import annotations
@@ -48,10 +49,13 @@ from harvestman.store.jobs.leader import LeaderLease
 if TYPE_CHECKING:
     from harvestman.jobs.dispatch import Dispatcher
     from harvestman.lifecycle import RetentionReport, RetentionRules
+    from harvestman.store.lifecycle.backups import BackupRun
+    from harvestman.store.lifecycle.schedule import BackupSchedule
 
 log = logging.getLogger(__name__)
 
 RETENTION = "retention"
+BACKUP = "backup"
 
 INTERRUPTED = "Interrupted: the service stopped during the run"
 
@@ -112,6 +116,7 @@ class Scheduler:
         events: SourceEvents | None = None,
         retention: RetentionRules | None = None,
         retention_interval: float = 86400.0,
+        backups: BackupSchedule | None = None,
         dispatcher: Dispatcher | None = None,
     ) -> None:
         self.store = store
@@ -138,6 +143,11 @@ class Scheduler:
         self.retention_turn = LeaderLease(
             store, self.instance_id, name=RETENTION, ttl=retention_interval
         )
+        self.backups = backups
+        # Like the retention's: whoever takes the turn backs up; it comes back once per interval.
+        self.backup_turn = LeaderLease(
+            store, self.instance_id, name=BACKUP, ttl=backups.interval if backups else 86400.0
+        )
         self.logs = log_capture or LogCapture(clock=store.clock)
         self._runs: dict[str, _Run] = {}
         self._stopping = asyncio.Event()
@@ -151,6 +161,8 @@ class Scheduler:
             "pruned": 0,
             "source_events": 0,
             "retention_runs": 0,
+            "backup_runs": 0,
+            "backup_failures": 0,
         }
         self.last_poll_ms = 0.0
 
@@ -238,6 +250,24 @@ class Scheduler:
         self.counters["retention_runs"] += 1
         log.info("retention: %s", report)
         return report
+
+    async def back_up(self) -> BackupRun | None:
+        """A scheduled backup, when this instance leads and the turn is free (at most once per
+        the schedule's interval across all instances). None when it did not run. A failed
+        backup is recorded in the store (and so in ``/metrics``), not raised."""
+        if self.backups is None or not self.leader.is_leader:
+            return None
+        if not await self.backup_turn.take_expired():
+            return None
+        log.info("taking the scheduled backup (this instance leads)")
+        try:
+            run = await asyncio.to_thread(self.backups.run, self.store.engine, self.clock())
+        except Exception:  # the store is away: nothing recorded, retried next turn
+            log.exception("the scheduled backup could not be recorded")
+            return None
+        self.counters["backup_runs"] += 1
+        self.counters["backup_failures"] += run.error is not None
+        return run
 
     async def wait_idle(self) -> None:
         """Wait until every run started here has finished and been recorded."""
@@ -438,6 +468,8 @@ class Scheduler:
                 group.create_task(self._every(self.metrics_interval, self.refresh_metrics))
                 if self.retention is not None:
                     group.create_task(self._every(self.leader.ttl, self.retain))
+                if self.backups is not None:
+                    group.create_task(self._every(self.leader.ttl, self.back_up))
                 if self.events is not None:
                     group.create_task(self._follow_sources())
         finally:

@@ -12,7 +12,7 @@ holding the store's exclusive lock, which it can take only when no other connect
 process) has the store open: a restore under a running crawl is refused, always. Over an
 existing store it is refused unless ``force``.
 
-PostgreSQL stores are backed up with ``pg_dump`` (docs/OPERATIONS.md).
+PostgreSQL stores are backed up with ``pg_dump`` (``store.lifecycle.pgdump``).
 """
 
 from __future__ import annotations
@@ -24,14 +24,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvestman.errors import StoreError
+from harvestman.errors import RestoreRefused, StoreError
 
-
-class RestoreRefused(StoreError):
-    """A restore would overwrite a store that exists (without ``force``) or is in use.
-
-    Belongs in ``errors.py`` under ``StoreError``; defined here until it moves there.
-    """
+__all__ = ["BackupReport", "RestoreRefused", "backup_sqlite", "restore_sqlite"]
 
 
 @dataclass(frozen=True, slots=True)

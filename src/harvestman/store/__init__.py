@@ -3,13 +3,15 @@ that speaks SQL.
 
 The interfaces (``store.interfaces``) say what each caller needs: ``FrontierStore``,
 ``OutcomeWriter``, ``HostRecords``, ``SessionStore``, ``WorkerRegistry``, ``CrawlRecords``,
-``StoreHealth``, and ``Store`` combining them. ``SqlStore`` implements them on SQLite (the
-embedded default) and PostgreSQL with one schema and one set of Alembic migrations.
+``StoreHealth``, ``ControlStore``, and ``Store`` combining them. ``SqlStore`` implements them
+on SQLite (the embedded default) and PostgreSQL with one schema and one set of Alembic
+migrations.
 """
 
 from __future__ import annotations
 
 from harvestman.store.interfaces import (
+    ControlStore,
     CrawlRecords,
     FrontierStore,
     HostRecords,
@@ -22,6 +24,7 @@ from harvestman.store.interfaces import (
 from harvestman.store.sql import SqlStore
 
 __all__ = [
+    "ControlStore",
     "CrawlRecords",
     "FrontierStore",
     "HostRecords",
@@ -44,7 +47,8 @@ def _implements(
     SessionStore,
     WorkerRegistry,
     StoreHealth,
+    ControlStore,
     Store,
 ]:
     """Never called: mypy checks here that ``SqlStore`` implements every interface."""
-    return store, store, store, store, store, store, store, store
+    return store, store, store, store, store, store, store, store, store

@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from harvestman.records import CrawlCounts, CrawlRequest, DomainRecord, NewUrl, Outcome
+from harvestman.records import (
+    CrawlCounts,
+    CrawlRequest,
+    DomainControl,
+    DomainRecord,
+    NewUrl,
+    Outcome,
+)
 
 
 class CrawlRecords(Protocol):
@@ -103,6 +110,12 @@ class SessionStore(Protocol):
     async def save_proxies(self, health: Sequence[dict[str, Any]], now: float) -> None: ...
 
 
+class ControlStore(Protocol):
+    """The operators' per-domain settings, read whole (every worker, on a short TTL)."""
+
+    async def domain_controls(self) -> dict[str, DomainControl]: ...
+
+
 class WorkerRegistry(Protocol):
     """Live workers: a heartbeat extends the worker's leases and says whether it is still
     registered (False: others took it for dead)."""
@@ -133,6 +146,7 @@ class Store(
     SessionStore,
     WorkerRegistry,
     StoreHealth,
+    ControlStore,
     Protocol,
 ):
     """Everything the crawler needs from a store."""

@@ -5,17 +5,29 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from alembic import command
+from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine
 
 from harvestman.errors import SchemaOutdated
+from harvestman.search import include_name
 from harvestman.store.dialect import is_sqlite
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+
+# How autogenerate compares the models with a database, for ``alembic`` (migrations/env.py) and
+# ``drift``: types and server defaults too, and never the search index, which lives outside
+# ``schema.metadata`` (one dialect each, migration 0006).
+COMPARE_OPTIONS: dict[str, Any] = {
+    "include_name": include_name,
+    "compare_type": True,
+    "compare_server_default": True,
+}
 
 
 def alembic_config(engine: Engine) -> Config:
@@ -28,20 +40,20 @@ def alembic_config(engine: Engine) -> Config:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     config = alembic_config(engine)
-    with _migrating(engine) as conn:
+    with migrating(engine) as conn:
         config.attributes["connection"] = conn
         command.upgrade(config, revision)
 
 
 def downgrade(engine: Engine, revision: str) -> None:
     config = alembic_config(engine)
-    with _migrating(engine) as conn:
+    with migrating(engine) as conn:
         config.attributes["connection"] = conn
         command.downgrade(config, revision)
 
 
 @contextlib.contextmanager
-def _migrating(engine: Engine) -> Iterator[Connection]:
+def migrating(engine: Engine) -> Iterator[Connection]:
     """A transaction to migrate in. On SQLite, foreign keys are off meanwhile: rebuilding a
     table (batch mode) drops the old one, and with them on, the drop would cascade to every
     row that refers to it. They are checked before the commit instead."""
@@ -61,6 +73,18 @@ def _migrating(engine: Engine) -> Iterator[Connection]:
                     raise SchemaOutdated(f"the migration broke foreign keys: {broken[:5]}")
         finally:
             raw.execute("PRAGMA foreign_keys=ON")
+
+
+def drift(engine: Engine) -> list[Any]:
+    """What ``alembic revision --autogenerate`` would write for the database behind ``engine``:
+    the differences between it and the models (``schema.metadata`` with the job tables), in
+    Alembic's diff form. Empty when models and migrations agree."""
+    import harvestman.store.jobs.tables  # noqa: F401  (its tables join the metadata)
+    from harvestman.store.schema import metadata
+
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts=COMPARE_OPTIONS)
+        return list(compare_metadata(context, metadata))
 
 
 def current_revision(engine: Engine) -> str | None:

@@ -126,6 +126,16 @@ crawled_pages = Table(
     Index("ix_crawled_pages_fetched_at", "crawl_id", "fetched_at"),
 )
 
+# Retention deletes an archived body once no page refers to its key (lifecycle/dependents.py):
+# that lookup by key is this index. Partial: most stores archive nothing. Added by migration 0017.
+_archived = crawled_pages.c.archive_path.is_not(None)
+Index(
+    "ix_crawled_pages_archive_path",
+    crawled_pages.c.archive_path,
+    sqlite_where=_archived,
+    postgresql_where=_archived,
+)
+
 domains = Table(
     "domains",
     metadata,
@@ -146,11 +156,30 @@ domains = Table(
     Column("archives_run_at", Float),
 )
 
+# What an operator set for one host (migration 0016), read by every worker on a short TTL
+# (crawl/controls.py). NULL: the crawl's own setting applies.
+domain_settings = Table(
+    "domain_settings",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("host", String(300), nullable=False, unique=True),
+    Column("paused", Boolean, nullable=False, default=False),
+    Column("crawl_delay", Float),  # seconds between requests (never below robots.txt's)
+    Column("concurrency", Integer),  # requests in flight to the host
+    Column("recrawl_interval", Float),  # seconds before a fetched URL is due again
+    Column("priority", SmallInteger, nullable=False, default=0),  # higher: leased first
+    Column("updated_at", Float, nullable=False),
+)
+
+# Health of the configured proxies. ``url`` is the proxy URL with its password masked
+# (``user:***@host``); the password itself is kept only as ``secret``, a Fernet token under
+# ``proxy_key`` (credentials.py; migration 0016).
 proxies = Table(
     "proxies",
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
     Column("url", Text, nullable=False, unique=True),
+    Column("secret", Text),
     Column("successes", BigInteger, nullable=False, default=0),
     Column("failures", BigInteger, nullable=False, default=0),
     Column("consecutive_failures", Integer, nullable=False, default=0),
@@ -236,7 +265,18 @@ images = Table(
     Column("alt", Text),
     Column("width", Integer),
     Column("height", Integer),
+    # The downloaded image (crawl_images, migration 0016): its key in the blob store (one blob
+    # per SHA-256), size, digest and type; or why it could not be kept (error_class, error).
+    Column("path", String(200)),
+    Column("bytes", BigInteger),
+    Column("sha256", String(64)),
+    Column("content_type", String(200)),
+    Column("error_class", String(64)),
+    Column("error", Text),
+    Column("fetched_at", Float),
     UniqueConstraint("product_id", "position"),
+    # A fetched image's outcome is written to every row that shows it (by URL).
+    Index("ix_images_url", "url"),
 )
 
 error_logs = Table(
@@ -336,4 +376,22 @@ users = Table(
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
     Column("tokens_after", Float, nullable=False, default=0.0),
+)
+
+# One row per backup the service took on its schedule (lifecycle/schedule.py), kept for good (a
+# row a day): the store is what every instance reads, so whichever instance /metrics asks
+# reports the same last success and failure count. Added by migration 0017.
+backups = Table(
+    "backups",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("started_at", Float, nullable=False),
+    Column("finished_at", Float, nullable=False),
+    Column("status", String(8), nullable=False),  # ok | failed
+    Column("path", Text, nullable=False),  # the file (gone once older than backup_keep_days)
+    Column("bytes", BigInteger),
+    Column("rows", BigInteger),  # rows in the copy, over all tables
+    Column("verified", Boolean, nullable=False, default=False),  # restored and counted
+    Column("error", Text),  # why it failed
+    Index("ix_backups_status", "status", "finished_at"),
 )

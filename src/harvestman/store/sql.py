@@ -9,6 +9,7 @@ writes arrive in batches (``record``): one transaction per batch, ``executemany`
 from __future__ import annotations
 
 from harvestman.store.crawl.admin import AdminRepository
+from harvestman.store.crawl.controls import ControlRepository
 from harvestman.store.crawl.crawls import CrawlRepository
 from harvestman.store.crawl.frontier import FrontierRepository
 from harvestman.store.crawl.hosts import HostRepository
@@ -37,5 +38,6 @@ class SqlStore(
     AdminRepository,
     FailureRepository,
     UserRepository,
+    ControlRepository,
 ):
     """The store on a SQLAlchemy engine. Use as ``async with SqlStore(url) as store``."""

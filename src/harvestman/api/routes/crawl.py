@@ -254,7 +254,8 @@ async def list_domains(
 ) -> Response:
     """Known domains by host name (see ``Page``); ``errors`` counts each host's failed URLs in
     ``crawl`` (the service's default crawl unless named); ``breaker`` is its circuit breaker's
-    state as workers publish it in Redis (None: not known here, without Redis)."""
+    state as workers publish it in Redis (None: not known here, without Redis); ``paused``
+    whether an operator paused it (``PUT /api/domains/{domain}/settings``)."""
     ctx = context_of(request)
     crawl_id = await _find_crawl(ctx, crawl)
 
@@ -271,8 +272,11 @@ async def list_domains(
     )
     hosts = [item["host"] for item in page["items"]]
     breakers = None if ctx.breakers is None else await ctx.breakers.of(hosts)
+    controls = await ctx.sql_store.domain_controls()  # the few hosts an operator set
     for item in page["items"]:
         item["breaker"] = None if breakers is None else breakers.get(item["host"])
+        control = controls.get(item["host"])
+        item["paused"] = control is not None and control.paused
     return PageResponse(page)
 
 

@@ -19,15 +19,23 @@ from harvestman.api.context import context_of
 from harvestman.api.params import User
 from harvestman.api.routes.scheduler import scheduler_metrics
 from harvestman.records import UrlStatus
+from harvestman.store.lifecycle.backups import BackupSummary
 
 router = APIRouter(tags=["metrics"])
 
 
 class _Snapshot(Collector):
-    def __init__(self, crawl: dict[str, Any], scheduler: dict[str, Any], workers: int) -> None:
+    def __init__(
+        self,
+        crawl: dict[str, Any],
+        scheduler: dict[str, Any],
+        workers: int,
+        backups: BackupSummary,
+    ) -> None:
         self.crawl = crawl
         self.scheduler = scheduler
         self.workers = workers
+        self.backups = backups
 
     def collect(self) -> Iterator[Metric]:
         crawl, sched = self.crawl, self.scheduler
@@ -90,6 +98,17 @@ class _Snapshot(Collector):
             "Duration of the last scheduler poll",
             value=sched.get("last_poll_ms", 0.0),
         )
+        # From the store's record of scheduled backups: the same on every instance.
+        yield GaugeMetricFamily(
+            "harvestman_backup_last_success_timestamp",
+            "When the last good scheduled backup finished (epoch seconds; 0: never)",
+            value=self.backups.last_success,
+        )
+        yield CounterMetricFamily(
+            "harvestman_backup_failures",
+            "Scheduled backups that failed (written, verified or recorded)",
+            value=self.backups.failures,
+        )
 
 
 @router.get("/metrics", response_class=Response)
@@ -100,6 +119,7 @@ async def metrics(request: Request, _: User) -> Response:
     sched = await scheduler_metrics(ctx)
     rows = await ctx.sql_store.worker_rows()
     workers = sum(1 for r in rows if r["heartbeat_at"] >= now - 30.0)
+    backups = await ctx.read(ctx.sql_store.backup_summary)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Snapshot(crawl, sched, workers))
+    registry.register(_Snapshot(crawl, sched, workers, backups))
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

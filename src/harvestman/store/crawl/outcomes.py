@@ -14,6 +14,11 @@ from harvestman.records import NewUrl, Outcome
 from harvestman.store import dialect, isolation, parsed
 from harvestman.store.connection import StoreConnection
 from harvestman.store.crawl.frontier import insert_urls
+from harvestman.store.crawl.images import (
+    carry_downloads,
+    delete_product_images,
+    write_image_outcomes,
+)
 from harvestman.store.schema import crawled_pages, domains, error_logs, images, products, urls
 
 _PAGE_COLUMNS = (
@@ -98,6 +103,7 @@ class OutcomeRepository(StoreConnection):
         )
         self._write_errors(conn, crawl_id, outcomes, now)
         self._write_products(conn, crawl_id, [o for o in outcomes if o.products is not None], now)
+        write_image_outcomes(conn, crawl_id, outcomes, now)
         parsed.write_parsed(conn, self.engine, crawl_id, outcomes, now)
         pages = [o for o in outcomes if o.page is not None]
         if not pages:
@@ -162,6 +168,8 @@ class OutcomeRepository(StoreConnection):
                 .where(products.c.crawl_id == crawl_id, products.c.url_hash.in_(hashes))
             )
         }  # fmt: skip
+        image_urls: list[str] = []
+        downloaded: dict[str, Any] = {}  # what the images rows rewritten below knew
         for outcome in outcomes:
             url_hash = outcome.request.url_hash
             found = outcome.products or []
@@ -183,8 +191,9 @@ class OutcomeRepository(StoreConnection):
                     conn.execute(
                         update(products).where(products.c.id == product_id).values(**values)
                     )
-                    conn.execute(images.delete().where(images.c.product_id == product_id))
+                    downloaded.update(delete_product_images(conn, product_id))
                 if product.image_details:
+                    image_urls.extend(image.url for image in product.image_details)
                     conn.execute(
                         images.insert(),
                         [
@@ -198,6 +207,7 @@ class OutcomeRepository(StoreConnection):
             ]
             if gone:
                 conn.execute(products.delete().where(products.c.id.in_(gone)))
+        carry_downloads(conn, crawl_id, image_urls, downloaded)
 
 
 def _product_row(product: Any, digest: str, now: float) -> dict[str, Any]:

@@ -1,12 +1,17 @@
-"""Sessions: a crawl's cookies and the proxies' health, saved and loaded whole."""
+"""Sessions: a crawl's cookies and the proxies' health, saved and loaded whole.
+
+Proxy rows hold the URL with its password masked and the password as an opaque token
+(``secret``): the caller (crawl/session.py, credentials.py) encrypts and decrypts; the store
+never sees a clear password.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from harvestman.store import dialect
 from harvestman.store.connection import StoreConnection
@@ -54,8 +59,37 @@ class SessionRepository(StoreConnection):
 
         return await self._run(_load)
 
+    def proxy_list(self) -> list[dict[str, Any]]:
+        """Every proxy row without its secret, by URL (synchronous: the CLI and the API run it
+        off the event loop). ``url`` is masked: safe to show."""
+        columns = [c for c in proxies.columns if c.name != "secret"]
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(*columns).order_by(proxies.c.url)).mappings()
+            return [dict(row) for row in rows]
+
+    def reencrypt_proxy_secrets(self, transform: Callable[[str], str]) -> int:
+        """Replace every stored secret by ``transform(secret)`` in one transaction; returns how
+        many. If ``transform`` raises, nothing changes (the transaction rolls back)."""
+        with self._begin() as conn:
+            rows = conn.execute(
+                select(proxies.c.id, proxies.c.secret)
+                .where(proxies.c.secret.is_not(None))
+                .order_by(proxies.c.id)
+                .with_for_update()
+            ).all()
+            changed = [{"row_id": row_id, "new": transform(secret)} for row_id, secret in rows]
+            if changed:
+                conn.execute(
+                    proxies.update()
+                    .where(proxies.c.id == bindparam("row_id"))
+                    .values(secret=bindparam("new")),
+                    changed,
+                )
+            return len(changed)
+
     async def save_proxies(self, health: Sequence[dict[str, Any]], now: float) -> None:
-        """Upsert each proxy's health (fields of proxies.ProxyHealth)."""
+        """Upsert each proxy's health (fields of proxies.ProxyHealth, ``url`` masked, and
+        ``secret``: the password's token or None)."""
 
         def _save() -> None:
             if not health:

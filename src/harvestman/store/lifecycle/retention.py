@@ -13,13 +13,18 @@ running crawl keeps writing in between. What it does, in order:
 3. **page metadata** (``crawled_pages``) fetched longer than ``pages_after`` ago is written to
    ``pages-<stamp>.jsonl.gz`` in ``export_dir`` (every column, one JSON object a line), then
    deleted. A file rather than an archive table: the point is a smaller store, a table in the same
-   database would not shrink it, and a gzip JSONL file is what the exports already speak.
+   database would not shrink it, and a gzip JSONL file is what the exports already speak. The
+   pages' products (and their images) go with them, written to ``products-<stamp>.jsonl.gz``
+   first, and so do their bodies in the raw archive once no other page refers to them
+   (``dependents``). ``harvestman restore-archive`` loads pages and error logs back.
 4. **error logs** (``error_logs``) older than ``errors_after`` are written to
    ``errors-<stamp>.jsonl.gz`` in ``export_dir`` (every column), then deleted: the table takes a
    row per failed fetch and would otherwise grow without end.
 5. **stats history** minute rows older than ``stats_minutes_after`` are rolled up into day rows
    (``rollup``): per batch, the minute rows are deleted and their sums added to their days in
-   the same transaction, so the totals never change.
+   the same transaction, so the totals never change. With ``export_dir`` the minute rows are
+   written to ``stats-minutes-<stamp>.jsonl.gz`` before that transaction commits (for audit:
+   their sums live on in the day rows, so they are not loaded back).
 6. the store is compacted (``compaction.compact``): statistics and free space, as it needs.
 
 A row is deleted only after the file holding it is fsynced (``spool.GzipSpool``), and only if it
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import io
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -45,6 +51,7 @@ from sqlalchemy import ColumnElement, Connection, Engine, Row, Select, Table, se
 from harvestman.records import UrlStatus
 from harvestman.store.lifecycle.batches import table_id_ranges
 from harvestman.store.lifecycle.compaction import CompactionReport, compact
+from harvestman.store.lifecycle.dependents import BlobOpener, PageDependents
 from harvestman.store.lifecycle.rollup import roll_up_batch
 from harvestman.store.lifecycle.spool import GzipSpool
 from harvestman.store.schema import crawled_pages, crawls, error_logs, stats_history, urls
@@ -72,6 +79,9 @@ class RetentionRules:
     per transaction; ``batch_pause`` seconds are slept after each write so other writers get the
     lock. ``vacuum_min_free_fraction``: a full SQLite VACUUM runs only when at least this share
     of the file is free pages and no worker is alive (``None``: never). See ``compaction``.
+    ``open_archive`` opens the raw archive at a crawl's location (``archive.location``), where
+    the bodies of removed pages are deleted (``None``: kept); ``archive_location`` serves the
+    crawls that recorded none.
     """
 
     completed_after: float | None = 7 * DAY
@@ -85,6 +95,8 @@ class RetentionRules:
     compact: bool = True
     vacuum_min_free_fraction: float | None = 0.25
     live_worker_seconds: float = 60.0
+    open_archive: BlobOpener | None = field(default=None, compare=False, repr=False)
+    archive_location: str | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -108,6 +120,8 @@ class RetentionRules:
         """The rules of the ``retention_*`` settings (days there, seconds here): what
         ``harvestman maintenance`` and the service's daily run apply."""
 
+        from harvestman.archive.location import archive_location, open_blobs
+
         def seconds(days: float | None) -> float | None:
             return None if days is None else days * DAY
 
@@ -120,6 +134,9 @@ class RetentionRules:
             export_dir=Path(settings.retention_export_dir),
             batch_size=settings.retention_batch_size,
             vacuum_min_free_fraction=settings.retention_vacuum_free_fraction,
+            # A crawl that archived recorded where; the settings' archive serves the others.
+            open_archive=functools.partial(open_blobs, settings=settings),
+            archive_location=archive_location(settings) if settings.archive_enabled else None,
         )
 
 
@@ -136,10 +153,16 @@ class RetentionReport:
     pages_exported: int = 0
     pages_deleted: int = 0
     pages_file: Path | None = None
+    products_exported: int = 0
+    products_deleted: int = 0
+    products_file: Path | None = None
+    archive_objects_deleted: int = 0
+    archive_objects_failed: int = 0
     errors_exported: int = 0
     errors_deleted: int = 0
     errors_file: Path | None = None
     stats_minutes_rolled: int = 0
+    stats_file: Path | None = None
     stats_days_added: int = 0
     batches: int = 0
     longest_write: float = 0.0
@@ -159,12 +182,14 @@ def apply_retention(engine: Engine, rules: RetentionRules, now: float) -> Retent
     report = RetentionReport()
     run = _Run(engine, rules, report)
     stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%SZ")
-    failed_path = pages_path = errors_path = None
+    failed_path = pages_path = errors_path = products_path = stats_path = None
     if rules.export_dir is not None:
         failed_path = rules.export_dir / f"failed-urls-{stamp}.csv.gz"
         pages_path = rules.export_dir / f"pages-{stamp}.jsonl.gz"
+        products_path = rules.export_dir / f"products-{stamp}.jsonl.gz"
         errors_path = rules.export_dir / f"errors-{stamp}.jsonl.gz"
-        for path in (failed_path, pages_path, errors_path):
+        stats_path = rules.export_dir / f"stats-minutes-{stamp}.jsonl.gz"
+        for path in (failed_path, pages_path, products_path, errors_path, stats_path):
             if path.exists():
                 raise FileExistsError(f"{path} exists: retention never overwrites an export")
     if rules.completed_after is None:
@@ -179,8 +204,8 @@ def apply_retention(engine: Engine, rules: RetentionRules, now: float) -> Retent
     if rules.pages_after is None:
         report.skipped.append("pages: kept (no rule)")
     else:
-        assert pages_path is not None
-        run.archive_pages(pages_path, now - rules.pages_after)
+        assert pages_path is not None and products_path is not None
+        run.archive_pages(pages_path, products_path, now - rules.pages_after)
     if rules.errors_after is None:
         report.skipped.append("errors: kept (no rule)")
     else:
@@ -189,13 +214,15 @@ def apply_retention(engine: Engine, rules: RetentionRules, now: float) -> Retent
     if rules.stats_minutes_after is None:
         report.skipped.append("stats: minute rows kept (no rule)")
     else:
-        run.roll_up_stats(now - rules.stats_minutes_after)
+        run.roll_up_stats(now - rules.stats_minutes_after, stats_path)
     if rules.compact:
         changed = []
         if report.completed_deleted or report.failed_deleted:
             changed.append("urls")
         if report.pages_deleted:
             changed.append("crawled_pages")
+        if report.products_deleted:
+            changed += ["products", "images"]
         if report.errors_deleted:
             changed.append("error_logs")
         if report.stats_minutes_rolled:
@@ -219,9 +246,11 @@ class _Run:
         self.rules = rules
         self.report = report
         with engine.connect() as conn:
-            self.crawl_names = {
-                int(i): n for i, n in conn.execute(select(crawls.c.id, crawls.c.name))
-            }
+            found = conn.execute(select(crawls.c.id, crawls.c.name, crawls.c.archive_location))
+            self.crawl_names, self.archive_locations = {}, {}
+            for crawl_id, name, location in found:
+                self.crawl_names[int(crawl_id)] = name
+                self.archive_locations[int(crawl_id)] = location
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[Connection]:
@@ -240,12 +269,22 @@ class _Run:
             removed = conn.execute(statement).rowcount
         return int(removed)
 
-    def roll_up_stats(self, cutoff: float) -> None:
-        for first, last in table_id_ranges(self.engine, stats_history, self.rules.batch_size):
-            with self._transaction() as conn:
-                rolled, days = roll_up_batch(conn, first, last, cutoff)
-            self.report.stats_minutes_rolled += rolled
-            self.report.stats_days_added += days
+    def roll_up_stats(self, cutoff: float, path: Path | None) -> None:
+        spool = None if path is None else GzipSpool(path)
+
+        def archive(rows: Sequence[Row[*tuple[Any, ...]]]) -> None:
+            assert spool is not None
+            spool.write(self._as_jsonl(rows))
+
+        with spool or contextlib.nullcontext():
+            for first, last in table_id_ranges(self.engine, stats_history, self.rules.batch_size):
+                with self._transaction() as conn:
+                    rolled, days = roll_up_batch(
+                        conn, first, last, cutoff, None if spool is None else archive
+                    )
+                self.report.stats_minutes_rolled += rolled
+                self.report.stats_days_added += days
+        self.report.stats_file = None if spool is None else spool.path
 
     def delete_completed(self, cutoff: float) -> None:
         done = UrlStatus.COMPLETED.value
@@ -294,15 +333,36 @@ class _Run:
             lines.append(orjson.dumps(record))
         return b"\n".join(lines) + b"\n"
 
-    def archive_pages(self, path: Path, cutoff: float) -> None:
+    def archive_pages(self, path: Path, products_path: Path, cutoff: float) -> None:
         report = self.report
-        report.pages_exported, report.pages_deleted, report.pages_file = self._export_then_delete(
-            crawled_pages,
-            select(crawled_pages),
-            (crawled_pages.c.fetched_at < cutoff,),
-            GzipSpool(path),
-            self._as_jsonl,
+        spool = GzipSpool(products_path)
+        dependents = PageDependents(
+            self.engine,
+            spool,
+            self.crawl_names,
+            self.archive_locations,
+            open_archive=self.rules.open_archive,
+            default_location=self.rules.archive_location,
         )
+        try:
+            with spool:
+                report.pages_exported, report.pages_deleted, report.pages_file = (
+                    self._export_then_delete(
+                        crawled_pages,
+                        select(crawled_pages),
+                        (crawled_pages.c.fetched_at < cutoff,),
+                        GzipSpool(path),
+                        self._as_jsonl,
+                        dependents,
+                    )
+                )
+        finally:
+            dependents.close()
+        report.products_exported = dependents.products_exported
+        report.products_deleted = dependents.products_deleted
+        report.products_file = spool.path
+        report.archive_objects_deleted = dependents.objects_deleted
+        report.archive_objects_failed = dependents.objects_failed
 
     def archive_errors(self, path: Path, cutoff: float) -> None:
         report = self.report
@@ -323,6 +383,7 @@ class _Run:
         rule: tuple[ColumnElement[bool], ...],
         spool: GzipSpool,
         encode: Callable[[Sequence[Row[*tuple[Any, ...]]]], bytes],
+        dependents: PageDependents | None = None,
     ) -> tuple[int, int, Path | None]:
         exported = deleted = 0
         with spool:
@@ -340,5 +401,17 @@ class _Run:
                 matching = (table.c.id.in_(ids), *rule)
                 # urls rows are locked in id order (store.transaction), like every urls write.
                 where = (locked_ids(*matching),) if table is urls else matching
-                deleted += self._write(table.delete().where(*where))
+                if dependents is None:
+                    deleted += self._write(table.delete().where(*where))
+                    continue
+                dependents.export(rows)
+                with self._transaction() as conn:
+                    gone = conn.execute(
+                        table.delete()
+                        .where(*where)
+                        .returning(table.c.crawl_id, table.c.url_hash, table.c.archive_path)
+                    ).all()
+                    dependents.delete(conn, gone)
+                deleted += len(gone)
+                dependents.release(gone)
         return exported, deleted, spool.path

@@ -5,21 +5,34 @@ deleted (``DELETE ... RETURNING`` their counters) and their sums added to the da
 crawls (the additive upsert the engines use). Nothing is read back and written again, so a
 crash leaves every count either still in its minute row or already in its day; a day partly
 rolled up (minute rows younger than the cutoff remain) just gets the rest added by a later run.
+
+With an ``archive`` callback the removed minute rows are handed to it (retention writes them to
+``stats-minutes-<stamp>.jsonl.gz`` and fsyncs) before the transaction commits: a minute row
+leaves the store only once it is on disk (a crash in between archives it twice, never zero times).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Row
 
 from harvestman.store.history import COUNTERS, add_counts, bucket_start
 from harvestman.store.schema import stats_history
 
 
-def roll_up_batch(conn: Connection, first: int, last: int, cutoff: float) -> tuple[int, int]:
+def roll_up_batch(
+    conn: Connection,
+    first: int,
+    last: int,
+    cutoff: float,
+    archive: Callable[[Sequence[Row[*tuple[Any, ...]]]], None] | None = None,
+) -> tuple[int, int]:
     """Roll the minute rows with ids ``first..last`` that start before ``cutoff`` into day rows,
-    in the caller's transaction; return (minute rows removed, day rows added to)."""
+    in the caller's transaction; return (minute rows removed, day rows added to). ``archive``
+    gets the removed rows (every column) first."""
     table = stats_history.c
     removed = conn.execute(
         stats_history.delete()
@@ -28,8 +41,10 @@ def roll_up_batch(conn: Connection, first: int, last: int, cutoff: float) -> tup
             table.resolution == "minute",
             table.bucket_start < cutoff,
         )
-        .returning(table.crawl_id, table.bucket_start, *(table[name] for name in COUNTERS))
+        .returning(*stats_history.c)
     ).all()
+    if archive is not None and removed:
+        archive(removed)
     days: defaultdict[int, defaultdict[float, Counter[str]]] = defaultdict(
         lambda: defaultdict(Counter)
     )

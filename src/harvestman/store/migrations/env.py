@@ -1,24 +1,37 @@
-"""Alembic environment: runs the same migrations on SQLite and PostgreSQL."""
+"""Alembic environment: runs the same migrations on SQLite and PostgreSQL.
+
+The application passes its connection in (``store/migrate.py``). The ``alembic`` command of a
+contributor (the root ``alembic.ini``) names no URL: the database is then
+``HARVESTMAN_DATABASE_URL``, else ``./harvestman.db``.
+"""
 
 from __future__ import annotations
 
+import os
+
 from alembic import context
-from sqlalchemy import engine_from_config, pool
 
 import harvestman.store.jobs.tables  # noqa: F401  (its tables join the metadata)
-from harvestman.search import include_name
+from harvestman.store.dialect import make_engine
+from harvestman.store.migrate import COMPARE_OPTIONS, migrating
 from harvestman.store.schema import metadata
 
 config = context.config
 
 
+def _url() -> str:
+    return config.get_main_option("sqlalchemy.url") or os.environ.get(
+        "HARVESTMAN_DATABASE_URL", "sqlite:///harvestman.db"
+    )
+
+
 def run_migrations_offline() -> None:
     context.configure(
-        url=config.get_main_option("sqlalchemy.url"),
+        url=_url(),
         target_metadata=metadata,
-        include_name=include_name,  # the search index lives outside metadata (migration 0006)
         literal_binds=True,
         render_as_batch=True,
+        **COMPARE_OPTIONS,
     )
     with context.begin_transaction():
         context.run_migrations()
@@ -29,13 +42,14 @@ def run_migrations_online() -> None:
     if connection is not None:
         _run(connection)
         return
-    engine = engine_from_config(
-        config.get_section(config.config_ini_section, {}),
-        prefix="sqlalchemy.",
-        poolclass=pool.NullPool,
-    )
-    with engine.connect() as conn:
-        _run(conn)
+    # The store's engine (psycopg for postgresql://, the SQLite pragmas) and its migration
+    # transaction (SQLite's foreign keys off while batch mode rebuilds tables).
+    engine = make_engine(_url())
+    try:
+        with migrating(engine) as conn:
+            _run(conn)
+    finally:
+        engine.dispose()
 
 
 def _run(connection) -> None:  # type: ignore[no-untyped-def]
@@ -43,8 +57,8 @@ def _run(connection) -> None:  # type: ignore[no-untyped-def]
     context.configure(
         connection=connection,
         target_metadata=metadata,
-        include_name=include_name,  # the search index lives outside metadata (migration 0006)
         render_as_batch=True,
+        **COMPARE_OPTIONS,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -1,5 +1,5 @@
 // Domains: a sortable, filterable table with each host's robots.txt (viewable), politeness
-// and the admin's reset.
+// and the admin's reset and per-domain settings (domainsettings.js).
 
 import { api, describe } from "../api.js";
 import { field, fill, h } from "../dom.js";
@@ -7,8 +7,10 @@ import { num, relative, time } from "../format.js";
 import { Pager } from "../pager.js";
 import { isAdmin } from "../session.js";
 import { dataTable } from "../table.js";
+import { editDomainSettings } from "./domainsettings.js";
 
 function breaker(row) {
+  if (row.paused) return "paused";
   if (row.breaker_state || row.breaker) return row.breaker_state || row.breaker;
   return row.allowed === false ? "disabled" : "allowed";
 }
@@ -81,7 +83,9 @@ export function render(main) {
       { key: "robots_status", label: "robots.txt", sortable: true, render: (r) => h("button", { type: "button", onclick: () => showRobots(r.host), "aria-label": `View robots.txt of ${r.host}` }, r.robots_status ? `${r.robots_status} · view` : "view") },
       { key: "breaker", label: "State", sortable: true, value: breaker, render: (r) => h("span", { class: `badge ${breaker(r) === "allowed" || breaker(r) === "closed" ? "ok" : "bad"}` }, breaker(r)) },
       { key: "next_allowed_at", label: "Next allowed", sortable: true, render: (r) => relative(r.next_allowed_at) },
-      isAdmin() ? { key: "actions", label: "Actions", render: (r) => h("button", { type: "button", class: "danger", onclick: () => reset(r.host), "aria-label": `Reset ${r.host}` }, "Reset") } : null,
+      isAdmin() ? { key: "actions", label: "Actions", render: (r) => h("span", {},
+        h("button", { type: "button", onclick: () => editDomainSettings(r.host, load), "aria-label": `Settings of ${r.host}` }, "Settings"), " ",
+        h("button", { type: "button", class: "danger", onclick: () => reset(r.host), "aria-label": `Reset ${r.host}` }, "Reset")) } : null,
     ].filter(Boolean);
     fill(box,
       dataTable({
