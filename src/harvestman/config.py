@@ -81,6 +81,9 @@ class Settings(BaseSettings):
         description="a redelivered execution is taken over after its lock"
         " was not renewed for this long",
     )
+    broker_publish_timeout: float = Field(
+        10.0, gt=0, le=300, description="a publish not confirmed by then fails (s)"
+    )
     broker_max_queued: int = Field(
         1000, ge=1, le=1_000_000, description="executions published and not yet taken, at most"
     )

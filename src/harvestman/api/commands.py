@@ -151,7 +151,10 @@ def _executions_queue(settings: Settings) -> Any:
     from harvestman.jobs.broker import ExecutionQueue
 
     return ExecutionQueue(
-        settings.broker_url, settings.broker_queue_prefix, prefetch=settings.broker_prefetch
+        settings.broker_url,
+        settings.broker_queue_prefix,
+        prefetch=settings.broker_prefetch,
+        publish_timeout=settings.broker_publish_timeout,
     )
 
 

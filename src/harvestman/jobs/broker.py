@@ -100,10 +100,15 @@ class Delivery:
 class ExecutionQueue:
     """The executions queue on one RabbitMQ; ``async with`` connects and declares it."""
 
-    def __init__(self, url: str, prefix: str, *, prefetch: int = 1) -> None:
+    def __init__(
+        self, url: str, prefix: str, *, prefetch: int = 1, publish_timeout: float = 10.0
+    ) -> None:
         self.url = url
         self.name = f"{prefix}.executions"
         self.prefetch = prefetch
+        # A publish waits for the broker's confirm; a broker away (or reconnecting) must not
+        # hold a poll or an API request longer than this.
+        self.publish_timeout = publish_timeout
         self._connection: AbstractRobustConnection | None = None
         self._channel: AbstractChannel | None = None
         self._queue: AbstractQueue | None = None
@@ -146,6 +151,7 @@ class ExecutionQueue:
                     priority=priority,
                 ),
                 routing_key=self.name,
+                timeout=self.publish_timeout,
             )
         except Exception as exc:
             raise BrokerUnavailable(f"{type(exc).__name__}: {exc}") from exc

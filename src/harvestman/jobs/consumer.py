@@ -168,7 +168,10 @@ async def consumer_for(settings: Settings, store: SqlStore) -> AsyncIterator[Exe
     from harvestman.store.jobs.db import JobStore
 
     queue = ExecutionQueue(
-        settings.broker_url, settings.broker_queue_prefix, prefetch=settings.broker_prefetch
+        settings.broker_url,
+        settings.broker_queue_prefix,
+        prefetch=settings.broker_prefetch,
+        publish_timeout=settings.broker_publish_timeout,
     )
     async with JobStore(store.engine) as job_store, queue:
         crawler = functools.partial(Crawler, worker_mode=True, exit_when_done=True)
