@@ -5,11 +5,14 @@ when unpublished; and the queue itself on the real RabbitMQ."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 import uuid
 
 import pytest
 
-from conftest import require_service
+from apiclient import running_api
+from conftest import SettingsFactory, require_service
 from harvestman.jobs import Action, ExecutionResult, ExecutionStatus, JobStatus, JobStore
 from harvestman.jobs.broker import (
     PRIORITY_MANUAL,
@@ -28,6 +31,8 @@ from test_jobs_scheduler import NOW, Clock, _job, clock, store
 __all__ = ["clock", "store"]  # the fixtures, shared with the scheduler's tests
 
 QUEUED = queued_holder("leader")
+SOURCE = {"name": "site", "start_urls": ["http://127.0.0.1:9/"], "enabled": False}
+JOB = {"url": "http://127.0.0.1:9/", "interval_minutes": 60, "next_run_at": NOW}
 
 
 async def _queued(store: JobStore) -> tuple[int, int]:
@@ -220,3 +225,34 @@ async def test_an_unreachable_broker_is_broker_unavailable() -> None:
     with pytest.raises(BrokerUnavailable):
         async with ExecutionQueue("amqp://guest:guest@127.0.0.1:1/", "test"):
             pass
+
+
+@pytest.mark.parametrize("broker_up", [True, False])
+async def test_a_force_run_is_published_at_once_or_left_due_for_the_leader(
+    make_settings: SettingsFactory, broker_up: bool
+) -> None:
+    if broker_up:
+        require_service("RabbitMQ", "127.0.0.1", 5672)
+    prefix = f"test-{uuid.uuid4().hex[:8]}"
+    async with running_api(make_settings(), scheduler=True) as api:
+        source = (await api.post("/api/v1/sources", json=SOURCE)).json()
+        job = (await api.post("/api/v1/jobs", json={**JOB, "source_id": source["id"]})).json()
+        queue = ExecutionQueue(BROKER_URL, prefix)
+        async with contextlib.AsyncExitStack() as stack:
+            if broker_up:
+                await stack.enter_async_context(queue)
+            scheduler = api.app.state.ctx.scheduler
+            scheduler.dispatcher = Dispatcher(api.jobs, queue, instance_id="leader")
+
+            answer = await api.post(f"/api/v2/jobs/{job['id']}/force-run")
+            depth = await queue.depth() if broker_up else 0
+        if broker_up:
+            await delete_queue(prefix)
+
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    if broker_up:  # claimed for the workers and published
+        assert (body["status"], body["locked_by"], depth) == ("running", QUEUED, 1)
+    else:  # still due: the leader's next poll publishes it
+        assert (body["status"], body["locked_by"]) == ("scheduled", None)
+        assert body["next_run_at"] <= time.time()

@@ -158,13 +158,15 @@ class ExecutionQueue:
 
     async def depth(self) -> int:
         """Messages waiting in the queue (not those handed to consumers)."""
-        if self._channel is None:
+        if self._queue is None:
             raise BrokerUnavailable("the executions queue is not open")
         try:
-            declared = await self._channel.declare_queue(self.name, passive=True)
+            # Declared again (the same arguments: a no-op) for a fresh count; a robust
+            # channel's declare_queue answers the queue it declared first, count and all.
+            declared = await self._queue.declare()
         except Exception as exc:
             raise BrokerUnavailable(f"{type(exc).__name__}: {exc}") from exc
-        return int(declared.declaration_result.message_count or 0)
+        return int(declared.message_count or 0)
 
     async def consume(self, on_delivery: Callable[[Delivery], Awaitable[None]]) -> str:
         """Hand each message to ``on_delivery``, at most ``prefetch`` unacked at a time, until
