@@ -256,7 +256,7 @@ async def _work(settings: Settings, store: SqlStore, exit_when_done: bool) -> in
         if settings.broker_url:  # job executions from the broker, beside the frontier crawl
             from harvestman.jobs.consumer import consumer_for
 
-            executions = consumer_for(settings, store)
+            executions = consumer_for(settings, store, coordinator)
         async with executions as consumer:
 
             def on_signal() -> None:

@@ -41,6 +41,7 @@ from harvestman.store.jobs.handover import Verdict
 
 if TYPE_CHECKING:
     from harvestman.config import Settings
+    from harvestman.coord import Coordinator
     from harvestman.store import SqlStore
 
 log = logging.getLogger(__name__)
@@ -159,10 +160,14 @@ class ExecutionConsumer:
 
 
 @contextlib.asynccontextmanager
-async def consumer_for(settings: Settings, store: SqlStore) -> AsyncIterator[ExecutionConsumer]:
+async def consumer_for(
+    settings: Settings, store: SqlStore, coordinator: Coordinator | None = None
+) -> AsyncIterator[ExecutionConsumer]:
     """The consumer ``harvestman worker`` runs when ``broker_url`` is set: its own job store
     on ``store``'s engine, its connection to the broker, and runs that wait for the URLs a
-    former holder had leased (``worker_mode``) instead of ending without them."""
+    former holder had leased (``worker_mode``) instead of ending without them. The runs share
+    the worker's ``coordinator`` (its Redis): the host gate that keeps every host's delay
+    across workers, also between an execution and the one that resumes it elsewhere."""
     from harvestman.crawl import Crawler
     from harvestman.jobs.runner import EngineRunner
     from harvestman.store.jobs.db import JobStore
@@ -174,7 +179,9 @@ async def consumer_for(settings: Settings, store: SqlStore) -> AsyncIterator[Exe
         publish_timeout=settings.broker_publish_timeout,
     )
     async with JobStore(store.engine) as job_store, queue:
-        crawler = functools.partial(Crawler, worker_mode=True, exit_when_done=True)
+        crawler = functools.partial(
+            Crawler, worker_mode=True, exit_when_done=True, coordinator=coordinator
+        )
         runner = EngineRunner(settings, store, engine_factory=crawler)
         scheduler = Scheduler(
             job_store, runner, max_concurrent=0, poll_interval=settings.broker_renew_interval
