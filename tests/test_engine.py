@@ -184,3 +184,18 @@ async def test_garbage_pages_are_recorded_with_their_reasons_and_good_short_page
     assert site.hits["/garbage/denied.html"] == 2
     assert states["/garbage/enable-js.html"] == ("completed", "ContentRejected")
     assert engine.stats["validate/soft/needs_js"] == 1
+
+
+async def test_a_crawler_stopped_while_it_starts_ends_without_fetching(
+    site: TestSite, make_settings: SettingsFactory
+) -> None:
+    # A worker stopped (SIGTERM) during its start-up must not keep crawling: the stop came
+    # before the crawl had a task to cancel.
+    settings = make_settings()
+    async with SqlStore(settings.database_url) as store:
+        await store.upgrade()
+        crawler = Crawler(settings, store, [site.url()], worker_mode=True, exit_when_done=False)
+        crawler.stop()
+        await crawler.run()
+    assert crawler.stopped_early
+    assert site.log == []

@@ -63,6 +63,31 @@ class Settings(BaseSettings):
     frontier_sweep_interval: float = Field(60.0, gt=0, description="stale-lease sweep period")
     frontier_refresh_interval: float = Field(5.0, gt=0, description="look for others' new work")
 
+    # job executions over RabbitMQ (serve publishes, harvestman worker consumes)
+    broker_url: str = Field("", repr=False, description="amqp://... ('': run executions in serve)")
+    broker_queue_prefix: str = Field(
+        "harvestman", min_length=1, max_length=100, description="prefix of the broker's queues"
+    )
+    broker_prefetch: int = Field(
+        1, ge=1, le=64, description="executions a worker runs at once (its unacked messages)"
+    )
+    broker_renew_interval: float = Field(
+        2.0, gt=0, le=300, description="a worker renews its locks and looks for cancels every"
+    )
+    broker_takeover_seconds: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="a redelivered execution is taken over after its lock"
+        " was not renewed for this long",
+    )
+    broker_publish_timeout: float = Field(
+        10.0, gt=0, le=300, description="a publish not confirmed by then fails (s)"
+    )
+    broker_max_queued: int = Field(
+        1000, ge=1, le=1_000_000, description="executions published and not yet taken, at most"
+    )
+
     # crawl
     crawl_name: str = Field("default", min_length=1, max_length=200, description="namespace")
     crawl_max_pages: int = Field(0, ge=0, description="stop after this many fetches (0: no limit)")
@@ -416,6 +441,16 @@ class Settings(BaseSettings):
                     f"pattern of {len(pattern)} characters is longer than"
                     f" pattern_max_length ({self.pattern_max_length})"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _takeover_after_renewals(self) -> Settings:
+        # A live holder renews several times within the takeover time, or it loses its runs.
+        if self.broker_takeover_seconds < 3 * self.broker_renew_interval:
+            raise ValueError(
+                f"broker_takeover_seconds ({self.broker_takeover_seconds}) must be at least"
+                f" 3 × broker_renew_interval ({self.broker_renew_interval})"
+            )
         return self
 
     @model_validator(mode="after")

@@ -112,7 +112,7 @@ async def _serve(
 
     async with SqlStore(settings.database_url) as store:
         await store.prepare_schema()
-        async with JobStore(store.engine) as job_store:
+        async with JobStore(store.engine) as job_store, _executions_queue(settings) as queue:
             events = make_source_events(api_settings.redis_url, api_settings.redis_prefix)
             scheduler = Scheduler(
                 job_store,
@@ -122,6 +122,15 @@ async def _serve(
                 backups=backup_schedule(settings),
                 log_flush_interval=settings.jobs_log_flush_interval,
             )
+            if queue is not None:  # executions run on the workers: the leader publishes them
+                from harvestman.jobs.dispatch import Dispatcher
+
+                scheduler.dispatcher = Dispatcher(
+                    job_store,
+                    queue,
+                    instance_id=scheduler.instance_id,
+                    max_queued=settings.broker_max_queued,
+                )
             crawl_workers = CrawlWorkers.from_settings(settings, store, store.is_embedded)
             app = create_app(
                 settings,
@@ -149,6 +158,22 @@ async def _serve(
                 await uvicorn.Server(config).serve()
             finally:
                 await events.close()
+
+
+def _executions_queue(settings: Settings) -> Any:
+    """The broker's executions queue when ``broker_url`` is set (an async context manager)."""
+    import contextlib
+
+    if not settings.broker_url:
+        return contextlib.nullcontext(None)
+    from harvestman.jobs.broker import ExecutionQueue
+
+    return ExecutionQueue(
+        settings.broker_url,
+        settings.broker_queue_prefix,
+        prefetch=settings.broker_prefetch,
+        publish_timeout=settings.broker_publish_timeout,
+    )
 
 
 def retention_rules(settings: Settings) -> RetentionRules:

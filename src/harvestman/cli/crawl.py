@@ -29,6 +29,8 @@ from harvestman.cli.stores import open_store
 from harvestman.errors import ConfigError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from harvestman.config import Settings
     from harvestman.store import SqlStore
 
@@ -235,6 +237,7 @@ async def _work(settings: Settings, store: SqlStore, exit_when_done: bool) -> in
         loop = asyncio.get_running_loop()
         stopping = False
         engines: list[Any] = []
+        consumers: list[Any] = []
 
         def on_signal() -> None:
             nonlocal stopping
@@ -244,6 +247,8 @@ async def _work(settings: Settings, store: SqlStore, exit_when_done: bool) -> in
             log.warning("stopping: finishing writes and releasing leases")
             for engine in engines:
                 engine.stop()
+            for consumer in consumers:
+                consumer.stop()
 
         def started(engine: Any) -> None:
             engines.append(engine)
@@ -251,11 +256,58 @@ async def _work(settings: Settings, store: SqlStore, exit_when_done: bool) -> in
             if stopping:
                 engine.stop()
 
+        def consuming(consumer: Any) -> None:
+            consumers.append(consumer)
+            if stopping:
+                consumer.stop()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, on_signal)
-        counts = await work(settings, store, exit_when_done=exit_when_done, started=started)
+        if settings.broker_url:  # job executions from the broker, beside the frontier crawl
+            counts = await _crawl_and_consume(settings, store, exit_when_done, started, consuming)
+        else:
+            counts = await work(settings, store, exit_when_done=exit_when_done, started=started)
         log.info("worker %s done: %s", engines[0].worker_id, counts.by_status)
         return 0
+
+
+async def _crawl_and_consume(
+    settings: Settings,
+    store: SqlStore,
+    exit_when_done: bool,
+    started: Callable[[Any], None],
+    consuming: Callable[[Any], None],
+) -> Any:
+    """The worker's frontier crawl and the broker's job executions side by side, sharing one
+    coordinator (Redis's host gate keeps every host's delay across both). A failed frontier
+    crawl stops the consumer; otherwise both run until a signal stops them."""
+    import asyncio
+
+    from harvestman.coord.choice import coordinator_for
+    from harvestman.crawl.liveness import worker_identity
+    from harvestman.crawl.workers import work
+    from harvestman.jobs.consumer import consumer_for
+
+    coordinator = coordinator_for(settings, store, worker_identity())
+    try:
+        async with consumer_for(settings, store, coordinator) as consumer:
+            consuming(consumer)
+            crawling = asyncio.create_task(
+                work(settings, store, exit_when_done=exit_when_done, started=started,
+                     coordinator=coordinator)
+            )  # fmt: skip
+            crawling.add_done_callback(
+                lambda done: (
+                    consumer.stop()
+                    if not done.cancelled() and done.exception() is not None
+                    else None
+                )
+            )
+            log.info("worker: consuming job executions")
+            await consumer.run()  # until a signal: executions keep coming
+            return await crawling
+    finally:
+        await coordinator.close()
 
 
 def _safe_url(url: str) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from harvestman.coord.choice import coordinator_for
+from harvestman.coord.interfaces import Coordinator
 from harvestman.crawl.crawler import Crawler
 from harvestman.errors import HarvestmanError
 from harvestman.records import CrawlCounts
@@ -34,19 +35,22 @@ async def work(
     *,
     exit_when_done: bool = False,
     started: Callable[[Crawler], None] | None = None,
+    coordinator: Coordinator | None = None,
 ) -> CrawlCounts:
     """Crawl as a worker on an open store until stopped (or, with ``exit_when_done``, until
     nothing is pending or leased anywhere); ``started`` gets the crawler before it runs, to
-    stop it later."""
+    stop it later. A ``coordinator`` passed in is shared with the caller, who closes it;
+    without one the run opens and closes its own."""
     engine = Crawler(settings, store, worker_mode=True, exit_when_done=exit_when_done)
-    coordinator = coordinator_for(settings, store, engine.worker_id)
-    engine.coordinator = coordinator
+    owned = coordinator is None
+    engine.coordinator = coordinator or coordinator_for(settings, store, engine.worker_id)
     if started is not None:
         started(engine)
     try:
         return await engine.run()
     finally:
-        await coordinator.close()
+        if owned:
+            await engine.coordinator.close()
 
 
 class CrawlWorkers:

@@ -7,7 +7,8 @@
         │   └── UnknownSource   a job names a source that does not exist        (API: 422)
         ├── NameTaken           another source already has that name            (API: 409)
         ├── JobStateError       an action the job's current state does not allow (API: 409)
-        └── EventsUnavailable   a source event could not be published or followed (Redis)
+        ├── EventsUnavailable   a source event could not be published or followed (Redis)
+        └── BrokerUnavailable   an execution could not be published or consumed (RabbitMQ)
 
 They live here until the lead moves them into ``harvestman.errors``; callers import them from
 ``harvestman.jobs``.
@@ -74,3 +75,10 @@ class JobStateError(JobsError):
 
 class EventsUnavailable(JobsError):
     """A source event could not be published or subscribed to (Redis is away)."""
+
+
+class BrokerUnavailable(JobsError):
+    """The message broker (RabbitMQ) could not be reached, or refused a message: the execution
+    stays with the store (its claim is undone, or its message is redelivered)."""
+
+    category = "network"

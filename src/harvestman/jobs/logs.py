@@ -75,6 +75,13 @@ class LogCapture(logging.Handler):
             self._logger.removeHandler(self)
             self._logger = None
 
+    def continue_after(self, execution_id: int, seq: int) -> None:
+        """Number ``execution_id``'s next lines after ``seq``: the lines another process
+        stored before this one took the execution over."""
+        with self._guard:
+            buffer = self._buffers.setdefault(execution_id, _Buffer())
+            buffer.seq = max(buffer.seq, seq)
+
     @contextlib.contextmanager
     def capture(self, execution_id: int, *, after: int = 0) -> Iterator[None]:
         """Route the log records of this context to ``execution_id`` until the block ends;

@@ -7,6 +7,8 @@
 - **Seeds**: the job's URL, then the source's start URLs. They are made due again before each
   run, so a recurring job re-fetches its start pages (with the stored ETag / Last-Modified) and
   follows their links to what is new or due; the rest of the namespace keeps its visited TTL.
+  A run that resumes an execution another worker began (a broker's takeover: more than one
+  of the execution's ``holders``) goes on from the namespace as it is.
 - **Result**: fetches finished (``items_crawled``), pages stored (``items_indexed``), the
   process CPU time and peak RSS while the run lasted (shared with anything else the process
   does meanwhile), the error and its stack trace when the crawl raised, and the SHA-256 of each
@@ -46,6 +48,7 @@ from harvestman.jobs.records import (
 )
 from harvestman.records import Outcome, UrlStatus
 from harvestman.store import SqlStore
+from harvestman.store.jobs.handover import HOLDERS
 from harvestman.store.jobs.start_pages import StartPages, StartState
 from harvestman.urls import UrlNormalizer, url_hash
 
@@ -174,9 +177,14 @@ class EngineRunner:
                 seeds = job_seeds(job, source)
                 start.update((url_hash(url), url) for url in self._normalized(seeds, source))
                 crawl_id = await self.store.ensure_crawl(namespace(source))
+                holders = execution.metadata.get(HOLDERS)
+                if holders:  # handed over by a broker: its lock history goes with the result
+                    result.metadata[HOLDERS] = holders
                 # Start URLs fetched before become pending again now (in-progress ones are
-                # leased by a crawl still running and are left to it).
-                await self.start_pages.make_due(crawl_id, list(start), self.clock())
+                # leased by a crawl still running and are left to it), unless this run
+                # resumes one another worker began: it made them due and may have fetched them.
+                if len(holders or []) <= 1:
+                    await self.start_pages.make_due(crawl_id, list(start), self.clock())
                 # Counted after the start pages are due again, as the crawler counts.
                 before = (await self.store.counts(crawl_id)).fetched
                 settings = source_settings(self.settings, source, fetched_before=before)
@@ -195,11 +203,11 @@ class EngineRunner:
                 engine = self.engine_factory(
                     settings, self.store, seeds, on_pages=on_pages, clock=self.clock
                 )
-                result.metadata = {
-                    "namespace": settings.crawl_name,
-                    "seeds": engine.seeds,
-                    "rejected_seeds": [list(pair) for pair in engine.rejected_seeds],
-                }
+                result.metadata.update(
+                    namespace=settings.crawl_name,
+                    seeds=engine.seeds,
+                    rejected_seeds=[list(pair) for pair in engine.rejected_seeds],
+                )
                 watcher = asyncio.create_task(_stop_on(stop, engine))
                 try:
                     await engine.run()

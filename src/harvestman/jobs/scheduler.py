@@ -9,6 +9,8 @@ the instance holding the ``LeaderLease``, and so does the data retention (``life
 per ``retention_interval`` (a day) across all instances, and so do the scheduled backups
 (``backups``: once per its interval, the same way). Source events (``jobs.events``) are
 followed as they come: a source enabled or disabled gets or loses its recurring job at once.
+With a ``dispatcher`` (``broker_url`` set) the leader publishes due jobs to the broker instead
+of running them, and ``harvestman worker`` runs them here through ``adopt`` (``jobs.consumer``).
 Time comes from the store's clock, so tests drive ``poll``, ``sweep``, ``retain``, ``back_up``
 and ``wait_idle`` by hand without sleeping.
 """
@@ -45,6 +47,7 @@ from harvestman.store.jobs.db import JobStore
 from harvestman.store.jobs.leader import LeaderLease
 
 if TYPE_CHECKING:
+    from harvestman.jobs.dispatch import Dispatcher
     from harvestman.lifecycle import RetentionReport, RetentionRules
     from harvestman.store.lifecycle.backups import BackupRun
     from harvestman.store.lifecycle.schedule import BackupSchedule
@@ -55,6 +58,9 @@ RETENTION = "retention"
 BACKUP = "backup"
 
 INTERRUPTED = "Interrupted: the service stopped during the run"
+
+SHUTDOWN = "shutdown"  # why runs are stopped: the service stops (failed, retried at once)
+HANDBACK = "handback"  # a broker worker stops: the execution goes back to the queue unfinished
 
 
 class Runner(Protocol):
@@ -73,7 +79,7 @@ class Runner(Protocol):
 class _Run:
     claim: Claim
     stop: asyncio.Event = field(default_factory=asyncio.Event)
-    reason: str | None = None  # why it was stopped: cancelled, lock_lost, shutdown
+    reason: str | None = None  # why it was stopped: cancelled, shutdown, handback
     task: asyncio.Task[None] | None = None
 
 
@@ -112,9 +118,11 @@ class Scheduler:
         retention: RetentionRules | None = None,
         retention_interval: float = 86400.0,
         backups: BackupSchedule | None = None,
+        dispatcher: Dispatcher | None = None,
     ) -> None:
         self.store = store
         self.runner = runner
+        self.dispatcher = dispatcher
         self.instance_id = instance_id or (
             f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         )
@@ -146,6 +154,7 @@ class Scheduler:
         self.log_writer = LogWriter(self.logs, store.executions)
         self._runs: dict[str, _Run] = {}
         self._stopping = asyncio.Event()
+        self._stop_reason: str | None = None
         self._next_sweep = 0.0
         self._snapshot: dict[str, Any] = {}
         self.counters = {
@@ -175,22 +184,37 @@ class Scheduler:
         """Renew running locks, stop cancelled runs, flush their logs, start due jobs."""
         started = time.perf_counter()
         self.logs.install()
-        for token in await self.store.locks.renew(list(self._runs)):
+        held = {token: run.claim.job.id for token, run in self._runs.items()}
+        for token in await self.store.locks.renew(held):
             run = self._runs.get(token)
             if run is not None and not run.stop.is_set():
                 run.reason = "cancelled"
                 run.stop.set()
         await self.log_writer.flush()
-        free = 0 if self._stopping.is_set() else self.max_concurrent - len(self._runs)
-        claims = await self.store.locks.claim_due(self.instance_id, free)
-        for claim in claims:
-            run = _Run(claim)
-            self._runs[claim.token] = run
-            run.task = asyncio.create_task(self._execute(run), name=f"job-{claim.job.id}")
+        if self.dispatcher is not None:  # the workers run them; the leader publishes them
+            lead = self.leader.is_leader and not self._stopping.is_set()
+            claims = await self.dispatcher.dispatch_due() if lead else []
+        else:
+            free = 0 if self._stopping.is_set() else self.max_concurrent - len(self._runs)
+            claims = await self.store.locks.claim_due(self.instance_id, free)
+            for claim in claims:
+                self.adopt(claim)
         self.counters["polls"] += 1
         self.counters["claimed"] += len(claims)
         self.last_poll_ms = (time.perf_counter() - started) * 1000
         return claims
+
+    def adopt(self, claim: Claim) -> asyncio.Task[None]:
+        """Run ``claim`` here: a run this instance claimed, or one a worker took from the
+        broker. Its lock is renewed (and its cancel seen) by each ``poll``; the task ends once
+        the run is recorded."""
+        run = _Run(claim)
+        if self._stop_reason is not None:  # adopted while the runs are being stopped
+            run.reason = self._stop_reason
+            run.stop.set()
+        self._runs[claim.token] = run
+        run.task = asyncio.create_task(self._execute(run), name=f"job-{claim.job.id}")
+        return run.task
 
     async def sweep(self) -> dict[str, int]:
         """Maintenance: clear stale locks, prune execution history (the leader runs it)."""
@@ -253,6 +277,17 @@ class Scheduler:
         while self._runs:
             tasks = [run.task for run in self._runs.values() if run.task is not None]
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def stop_runs(self, reason: str = SHUTDOWN) -> None:
+        """Stop every run here and wait for them: as the service stops (``shutdown``: failed,
+        retried at once as a new execution), or handed back to the broker unfinished
+        (``handback``: a stopping worker's, resumed by another). Runs adopted later stop at
+        once the same way."""
+        self._stop_reason = reason
+        for run in self._runs.values():
+            run.reason = run.reason or reason
+            run.stop.set()
+        await self.wait_idle()
 
     async def refresh_metrics(self) -> dict[str, Any]:
         """Aggregate the scheduler metrics (the service calls this every 30 s)."""
@@ -342,6 +377,8 @@ class Scheduler:
                 except Exception as exc:
                     log.exception("job %d: the run failed", job.id)
                     source, result = None, failure(exc)
+                if run.reason == HANDBACK and await self._hand_back(run):
+                    return
                 step = await self._next_step(run, source, result)
                 log.info(
                     "job %d: execution %d %s; job %s",
@@ -364,11 +401,24 @@ class Scheduler:
                 with contextlib.suppress(HarvestmanError):
                     await self.log_writer.flush(ending=execution.id)
 
+    async def _hand_back(self, run: _Run) -> bool:
+        """Return a stopped run's execution to the broker's queue, unfinished, for another
+        worker to resume; False when its lock is no longer this run's."""
+        claim = run.claim
+        if not await self.store.handover.hand_back(claim, self.instance_id):
+            return False
+        log.info(
+            "job %d: execution %d handed back: this worker is stopping",
+            claim.job.id,
+            claim.execution.execution_number,
+        )
+        return True
+
     async def _next_step(
         self, run: _Run, source: Source | None, result: ExecutionResult
     ) -> lifecycle.NextStep:
         job, now = run.claim.job, self.clock()
-        if run.reason == "shutdown":
+        if run.reason in (SHUTDOWN, HANDBACK):  # (a hand-back here found its lock gone)
             result.status = ExecutionStatus.FAILED
             result.error_message = INTERRUPTED
             return lifecycle.after_failure(job, now, count_attempt=False)
@@ -430,10 +480,7 @@ class Scheduler:
                 if self.events is not None:
                     group.create_task(self._follow_sources())
         finally:
-            for run in self._runs.values():
-                run.reason = run.reason or "shutdown"
-                run.stop.set()
-            await self.wait_idle()
+            await self.stop_runs()
             with contextlib.suppress(HarvestmanError):
                 await self.leader.release()
             self.logs.uninstall()

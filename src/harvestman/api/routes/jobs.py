@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -12,7 +13,9 @@ from harvestman.api.context import ApiContext, context_of
 from harvestman.api.params import Admin, Cursor, Id, Limit, Offset, User
 from harvestman.api.schemas import JobIn, JobOut, JobUpdate, Page
 from harvestman.jobs import Action, IntervalType, Job, JobSpec, sync_enabled_sources
+from harvestman.jobs.errors import BrokerUnavailable
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["jobs"])
 
 JobState = Literal["pending", "scheduled", "running", "completed", "failed", "paused", "cancelled"]
@@ -128,9 +131,25 @@ async def delete_job(request: Request, job_id: Id, _: Admin) -> Response:
 async def _act(request: Request, job_id: int, action: Action) -> JobOut:
     ctx = context_of(request)
     job = await ctx.job_store.jobs.act(job_id, action)
+    if action in (Action.FORCE_RUN, Action.RETRY):
+        job = await _dispatch(ctx, job)
     ctx.counts.forget("jobs")  # its status changed: the counts per status did
     (out,) = await _out(ctx, job)
     return out
+
+
+async def _dispatch(ctx: ApiContext, job: Job) -> Job:
+    """With a broker, a job made due by hand is published now rather than at the next poll;
+    when the broker is away it stays due and the leader publishes it later."""
+    dispatcher = ctx.scheduler.dispatcher if ctx.scheduler is not None else None
+    if dispatcher is None:
+        return job
+    try:
+        if await dispatcher.dispatch(job.id) is not None:
+            return await ctx.job_store.jobs.get(job.id)
+    except BrokerUnavailable as exc:
+        log.warning("job %d: not published (%s); the scheduler publishes it later", job.id, exc)
+    return job
 
 
 @router.post("/api/v1/jobs/{job_id}/pause", response_model=JobOut)

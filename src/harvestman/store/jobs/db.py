@@ -31,7 +31,8 @@ class JobStore:
     """Sources, jobs, executions, logs, adaptive state and scheduler leases.
 
     Use as ``async with JobStore(engine_or_url) as store``; ``store.sources``, ``store.jobs``,
-    ``store.executions``, ``store.locks`` and ``store.recurring`` hold the queries. Pass the
+    ``store.executions``, ``store.locks``, ``store.recurring`` and ``store.handover``
+    (executions handed over through a broker) hold the queries. Pass the
     crawl store's engine (``SqlStore.engine``) to share its connection pool; a URL makes an
     engine of its own.
     ``clock`` is the time every query uses (tests pass a controllable one).
@@ -41,6 +42,7 @@ class JobStore:
         # Here, not at the top: the repositories import harvestman.jobs's records, and that
         # package imports JobStore while it loads.
         from harvestman.store.jobs.executions import ExecutionRepository
+        from harvestman.store.jobs.handover import ExecutionHandover
         from harvestman.store.jobs.locks import JobLocks
         from harvestman.store.jobs.recurring import RecurringJobs
         from harvestman.store.jobs.repository import JobRepository
@@ -57,6 +59,7 @@ class JobStore:
         self.executions = ExecutionRepository(self)
         self.locks = JobLocks(self)
         self.recurring = RecurringJobs(self)
+        self.handover = ExecutionHandover(self)
 
     async def __aenter__(self) -> JobStore:
         self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="harvestman-jobs")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, func, select, update
@@ -36,21 +36,27 @@ class JobLocks:
     def __init__(self, store: JobStore) -> None:
         self._store = store
 
-    async def claim_due(self, holder: str, limit: int) -> list[Claim]:
-        """Take up to ``limit`` due jobs (earliest first) and open an execution for each."""
+    async def claim_due(
+        self, holder: str, limit: int, *, only: Collection[int] | None = None
+    ) -> list[Claim]:
+        """Take up to ``limit`` due jobs (earliest first; among ``only`` when given) and open
+        an execution for each."""
         now = self._store.clock()
-        if limit <= 0:
+        if limit <= 0 or (only is not None and not only):
             return []
 
         def _claim() -> list[Claim]:
+            conditions = [
+                jobs.c.status.in_(_RUNNABLE),
+                jobs.c.next_run_at <= now,
+                jobs.c.is_paused.is_(False),
+                jobs.c.lock_token.is_(None),
+            ]
+            if only is not None:
+                conditions.append(jobs.c.id.in_(list(only)))
             query = (
                 select(jobs)
-                .where(
-                    jobs.c.status.in_(_RUNNABLE),
-                    jobs.c.next_run_at <= now,
-                    jobs.c.is_paused.is_(False),
-                    jobs.c.lock_token.is_(None),
-                )
+                .where(*conditions)
                 .order_by(jobs.c.next_run_at, jobs.c.id)
                 .limit(limit)
                 # SKIP LOCKED on PostgreSQL; SQLite compiles no FOR UPDATE (IMMEDIATE instead)
@@ -117,26 +123,24 @@ class JobLocks:
         execution.id = int(new_id[0])
         return execution
 
-    async def renew(self, tokens: Collection[str]) -> set[str]:
+    async def renew(self, tokens: Mapping[str, int] | Collection[str]) -> set[str]:
         """Renew the locks ``tokens``; return those whose run must stop: the job was cancelled,
-        or the lock is gone (swept as stale, so another instance may run the job)."""
+        or the lock is gone (swept as stale, or taken over, so another instance may run the
+        job). Given as a mapping of token -> job id, the rows are found by primary key: with
+        100,000 jobs, a renewal by token alone scans them all (no index on ``lock_token``):
+        140 ms a call (bench/jobs_broker_bench.py --lock-checks)."""
         if not tokens:
             return set()
         now = self._store.clock()
+        conditions = [jobs.c.lock_token.in_(list(tokens))]
+        if isinstance(tokens, Mapping):
+            conditions.append(jobs.c.id.in_(sorted(set(tokens.values()))))
 
         def _renew() -> set[str]:
             with self._store.begin() as conn:
-                conn.execute(
-                    update(jobs)
-                    .where(jobs.c.lock_token.in_(list(tokens)))
-                    .values(lock_acquired_at=now)
-                )
+                conn.execute(update(jobs).where(*conditions).values(lock_acquired_at=now))
                 held = dict(
-                    conn.execute(
-                        select(jobs.c.lock_token, jobs.c.status).where(
-                            jobs.c.lock_token.in_(list(tokens))
-                        )
-                    ).all()
+                    conn.execute(select(jobs.c.lock_token, jobs.c.status).where(*conditions)).all()
                 )
             return {t for t in tokens if held.get(t, JobStatus.CANCELLED) != JobStatus.RUNNING}
 
@@ -148,8 +152,10 @@ class JobLocks:
         """Close the execution and move the job to ``step`` (releasing the lock).
 
         If the job is no longer running under this lock it was cancelled (the execution ends
-        cancelled and the lock is released) or its lock was swept (the sweep already failed
-        the execution). Returns the job's state afterwards (None: the job was deleted).
+        cancelled and the lock is released), or its lock was swept (the sweep already failed
+        the execution) or taken over (``ExecutionHandover.take``: the new holder closes the
+        execution), and the execution is left alone. Returns the job's state afterwards
+        (None: the job was deleted).
         """
         now = self._store.clock()
         execution = claim.execution
@@ -182,8 +188,12 @@ class JobLocks:
                         .where(jobs.c.id == claim.job.id, jobs.c.lock_token == claim.token)
                         .values(lock_token=None, lock_acquired_at=None, locked_by=None)
                     ).rowcount
-                    if released:
-                        status = ExecutionStatus.CANCELLED
+                    if not released:  # swept or taken over: the execution is not ours
+                        state = conn.execute(
+                            select(jobs.c.status).where(jobs.c.id == claim.job.id)
+                        ).scalar()
+                        return None if state is None else JobStatus(state)
+                    status = ExecutionStatus.CANCELLED
                 conn.execute(
                     update(job_executions)
                     .where(

@@ -1,0 +1,244 @@
+"""Executions handed over through a message broker: claimed by the dispatcher, taken by the
+worker that consumes the message, taken over from a holder that stopped renewing.
+
+The dispatcher claims a due job with the usual compare-and-set (``JobLocks.claim_due``) under
+a holder named ``queued:<dispatcher>``: the job is running, its execution row is open, nobody
+runs it yet. The consumer then ``take``s the execution: a new lock token under its own name, so
+a former holder's renewals and ``finish`` no longer match and it stops (``lock_lost``). The
+decision is one transaction on the job's row and the execution's row; the message only names
+the execution.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Connection, delete, func, select, update
+
+from harvestman.jobs.records import Claim, Execution, ExecutionStatus
+from harvestman.jobs.states import JobStatus
+from harvestman.store.jobs.executions import execution_from_row
+from harvestman.store.jobs.repository import job_from_row
+from harvestman.store.jobs.tables import execution_logs, job_executions, jobs
+
+if TYPE_CHECKING:
+    from harvestman.store.jobs.db import JobStore
+
+QUEUED = "queued:"
+"""The ``locked_by`` prefix of an execution published and not yet taken by a worker."""
+
+
+HOLDERS = "holders"
+"""The execution metadata key of the workers that took it, in order (more than one: resumed)."""
+MAX_HOLDERS = 20
+
+
+def queued_holder(dispatcher: str) -> str:
+    return (QUEUED + dispatcher)[:128]
+
+
+class Verdict(enum.StrEnum):
+    """What a consumer does with an execution's message."""
+
+    TAKEN = "taken"  # run it (``Handover.claim``), ack when it is final
+    TAKEN_OVER = "taken_over"  # its holder stopped renewing: resume it
+    HELD = "held"  # a live holder runs it: look again later
+    GONE = "gone"  # final, cancelled while queued, or unknown: ack and drop
+
+
+@dataclass(slots=True, frozen=True)
+class Handover:
+    verdict: Verdict
+    claim: Claim | None = None
+    holder: str | None = None  # who held the lock before (taken over, or still holding)
+    log_seq: int = 0  # the last log line the execution has stored (a takeover goes on after)
+
+
+class ExecutionHandover:
+    """Taking, releasing and counting executions handed over through the broker."""
+
+    def __init__(self, store: JobStore) -> None:
+        self._store = store
+
+    async def take(
+        self, job_id: int, execution_id: int, holder: str, *, takeover_after: float
+    ) -> Handover:
+        """Take execution ``execution_id`` of job ``job_id`` for ``holder``.
+
+        TAKEN when it is queued; TAKEN_OVER when another holder's lock was not renewed for
+        ``takeover_after`` seconds; HELD while that holder renews it; GONE when the execution
+        is final or unknown, or its job was cancelled while it waited (the execution is then
+        closed ``cancelled`` and the queued lock released). On its first take the execution's
+        ``started_at`` becomes the time it was taken (the time it waited in the queue is not
+        run time); ``holder`` is added to its metadata's ``holders`` (a queued execution with
+        holders was handed back by a stopping worker, and is resumed).
+        """
+        now = self._store.clock()
+
+        def _take() -> Handover:
+            with self._store.begin() as conn:
+                execution = _execution(conn, execution_id)
+                row = (
+                    conn.execute(select(jobs).where(jobs.c.id == job_id).with_for_update())
+                    .mappings()
+                    .first()
+                )
+                if (
+                    execution is None
+                    or row is None
+                    or execution.job_id != job_id
+                    or execution.status is not ExecutionStatus.RUNNING
+                    or row["lock_token"] is None
+                ):
+                    return Handover(Verdict.GONE)
+                job = job_from_row(row)
+                before: str = row["locked_by"] or ""
+                renewed = row["lock_acquired_at"] or 0.0
+                queued = before.startswith(QUEUED)
+                stale = renewed < now - takeover_after
+                if job.status is not JobStatus.RUNNING:  # cancelled under the lock
+                    if not (queued or stale):
+                        return Handover(Verdict.HELD, holder=before)
+                    _close_cancelled(conn, job_id, row["lock_token"], execution_id, now)
+                    return Handover(Verdict.GONE, holder=before)
+                if not (queued or stale) or before == holder:
+                    return Handover(Verdict.HELD, holder=before)
+                token = uuid.uuid4().hex
+                taken = conn.execute(
+                    update(jobs)
+                    .where(jobs.c.id == job_id, jobs.c.lock_token == row["lock_token"])
+                    .values(lock_token=token, lock_acquired_at=now, locked_by=holder[:128])
+                ).rowcount
+                if taken != 1:
+                    return Handover(Verdict.HELD, holder=before)
+                # The holders so far, kept with the execution: its lock history.
+                holders = [*execution.metadata.get(HOLDERS, []), holder][-MAX_HOLDERS:]
+                execution.metadata = {**execution.metadata, HOLDERS: holders}
+                values: dict[str, object] = {"metadata": json.dumps(execution.metadata)}
+                if queued and len(holders) == 1:
+                    values["started_at"] = execution.started_at = now
+                conn.execute(
+                    update(job_executions)
+                    .where(job_executions.c.id == execution_id)
+                    .values(**values)
+                )
+                log_seq = 0
+                if len(holders) > 1:  # lines stored by a former holder: go on after them
+                    log_seq = conn.execute(
+                        select(func.coalesce(func.max(execution_logs.c.seq), 0)).where(
+                            execution_logs.c.execution_id == execution_id
+                        )
+                    ).scalar_one()
+                return Handover(
+                    Verdict.TAKEN if queued else Verdict.TAKEN_OVER,
+                    Claim(job, token, execution),
+                    holder=before,
+                    log_seq=int(log_seq),
+                )
+
+        return await self._store.run(_take)
+
+    async def hand_back(self, claim: Claim, dispatcher: str) -> bool:
+        """Put a running execution back in the queue's hands (its worker is stopping): the
+        lock passes to ``queued:<dispatcher>``, so the next worker that receives its message
+        takes it at once and resumes it. False when the lock was no longer ``claim``'s."""
+        now = self._store.clock()
+
+        def _hand_back() -> bool:
+            with self._store.begin() as conn:
+                return bool(
+                    conn.execute(
+                        update(jobs)
+                        .where(
+                            jobs.c.id == claim.job.id,
+                            jobs.c.lock_token == claim.token,
+                            jobs.c.status == JobStatus.RUNNING.value,
+                        )
+                        .values(lock_acquired_at=now, locked_by=queued_holder(dispatcher))
+                    ).rowcount
+                )
+
+        return await self._store.run(_hand_back)
+
+    async def unclaim(self, claim: Claim) -> bool:
+        """Undo a claim whose message could not be published: the job returns to the state
+        and due time it was claimed in, the execution row opened for it is removed."""
+
+        def _unclaim() -> bool:
+            with self._store.begin() as conn:
+                released = conn.execute(
+                    update(jobs)
+                    .where(jobs.c.id == claim.job.id, jobs.c.lock_token == claim.token)
+                    .values(
+                        status=claim.job.status.value,
+                        lock_token=None,
+                        lock_acquired_at=None,
+                        locked_by=None,
+                    )
+                ).rowcount
+                if released:
+                    conn.execute(
+                        delete(job_executions).where(job_executions.c.id == claim.execution.id)
+                    )
+            return bool(released)
+
+        return await self._store.run(_unclaim)
+
+    async def queued(self) -> int:
+        """Executions published and not yet taken by a worker (the broker's backlog)."""
+
+        def _count() -> int:
+            with self._store.read() as conn:
+                return int(
+                    conn.execute(
+                        select(func.count()).where(
+                            # a held lock has its time set: ix_jobs_lock_acquired_at serves it
+                            jobs.c.lock_acquired_at.is_not(None),
+                            jobs.c.lock_token.is_not(None),
+                            jobs.c.locked_by.startswith(QUEUED),
+                        )
+                    ).scalar_one()
+                )
+
+        return await self._store.run(_count)
+
+    async def is_final(self, execution_id: int) -> bool:
+        """Whether the execution has ended (or no longer exists): its message may be acked."""
+
+        def _final() -> bool:
+            with self._store.read() as conn:
+                execution = _execution(conn, execution_id)
+            return execution is None or execution.status is not ExecutionStatus.RUNNING
+
+        return await self._store.run(_final)
+
+
+def _execution(conn: Connection, execution_id: int) -> Execution | None:
+    row = (
+        conn.execute(select(job_executions).where(job_executions.c.id == execution_id))
+        .mappings()
+        .first()
+    )
+    return None if row is None else execution_from_row(row)
+
+
+def _close_cancelled(
+    conn: Connection, job_id: int, token: str, execution_id: int, now: float
+) -> None:
+    conn.execute(
+        update(jobs)
+        .where(jobs.c.id == job_id, jobs.c.lock_token == token)
+        .values(lock_token=None, lock_acquired_at=None, locked_by=None, updated_at=now)
+    )
+    conn.execute(
+        update(job_executions)
+        .where(
+            job_executions.c.id == execution_id,
+            job_executions.c.status == ExecutionStatus.RUNNING.value,
+        )
+        .values(status=ExecutionStatus.CANCELLED.value, completed_at=now, duration_ms=0)
+    )
