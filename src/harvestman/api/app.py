@@ -34,6 +34,7 @@ from harvestman.api.routes import crawl, events, executions, health, jobs, metri
 from harvestman.api.routes import errors as error_routes
 from harvestman.api.routes import login as login_routes
 from harvestman.api.routes import parsers as parser_routes
+from harvestman.api.routes import products as product_routes
 from harvestman.api.routes import scheduler as scheduler_routes
 from harvestman.api.routes import search as search_routes
 from harvestman.api.safety import UrlGuard
@@ -179,6 +180,7 @@ def create_app(
         parser_routes,
         error_routes,
         search_routes,
+        product_routes,
         login_routes,
     )
     for module in routers:

@@ -152,6 +152,7 @@ class PagePipeline:
         if outcome is None:
             outcome = outcomes.completed(request, result, record, outcomes.visited_ttl)
             outcome.products = work.products
+            outcome.recrawl = work.recrawl
             if work.extracted:
                 outcome.records = work.extracted.get("records")
                 outcome.parser_runs = work.extracted.get("parser_runs")

@@ -16,6 +16,7 @@ from harvestman.extract.plugins import ParserRegistry
 from harvestman.extract.products import DEFAULT_MAX_PRICE, scan_products
 from harvestman.fetch import FetchResult
 from harvestman.records import CrawlRequest, Outcome, UrlStatus
+from harvestman.recrawl import RecrawlRule
 from harvestman.simhash import NearDuplicateIndex, sample_text, simhash64, to_signed64
 from harvestman.stats import Stats
 from harvestman.validate import Validator, Verdict, VerdictStatus
@@ -187,15 +188,27 @@ class ProductsStep:
 
     on_rejected: ClassVar[bool] = False
 
-    def __init__(self, stats: Stats, max_price: Decimal = DEFAULT_MAX_PRICE) -> None:
+    def __init__(
+        self,
+        stats: Stats,
+        max_price: Decimal = DEFAULT_MAX_PRICE,
+        recrawl: RecrawlRule | None = None,
+    ) -> None:
         self.stats = stats
         self.max_price = max_price
+        self.recrawl = recrawl  # None: a product page is due again like any page
 
     @classmethod
     def from_settings(cls, settings: Settings, stats: Stats) -> Self | None:
         if not settings.extract_products:
             return None
-        return cls(stats, settings.extract_products_max_price)
+        recrawl = None
+        if settings.products_recrawl_interval > 0:
+            recrawl = RecrawlRule(
+                settings.products_recrawl_interval,
+                max(settings.products_recrawl_interval, settings.products_recrawl_max_interval),
+            )
+        return cls(stats, settings.extract_products_max_price, recrawl)
 
     def run(self, work: PageWork) -> None:
         if not work.is_success:
@@ -208,6 +221,7 @@ class ProductsStep:
             self.stats.inc("extract/products/rejected", scan.rejected)
         if scan.products:
             work.products = scan.products
+            work.recrawl = self.recrawl
             self.stats.inc("extract/products/pages")
             self.stats.inc("extract/products/found", len(scan.products))
 

@@ -21,6 +21,8 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    func,
+    text,
 )
 
 metadata = MetaData(
@@ -74,6 +76,10 @@ urls = Table(
     # page | sitemap | feed: what the body is parsed as.
     Column("kind", String(16), nullable=False, default="page", server_default="page"),
     Column("lastmod", Float),  # a sitemap's or feed's claim of the last change
+    # A product page's re-crawls in a row that found its prices and availability unchanged
+    # (migration 0015): its next re-crawl is the adaptive interval of this count. NULL: not a
+    # product page, or never re-crawled since.
+    Column("recrawl_unchanged", SmallInteger),
     UniqueConstraint("crawl_id", "url_hash"),
     # Leasing: the ready rows of one host in priority order; also serves "which hosts have
     # pending work" and the stale-lease sweep (status = in_progress).
@@ -223,7 +229,36 @@ products = Table(
     Column("content_hash", String(64), nullable=False),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),  # moves only when content_hash changes
+    Column("host", String(300)),  # of page_url, lower case (migration 0015 filled older rows)
     UniqueConstraint("crawl_id", "url_hash", "position"),
+    # The product query's orders (store/products/query.py): each ends in id, the keyset's
+    # tie-break; a filter on availability or currency is walked in price order.
+    Index("ix_products_price", "price", "id"),
+    Index("ix_products_rating", "rating", "id"),
+    Index("ix_products_updated_at", "updated_at", "id"),
+    Index("ix_products_availability", "availability", "price", "id"),
+    Index("ix_products_currency", "currency", "price", "id"),
+    Index("ix_products_host", "host", "id"),
+    Index("ix_products_parser", "parser", "id"),
+    # Brand and category are text of any length: a PostgreSQL B-tree entry over ~2,700 bytes
+    # is refused with the batch, so only their first 100 characters are indexed (lower case:
+    # the filter ignores case).
+    Index("ix_products_brand", func.lower(func.substr(text("brand"), 1, 100))),
+    Index("ix_products_category", func.lower(func.substr(text("category"), 1, 100))),
+)
+
+# Each change of a product's price, currency or availability, and its first sighting, written
+# in the batch that stored the product (store/products/history.py; migration 0015).
+product_history = Table(
+    "product_history",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("product_id", Id, ForeignKey("products.id", ondelete="CASCADE"), nullable=False),
+    Column("price", Numeric(18, 4)),
+    Column("currency", String(3)),
+    Column("availability", String(16)),
+    Column("changed_at", Float, nullable=False),
+    Index("ix_product_history_product_id", "product_id", "changed_at", "id"),
 )
 
 images = Table(

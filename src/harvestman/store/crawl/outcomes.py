@@ -11,9 +11,11 @@ from sqlalchemy import Connection, bindparam, func, select, update
 
 from harvestman.errors import RobotsDenied, error_category
 from harvestman.records import NewUrl, Outcome
+from harvestman.recrawl import RecrawlRule
 from harvestman.store import dialect, isolation, parsed
 from harvestman.store.connection import StoreConnection
 from harvestman.store.crawl.frontier import insert_urls
+from harvestman.store.products import history
 from harvestman.store.schema import crawled_pages, domains, error_logs, images, products, urls
 
 _PAGE_COLUMNS = (
@@ -150,40 +152,51 @@ class OutcomeRepository(StoreConnection):
         self, conn: Connection, crawl_id: int, outcomes: Sequence[Outcome], now: float
     ) -> None:
         """Upsert each page's products by position; an unchanged one (same content hash) is
-        not rewritten, so its ``updated_at`` tells when it last changed."""
+        not rewritten, so its ``updated_at`` tells when it last changed. A change of price,
+        currency or availability (or a first sighting) adds a ``product_history`` row, and a
+        page with a re-crawl rule is made due by it (``store.products.history``)."""
         if not outcomes:
             return
         hashes = [o.request.url_hash for o in outcomes]
         known = {
-            (row.url_hash, row.position): (row.id, row.content_hash)
+            (row.url_hash, row.position): row
             for row in conn.execute(
                 select(products.c.id, products.c.url_hash, products.c.position,
-                       products.c.content_hash)
+                       products.c.content_hash, *(products.c[n] for n in history.TRACKED))
                 .where(products.c.crawl_id == crawl_id, products.c.url_hash.in_(hashes))
             )
         }  # fmt: skip
+        changes: list[dict[str, Any]] = []
+        recrawls: dict[int, tuple[RecrawlRule, bool]] = {}
         for outcome in outcomes:
             url_hash = outcome.request.url_hash
             found = outcome.products or []
+            changed = False
             for position, product in enumerate(found):
                 digest = product.content_hash()
                 existing = known.get((url_hash, position))
-                if existing is not None and existing[1] == digest:
+                if existing is not None and existing.content_hash == digest:
                     continue
                 values = _product_row(product, digest, now)
                 if existing is None:
                     product_id = conn.execute(
                         products.insert()
                         .values(crawl_id=crawl_id, url_hash=url_hash, position=position,
-                                page_url=outcome.request.url, created_at=now, **values)
+                                page_url=outcome.request.url, host=outcome.request.host,
+                                created_at=now, **values)
                         .returning(products.c.id)
                     ).scalar_one()  # fmt: skip
+                    changes.append(history.history_row(product_id, values, now))
+                    changed = True
                 else:
-                    product_id = existing[0]
+                    product_id = existing.id
                     conn.execute(
                         update(products).where(products.c.id == product_id).values(**values)
                     )
                     conn.execute(images.delete().where(images.c.product_id == product_id))
+                    if history.is_change(existing._mapping, values):
+                        changes.append(history.history_row(product_id, values, now))
+                        changed = True
                 if product.image_details:
                     conn.execute(
                         images.insert(),
@@ -194,10 +207,15 @@ class OutcomeRepository(StoreConnection):
                         ],
                     )  # fmt: skip
             gone = [
-                pid for (h, pos), (pid, _) in known.items() if h == url_hash and pos >= len(found)
+                row.id for (h, pos), row in known.items() if h == url_hash and pos >= len(found)
             ]
             if gone:
                 conn.execute(products.delete().where(products.c.id.in_(gone)))
+                changed = True
+            if outcome.recrawl is not None and found:
+                recrawls[outcome.request.id] = (outcome.recrawl, changed)
+        history.write_history(conn, changes)
+        history.apply_recrawl(conn, recrawls, now)
 
 
 def _product_row(product: Any, digest: str, now: float) -> dict[str, Any]:

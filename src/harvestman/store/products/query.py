@@ -1,0 +1,134 @@
+"""The product query: filters, an order and keyset pages over ``products``.
+
+A page is ``WHERE <filters> AND (sort, id) > (:value, :id) ORDER BY sort, id LIMIT n`` (``<``
+and DESC when descending): every order is an index ending in ``id`` (migration 0015), so page
+10,000 costs what page 1 does. Products without the sorted value (no price, no rating) are not
+in a list sorted by it: NULLs sort differently on SQLite and PostgreSQL, and a keyset over them
+needs a second range. The cursor key is the last row's sort value and id as one string.
+
+>>> key = ProductQuery(sort="price").key_of({"price": Decimal("12.5000"), "id": 7})
+>>> key, ProductQuery(sort="price").parse_key(key)
+('12.5|7', (Decimal('12.5'), 7))
+>>> ProductQuery(sort="changed").parse_key("1800000000.25|3")
+(1800000000.25, 3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, literal_column, tuple_
+from sqlalchemy import func as sql
+
+from harvestman.store.schema import products
+
+SORTS = ("price", "rating", "changed")
+_SORT_COLUMNS = {
+    "price": products.c.price,
+    "rating": products.c.rating,
+    "changed": products.c.updated_at,
+}
+# The length of brand and category the indexes hold (schema.py: ix_products_brand).
+INDEXED_CHARS = 100
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProductQuery:
+    """Which products, in which order. Every filter is optional; ``availability`` is any of."""
+
+    crawl_id: int | None = None
+    min_price: Decimal | None = None
+    max_price: Decimal | None = None
+    currency: str | None = None
+    availability: tuple[str, ...] = ()
+    brand: str | None = None  # equal, ignoring case
+    category: str | None = None  # equal, ignoring case
+    min_rating: Decimal | None = None
+    domain: str | None = None  # the page's host; example.com also www.example.com
+    parser: str | None = None  # name@version, or a name: any of its versions
+    since: float | None = None  # changed at or after (epoch seconds)
+    sort: str = "changed"
+    descending: bool = True
+
+    def conditions(self) -> list[ColumnElement[bool]]:
+        c = products.c
+        where: list[ColumnElement[bool]] = []
+        if self.crawl_id is not None:
+            where.append(c.crawl_id == self.crawl_id)
+        if self.min_price is not None:
+            where.append(c.price >= self.min_price)
+        if self.max_price is not None:
+            where.append(c.price <= self.max_price)
+        if self.currency:
+            where.append(c.currency == self.currency.upper())
+        if self.availability:
+            where.append(c.availability.in_(self.availability))
+        if self.brand:
+            where.extend(_equal_ignoring_case(c.brand, self.brand))
+        if self.category:
+            where.extend(_equal_ignoring_case(c.category, self.category))
+        if self.min_rating is not None:
+            where.append(c.rating >= self.min_rating)
+        if self.domain:
+            host = self.domain.strip().lower().rstrip(".")
+            where.append(c.host.in_([host, f"www.{host}"]))
+        if self.parser:
+            if "@" in self.parser:
+                where.append(c.parser == self.parser)
+            else:
+                where.append(c.parser.startswith(f"{self.parser}@", autoescape=True))
+        if self.since is not None:
+            where.append(c.updated_at >= self.since)
+        if self.sort != "changed":
+            where.append(self.sort_column.is_not(None))
+        return where
+
+    @property
+    def sort_column(self) -> Any:
+        return _SORT_COLUMNS[self.sort]
+
+    def paged(self, query: Select[Any], after: tuple[Any, int] | None, limit: int) -> Select[Any]:
+        """``query`` filtered, cut past ``after`` (a parsed key) and ordered, one row more
+        than ``limit``."""
+        column, ident = self.sort_column, products.c.id
+        query = query.where(*self.conditions())
+        if after is not None:
+            pair, past = tuple_(column, ident), tuple_(*after)
+            query = query.where(pair < past if self.descending else pair > past)
+        order = (column.desc(), ident.desc()) if self.descending else (column.asc(), ident.asc())
+        return query.order_by(*order).limit(limit + 1)
+
+    def key_of(self, row: Any) -> str:
+        """The cursor key after ``row`` (its sort value and id)."""
+        value = row[self.sort_column.name]
+        text = (
+            format(Decimal(value).normalize(), "f") if isinstance(value, Decimal) else repr(value)
+        )
+        return f"{text}|{row['id']}"
+
+    def parse_key(self, key: str) -> tuple[Any, int]:
+        """The sort value and id a key of this query holds; ValueError for any other."""
+        value, _, ident = key.rpartition("|")
+        try:
+            parsed: Any = float(value) if self.sort == "changed" else Decimal(value)
+            number = int(ident)
+        except (ValueError, InvalidOperation):
+            raise ValueError(key) from None
+        if not parsed.is_finite() or number < 1:
+            raise ValueError(key)
+        return parsed, number
+
+
+def _equal_on_prefix(column: Any, value: str) -> ColumnElement[bool]:
+    # Written as the index's expression with literal bounds: a bound parameter in its place
+    # would not match the index on PostgreSQL.
+    prefix = sql.lower(sql.substr(column, literal_column("1"), literal_column(str(INDEXED_CHARS))))
+    return prefix == value.lower()[:INDEXED_CHARS]
+
+
+def _equal_ignoring_case(column: Any, value: str) -> Sequence[ColumnElement[bool]]:
+    """The indexed prefix first (it finds the rows), then the whole value (it decides)."""
+    return [_equal_on_prefix(column, value), sql.lower(column) == value.lower()]
