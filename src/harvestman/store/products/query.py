@@ -15,6 +15,7 @@ needs a second range. The cursor key is the last row's sort value and id as one 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -117,7 +118,7 @@ class ProductQuery:
             number = int(ident)
         except (ValueError, InvalidOperation):
             raise ValueError(key) from None
-        if not parsed.is_finite() or number < 1:
+        if not math.isfinite(parsed) or number < 1:
             raise ValueError(key)
         return parsed, number
 
