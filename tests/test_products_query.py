@@ -157,5 +157,5 @@ def test_a_product_comes_with_its_images_offers_and_sightings(
 def test_a_key_the_query_cannot_have_made_is_refused(
     store: SqlStore, crawl_id: int, key: str
 ) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not a cursor key"):
         store.list_products(ProductQuery(crawl_id=crawl_id, sort="price"), after=key)

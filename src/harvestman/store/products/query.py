@@ -117,9 +117,9 @@ class ProductQuery:
             parsed: Any = float(value) if self.sort == "changed" else Decimal(value)
             number = int(ident)
         except (ValueError, InvalidOperation):
-            raise ValueError(key) from None
+            raise ValueError(f"not a cursor key: {key!r}") from None
         if not math.isfinite(parsed) or number < 1:
-            raise ValueError(key)
+            raise ValueError(f"not a cursor key: {key!r}")
         return parsed, number
 
 
