@@ -117,7 +117,8 @@ class DecimalResponse(Response):
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content, default=_decimal)
+        # a row's keys are column names: str subclasses, which orjson takes only so
+        return orjson.dumps(content, default=_decimal, option=orjson.OPT_NON_STR_KEYS)
 
 
 def _decimal(value: Any) -> Any:
@@ -143,13 +144,15 @@ async def list_products(
     since: Time = None,
     sort: Literal["price", "rating", "changed"] = "changed",
     order: Literal["asc", "desc"] = "desc",
-    limit: Limit = 50,
+    limit: Limit | None = None,
     cursor: Cursor = None,
 ) -> Response:
     """Stored products matching every filter given, by price, rating or last change
     (``since``: changed at or after, epoch seconds). Sorted by price or rating, products
-    without one are left out. Each with its offers, images and where it was seen."""
+    without one are left out. Each with its offers, images and where it was seen (``limit``:
+    50, or api_products_max_limit when lower)."""
     ctx = context_of(request)
+    limit = limit or min(50, ctx.settings.products_max_limit)
     _check_limit(ctx, limit)
     if min_price is not None and max_price is not None and min_price > max_price:
         raise ApiError(422, "min_price is above max_price", code="invalid_query")
@@ -198,10 +201,12 @@ async def get_product(request: Request, product_id: Id, _: User) -> Response:
 
 @router.get("/api/products/{product_id}/history", response_model=HistoryPage)
 async def product_history(
-    request: Request, product_id: Id, _: User, limit: Limit = 200, cursor: Cursor = None
+    request: Request, product_id: Id, _: User, limit: Limit | None = None, cursor: Cursor = None
 ) -> Response:
-    """Each change of the product's price, currency or availability, oldest first."""
+    """Each change of the product's price, currency or availability, oldest first (``limit``:
+    api_products_max_limit unless given)."""
     ctx = context_of(request)
+    limit = limit or ctx.settings.products_max_limit
     _check_limit(ctx, limit)
     key = paging.decode_cursor("product-history", cursor)
     after = None if key is None else int(key)
