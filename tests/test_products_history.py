@@ -37,12 +37,15 @@ class Shop:
         self.price = "25.00"
         self.availability = "https://schema.org/InStock"
         self.fetches = 0
+        self.etag: str | None = None  # given: the page carries it and answers 304 to it
 
     async def handle(self, request: web.Request) -> web.Response:
         if request.path == "/robots.txt":
             return web.Response(text="User-agent: *\nAllow: /\n")
         if request.path == "/kettle":
             self.fetches += 1
+            if self.etag is not None and request.headers.get("If-None-Match") == self.etag:
+                return web.Response(status=304, headers={"ETag": self.etag})
             product = {
                 "@context": "https://schema.org", "@type": "Product", "name": "Copper Kettle",
                 "image": "/img/kettle.jpg", "brand": {"@type": "Brand", "name": "Hearth"},
@@ -53,7 +56,8 @@ class Shop:
                 "<html><head><title>Copper Kettle</title><script type='application/ld+json'>"
                 f"{json.dumps(product)}</script></head><body>{PARAGRAPH}</body></html>"
             )
-            return web.Response(text=html, content_type="text/html")
+            headers = {"ETag": self.etag} if self.etag else {}
+            return web.Response(text=html, content_type="text/html", headers=headers)
         raise web.HTTPNotFound()
 
     @property
@@ -167,4 +171,23 @@ async def test_without_a_recrawl_interval_a_product_page_waits_the_visited_ttl(
 
     page, history = _state(database_url)
     assert page == {"due": START + 7 * 86400.0, "unchanged": None}
+    assert history == [_change(START, "25")]
+
+
+async def test_a_304_counts_as_an_unchanged_re_crawl(
+    shop: Shop, database_url: str, make_settings: SettingsFactory
+) -> None:
+    settings = make_settings(
+        database_url=database_url, discovery_sitemaps=False,
+        products_recrawl_interval=BASELINE, products_recrawl_max_interval=CAP,
+    )  # fmt: skip
+    shop.etag = '"kettle-v1"'
+    await crawl(settings, shop.kettle, clock=lambda: START)
+
+    t1 = START + BASELINE
+    await crawl(settings, shop.kettle, clock=lambda: t1)  # asked with the ETag: 304
+
+    page, history = _state(database_url)
+    assert shop.fetches == 2
+    assert page == {"due": t1 + 2 * BASELINE, "unchanged": 1}
     assert history == [_change(START, "25")]

@@ -183,6 +183,14 @@ class NearDuplicateStep:
             self.stats.inc("content/near_duplicates")
 
 
+def product_recrawl(settings: Settings) -> RecrawlRule | None:
+    """A product page's adaptive re-crawl; None when products or the rule are off."""
+    if not settings.extract_products or settings.products_recrawl_interval <= 0:
+        return None
+    baseline = settings.products_recrawl_interval
+    return RecrawlRule(baseline, max(baseline, settings.products_recrawl_max_interval))
+
+
 class ProductsStep:
     """schema.org products of a 2xx page."""
 
@@ -202,13 +210,7 @@ class ProductsStep:
     def from_settings(cls, settings: Settings, stats: Stats) -> Self | None:
         if not settings.extract_products:
             return None
-        recrawl = None
-        if settings.products_recrawl_interval > 0:
-            recrawl = RecrawlRule(
-                settings.products_recrawl_interval,
-                max(settings.products_recrawl_interval, settings.products_recrawl_max_interval),
-            )
-        return cls(stats, settings.extract_products_max_price, recrawl)
+        return cls(stats, settings.extract_products_max_price, product_recrawl(settings))
 
     def run(self, work: PageWork) -> None:
         if not work.is_success:

@@ -100,6 +100,14 @@ class OutcomeRepository(StoreConnection):
         )
         self._write_errors(conn, crawl_id, outcomes, now)
         self._write_products(conn, crawl_id, [o for o in outcomes if o.products is not None], now)
+        not_modified = {
+            o.request.id: o.recrawl
+            for o in outcomes
+            if o.recrawl is not None and o.products is None and o.status_code == 304
+        }
+        if not_modified:
+            unchanged = history.unchanged_product_pages(conn, not_modified)
+            history.apply_recrawl(conn, unchanged, now)
         parsed.write_parsed(conn, self.engine, crawl_id, outcomes, now)
         pages = [o for o in outcomes if o.page is not None]
         if not pages:

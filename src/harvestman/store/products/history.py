@@ -54,6 +54,19 @@ def write_history(conn: Connection, rows: list[dict[str, Any]]) -> None:
         conn.execute(product_history.insert(), rows)
 
 
+def unchanged_product_pages(
+    conn: Connection, pages: Mapping[int, RecrawlRule]
+) -> dict[int, tuple[RecrawlRule, bool]]:
+    """Of the pages that answered 304 (``urls.id`` -> rule), those known as product pages (a
+    re-crawl count kept), each as unchanged: a 304 says nothing on the page changed."""
+    if not pages:
+        return {}
+    known = conn.execute(
+        select(urls.c.id).where(urls.c.id.in_(sorted(pages)), urls.c.recrawl_unchanged.is_not(None))
+    ).scalars()
+    return {row_id: (pages[row_id], False) for row_id in known}
+
+
 def apply_recrawl(
     conn: Connection, pages: Mapping[int, tuple[RecrawlRule, bool]], now: float
 ) -> dict[int, float]:
