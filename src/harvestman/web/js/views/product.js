@@ -32,14 +32,16 @@ export function priceChart(changes, now = Date.now() / 1000) {
   const priced = changes.filter((c) => c.price !== null);
   if (!priced.length) return empty("No price recorded yet.");
   const points = [];
-  priced.forEach((change, i) => {
+  for (const change of priced) {
     const y = Number(change.price);
-    if (i) points.push({ x: change.changed_at, y: Number(priced[i - 1].price) });
+    const last = points[points.length - 1];
+    if (last && last.y === y) continue; // availability alone changed: no step
+    if (last) points.push({ x: change.changed_at, y: last.y });
     points.push({ x: change.changed_at, y });
-  });
+  }
   const x0 = priced[0].changed_at;
   const x1 = Math.max(now, priced[priced.length - 1].changed_at + 1);
-  points.push({ x: x1, y: Number(priced[priced.length - 1].price) });
+  points.push({ x: x1, y: points[points.length - 1].y });
   const currency = priced[priced.length - 1].currency || "";
   const chart = lineChart(points, {
     x0, x1, title: `Price over time${currency ? ` (${currency})` : ""}`, xLabel: (x) => time(x),
