@@ -159,18 +159,23 @@ async def test_each_change_is_kept_and_the_page_comes_due_sooner_after_one(
     assert shop.fetches == 6
 
 
+@pytest.mark.parametrize(
+    ("interval", "ttl"),
+    [(0.0, 7 * 86400.0), (BASELINE, 0.0)],
+    ids=["no product interval", "a visited ttl of 0"],
+)
 async def test_without_a_recrawl_interval_a_product_page_waits_the_visited_ttl(
-    shop: Shop, database_url: str, make_settings: SettingsFactory
+    shop: Shop, database_url: str, make_settings: SettingsFactory, interval: float, ttl: float
 ) -> None:
     settings = make_settings(
-        database_url=database_url, discovery_sitemaps=False, products_recrawl_interval=0,
-        crawl_visited_ttl=7 * 86400.0,
+        database_url=database_url, discovery_sitemaps=False,
+        products_recrawl_interval=interval, crawl_visited_ttl=ttl,
     )  # fmt: skip
 
     await crawl(settings, shop.kettle, clock=lambda: START)
 
     page, history = _state(database_url)
-    assert page == {"due": START + 7 * 86400.0, "unchanged": None}
+    assert page == {"due": START + ttl, "unchanged": None}
     assert history == [_change(START, "25")]
 
 

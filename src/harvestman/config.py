@@ -162,7 +162,8 @@ class Settings(BaseSettings):
         86400.0,
         ge=0,
         description="a product page is due again after this once its prices or availability "
-        "changed (seconds; doubled per unchanged re-crawl; 0: crawl_visited_ttl applies)",
+        "changed (seconds, at most crawl_visited_ttl; doubled per unchanged re-crawl; 0: "
+        "crawl_visited_ttl applies)",
     )
     products_recrawl_max_interval: float = Field(
         14 * 86400.0, gt=0, description="longest re-crawl interval of an unchanging product page"

@@ -184,10 +184,12 @@ class NearDuplicateStep:
 
 
 def product_recrawl(settings: Settings) -> RecrawlRule | None:
-    """A product page's adaptive re-crawl; None when products or the rule are off."""
-    if not settings.extract_products or settings.products_recrawl_interval <= 0:
+    """A product page's adaptive re-crawl; None when products or the rule are off. After a
+    change a product page never waits longer than any page would (``crawl_visited_ttl``: 0
+    re-crawls every page on every run, product pages too)."""
+    baseline = min(settings.products_recrawl_interval, settings.crawl_visited_ttl)
+    if not settings.extract_products or baseline <= 0:
         return None
-    baseline = settings.products_recrawl_interval
     return RecrawlRule(baseline, max(baseline, settings.products_recrawl_max_interval))
 
 
