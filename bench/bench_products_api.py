@@ -65,14 +65,14 @@ def product_rows(start: int, stop: int) -> Iterator[dict[str, Any]]:
         host = f"shop{i % HOSTS}.example"
         yield {
             "url_hash": f"{i:064x}", "position": 0, "page_url": f"https://{host}/p/{i}",
-            "host": host, "name": f"Product {i}", "description": f"The product number {i}.",
+            "domain": host, "name": f"Product {i}", "description": f"The product number {i}.",
             "price": Decimal(rng.randrange(50, 200_000)) / 100,
             "currency": CURRENCIES[i % 3], "availability": AVAILABILITY[rng.randrange(5)],
             "rating": None if i % 10 == 0 else Decimal(rng.randrange(100, 501)) / 100,
             "review_count": rng.randrange(0, 500), "brand": f"Brand {rng.randrange(BRANDS)}",
             "category": f"Category {rng.randrange(CATEGORIES)}", "sku": f"SKU-{i}",
             "source": "json-ld",
-            "parser": "harvestman.products@2" if i % 20 else "shop.parser@1",
+            "parser": "harvestman.products@2" if i % 20 != 1 else "shop.parser@1",
             "content_hash": f"{i:064x}", "created_at": NOW - YEAR,
             "updated_at": NOW - rng.random() * YEAR,
         }  # fmt: skip
@@ -133,7 +133,7 @@ SHAPES: dict[str, Callable[[random.Random], dict[str, Any]]] = {
     "min_rating by price": lambda r: {"sort": "price", "order": "asc", "min_rating": 4.5},
     "since by price": lambda r: {"sort": "price", "since": NOW - r.choice((1, 7, 30)) * 86400},
     "parser, rating asc": lambda r: {"sort": "rating", "order": "asc",
-                                     "parser": "shop.parser"},
+                                     "parser": "shop.parser@1"},
     "all filters": lambda r: {"sort": "price", "currency": r.choice(CURRENCIES),
                               "availability": "in_stock", "min_rating": 3,
                               "max_price": _price(r), "category": f"category {r.randrange(40)}"},

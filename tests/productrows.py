@@ -29,7 +29,7 @@ def catalogue(count: int) -> list[dict[str, Any]]:
         page = f"https://{host}/p/{n}"
         rows.append({
             "url_hash": f"{n:064x}", "position": 0, "page_url": page, "product_url": None,
-            "host": host, "name": f"Product {n}",
+            "domain": host.removeprefix("www."), "name": f"Product {n}",
             "price": None if n % 11 == 0 else Decimal(n % 17) + Decimal("0.25"),
             "currency": CURRENCIES[n % 2], "availability": AVAILABILITY[n % 4],
             "rating": None if n % 5 == 0 else Decimal(n % 5) + Decimal("0.5"),
@@ -51,8 +51,9 @@ def add_catalogue(store: SqlStore, count: int, crawl: str = "shop") -> int:
     with store.engine.begin() as conn:
         conn.execute(insert(urls), [
             {"crawl_id": crawl_id, "url_hash": row["url_hash"], "url": row["page_url"],
-             "host": row["host"], "status": "completed", "next_crawl_at": T0 + 86400,
-             "discovered_at": T0, "updated_at": T0, "last_fetched_at": T0 + 1}
+             "host": row["page_url"].split("/")[2], "status": "completed",
+             "next_crawl_at": T0 + 86400, "discovered_at": T0, "updated_at": T0,
+             "last_fetched_at": T0 + 1}
             for row in rows
         ])  # fmt: skip
         found = conn.execute(

@@ -83,7 +83,7 @@ async def test_by_rating_descending_with_brand_and_domain(api: Api) -> None:
     rows = catalogue(COUNT)
     expected = sorted(
         ((row["rating"], n) for n, row in enumerate(rows)
-         if row["brand"] == "Globex" and row["host"] == "www.shop-b.test"
+         if row["brand"] == "Globex" and row["domain"] == "shop-b.test"
          and row["rating"] is not None and row["rating"] >= 1),
         reverse=True,
     )  # fmt: skip
@@ -101,7 +101,7 @@ async def test_a_product_its_shape_and_its_history(api: Api) -> None:
         "rating", "best_rating", "worst_rating", "review_count", "rating_count", "source",
         "parser", "sources", "confidence", "offers", "images", "seen",
     }  # fmt: skip
-    assert (item["url"], item["domain"]) == ("https://www.shop-b.test/p/34", "www.shop-b.test")
+    assert (item["url"], item["domain"]) == ("https://www.shop-b.test/p/34", "shop-b.test")
     assert item["offers"][0]["price"] == "0.25"
     with api.store.engine.begin() as conn:
         conn.execute(insert(product_history), [

@@ -119,7 +119,7 @@ def document(row: dict[str, Any]) -> dict[str, Any]:
     """A stored product row (with its ``images``' URLs) as a document of :data:`PROPERTIES`."""
     doc: dict[str, Any] = {name: row.get(name) for name in _AS_IS}
     doc["product_id"] = row["id"]
-    doc["domain"] = row.get("host")
+    doc["domain"] = row.get("domain")
     doc["url"] = row.get("product_url") or row["page_url"]
     for name in _NUMBERS:
         doc[name] = number(row.get(name))

@@ -229,22 +229,26 @@ products = Table(
     Column("content_hash", String(64), nullable=False),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),  # moves only when content_hash changes
-    Column("host", String(300)),  # of page_url, lower case (migration 0015 filled older rows)
+    # Its page's host without a leading "www." (store/products/query.py: domain_of), so a
+    # domain's products are one index range (migration 0015 filled the rows stored before).
+    Column("domain", String(300)),
     UniqueConstraint("crawl_id", "url_hash", "position"),
     # The product query's orders (store/products/query.py): each ends in id, the keyset's
-    # tie-break; a filter on availability or currency is walked in price order.
+    # tie-break. A filter is walked in the order it is most often read in: availability,
+    # currency, brand and category by price, a domain by last change. Without that, the planner
+    # walked an order's index and filtered: a host's first page read 25,000 rows of 1,000,000.
     Index("ix_products_price", "price", "id"),
     Index("ix_products_rating", "rating", "id"),
     Index("ix_products_updated_at", "updated_at", "id"),
     Index("ix_products_availability", "availability", "price", "id"),
     Index("ix_products_currency", "currency", "price", "id"),
-    Index("ix_products_host", "host", "id"),
+    Index("ix_products_domain", "domain", "updated_at", "id"),
     Index("ix_products_parser", "parser", "id"),
     # Brand and category are text of any length: a PostgreSQL B-tree entry over ~2,700 bytes
     # is refused with the batch, so only their first 100 characters are indexed (lower case:
     # the filter ignores case).
-    Index("ix_products_brand", func.lower(func.substr(text("brand"), 1, 100))),
-    Index("ix_products_category", func.lower(func.substr(text("category"), 1, 100))),
+    Index("ix_products_brand", func.lower(func.substr(text("brand"), 1, 100)), "price", "id"),
+    Index("ix_products_category", func.lower(func.substr(text("category"), 1, 100)), "price", "id"),
 )
 
 # Each change of a product's price, currency or availability, and its first sighting, written

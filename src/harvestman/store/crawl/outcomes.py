@@ -16,6 +16,7 @@ from harvestman.store import dialect, isolation, parsed
 from harvestman.store.connection import StoreConnection
 from harvestman.store.crawl.frontier import insert_urls
 from harvestman.store.products import history
+from harvestman.store.products.query import domain_of
 from harvestman.store.schema import crawled_pages, domains, error_logs, images, products, urls
 
 _PAGE_COLUMNS = (
@@ -190,7 +191,8 @@ class OutcomeRepository(StoreConnection):
                     product_id = conn.execute(
                         products.insert()
                         .values(crawl_id=crawl_id, url_hash=url_hash, position=position,
-                                page_url=outcome.request.url, host=outcome.request.host,
+                                page_url=outcome.request.url,
+                                domain=domain_of(outcome.request.host),
                                 created_at=now, **values)
                         .returning(products.c.id)
                     ).scalar_one()  # fmt: skip

@@ -74,8 +74,7 @@ class ProductQuery:
         if self.min_rating is not None:
             where.append(c.rating >= self.min_rating)
         if self.domain:
-            host = self.domain.strip().lower().rstrip(".")
-            where.append(c.host.in_([host, f"www.{host}"]))
+            where.append(c.domain == domain_of(self.domain))
         if self.parser:
             if "@" in self.parser:
                 where.append(c.parser == self.parser)
@@ -99,8 +98,13 @@ class ProductQuery:
         if after is not None:
             pair, past = tuple_(column, ident), tuple_(*after)
             query = query.where(pair < past if self.descending else pair > past)
-        order = (column.desc(), ident.desc()) if self.descending else (column.asc(), ident.asc())
-        return query.order_by(*order).limit(limit + 1)
+        return query.order_by(*self.order(column, ident)).limit(limit + 1)
+
+    def order(self, column: Any, ident: Any) -> tuple[Any, Any]:
+        """The ORDER BY of ``column`` (the sort's, or a subquery's copy of it) and ``ident``."""
+        if self.descending:
+            return column.desc(), ident.desc()
+        return column.asc(), ident.asc()
 
     def key_of(self, row: Any) -> str:
         """The cursor key after ``row`` (its sort value and id)."""
@@ -131,5 +135,20 @@ def _equal_on_prefix(column: Any, value: str) -> ColumnElement[bool]:
 
 
 def _equal_ignoring_case(column: Any, value: str) -> Sequence[ColumnElement[bool]]:
-    """The indexed prefix first (it finds the rows), then the whole value (it decides)."""
-    return [_equal_on_prefix(column, value), sql.lower(column) == value.lower()]
+    """The indexed prefix; the whole value too only when the prefix cannot tell (a value of
+    100 characters or more). A second condition on the column made PostgreSQL take the two
+    as independent and expect 50 of a category's 25,000 rows, then sort them all (1.1 s)."""
+    found = [_equal_on_prefix(column, value)]
+    if len(value) >= INDEXED_CHARS:
+        found.append(sql.lower(column) == value.lower())
+    return found
+
+
+def domain_of(host: str) -> str:
+    """A host as the domain filter keys it: lower case, without a leading ``www.`` or a
+    trailing dot (``www.Example.com`` and ``example.com`` are one domain).
+
+    >>> domain_of("WWW.Shop.example."), domain_of("127.0.0.1:8089")
+    ('shop.example', '127.0.0.1:8089')
+    """
+    return host.strip().lower().rstrip(".").removeprefix("www.")
