@@ -8,7 +8,8 @@ Builds (once per shape; cached in the PostgreSQL schema ``bench_products_<n>``) 
 product rows with a completed frontier row each and an image on every other one, loaded through
 the store's ``load_products`` (COPY): 1,000 brands, 40 categories, 500 hosts, 3 currencies, 5
 availabilities, prices 0.50..2,000, ratings 1..5 (a tenth without), a year of change times.
-Then starts ``harvestman serve --no-scheduler`` and sends ``--rate`` requests/s for
+Then starts ``harvestman serve --no-scheduler``, times ``--sequential`` requests of each shape
+one after another (what a query costs without queueing), and sends ``--rate`` requests/s for
 ``--seconds`` from an open-loop aiohttp load generator (request i starts at i / rate s, whatever
 the others do), each a random one of the query shapes below with random values: filters alone
 and combined, each order both ways, first pages and deep cursor pages. Prints p50/p99 overall
@@ -196,6 +197,29 @@ async def load(
     return latencies, errors, (time.process_time() - cpu) * 1000 / max(len(tasks), 1)
 
 
+async def sequential(
+    base: str, token: str, limit: int, n: int, pid: int
+) -> dict[str, tuple[list[float], float]]:
+    """Per shape, ``n`` requests one after another (fresh random values each): latencies (ms)
+    and ``serve``'s CPU per request (ms): what a query costs without queueing."""
+    rng = random.Random(11)
+    found: dict[str, tuple[list[float], float]] = {}
+    headers = {"Authorization": f"Bearer {token}"}
+    async with aiohttp.ClientSession(base, headers=headers) as client:
+        for shape, make in SHAPES.items():
+            times = []
+            cpu = cpu_seconds(pid)
+            for _ in range(n):
+                path = f"/api/products?{urlencode({'limit': limit, **make(rng)})}"
+                started = time.perf_counter()
+                async with client.get(path) as response:
+                    await response.read()
+                    response.raise_for_status()
+                times.append((time.perf_counter() - started) * 1000)
+            found[shape] = (times, (cpu_seconds(pid) - cpu) * 1000 / max(n, 1))
+    return found
+
+
 def serve_and_load(url: str, args: argparse.Namespace) -> None:
     from harvestman.api import Role, create_token
 
@@ -221,6 +245,14 @@ def serve_and_load(url: str, args: argparse.Namespace) -> None:
         # warm: the connection pool, the first plans
         asyncio.run(load(base, 20, 2, token, args.limit))
         print(f"  serve RSS: {rss_mb(proc.pid):.0f} MB")
+        if args.sequential:
+            alone = asyncio.run(sequential(base, token, args.limit, args.sequential, proc.pid))
+            print(f"  one after another ({args.sequential} a shape):")
+            print(f"  {'shape':28s} {'p50 ms':>8s} {'p99 ms':>8s} {'serve cpu':>10s}")
+            for shape, (times, cpu_ms) in alone.items():
+                p50, p99 = percentiles(times)
+                print(f"  {shape:28s} {p50:8.1f} {p99:8.1f} {cpu_ms:7.2f} ms")
+        print(f"  open loop at {args.rate:g}/s for {args.seconds:g} s:")
         cpu = cpu_seconds(proc.pid)
         latencies, errors, gen_cpu = asyncio.run(
             load(base, args.rate, args.seconds, token, args.limit)
@@ -248,6 +280,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=100)
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--limit", type=int, default=50)
+    parser.add_argument("--sequential", type=int, default=20, help="a shape (0: none)")
     args = parser.parse_args()
     url = store_url(args.products)
     print(f"postgresql: {uptime()}")
