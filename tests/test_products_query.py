@@ -4,6 +4,7 @@ its images, offers and where it was seen."""
 
 from __future__ import annotations
 
+import doctest
 from collections.abc import AsyncIterator, Callable
 from decimal import Decimal
 from pathlib import Path
@@ -11,8 +12,11 @@ from typing import Any
 
 import pytest
 
+from harvestman import elastic, recrawl
 from harvestman.store import SqlStore
 from harvestman.store.products import ProductQuery
+from harvestman.store.products import history as history_module
+from harvestman.store.products import query as query_module
 from productrows import T0, add_catalogue, catalogue
 from storerows import store_url
 
@@ -161,3 +165,10 @@ def test_a_key_the_query_cannot_have_made_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match="not a cursor key"):
         store.list_products(ProductQuery(crawl_id=crawl_id, sort="price"), after=key)
+
+
+@pytest.mark.parametrize("module", [query_module, history_module, recrawl, elastic])
+def test_docstring_examples(module: Any) -> None:
+    found = doctest.testmod(module)
+    assert found.attempted > 0
+    assert found.failed == 0
