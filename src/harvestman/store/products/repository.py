@@ -22,9 +22,7 @@ from harvestman.store.products.query import ProductQuery
 from harvestman.store.schema import images, product_history, products, urls
 
 _LISTED = tuple(c for c in products.c if c.name not in ("description", "errors"))
-# When each product's page was last fetched: one index probe a row of the page, in the same
-# statement (a second statement for a page's 50 rows cost a round trip and a 100-parameter
-# parse), joined to the page once cut, else a plan that sorts joins every match first.
+# A product and when its page was last fetched (its frontier row).
 _SEEN = products.outerjoin(
     urls, and_(urls.c.crawl_id == products.c.crawl_id, urls.c.url_hash == products.c.url_hash)
 )
@@ -47,6 +45,9 @@ class ProductRepository(StoreConnection):
         """Up to ``limit`` products past the cursor key ``after`` (ValueError when it is not
         one of this query's) and the key of the next page (None at the end)."""
         past = query.parse_key(after) if after is not None else None
+        # The page's last fetch is read in the same statement, one index probe a row (a second
+        # statement for 50 rows cost a round trip and a 100-parameter parse), and joined to the
+        # page once it is cut: a plan that sorts (a brand by rating) joined every match first.
         with self.engine.connect() as conn:
             page = query.paged(select(*_LISTED), past, limit).subquery("page")
             seen = page.outerjoin(
