@@ -155,7 +155,7 @@ async def test_exports_products_as_es_bulk_and_requeue_dead_letters(
     assert code == 0
     action, document = (json.loads(line) for line in out.splitlines())
     assert action["index"]["_index"] == "harvestman-products"
-    assert (document["name"], document["price"]) == ("Kettle", "19.99")
+    assert (document["name"], document["price"]) == ("Kettle", 19.99)
 
     failed = query(settings, "SELECT count(*) FROM urls WHERE status = 'failed'")[0][0]
     code, err = await run_cli("dead-letter", "requeue", "--error-class", "HttpStatusError", env=env)

@@ -203,6 +203,16 @@ class Settings(BaseSettings):
     extract_products_max_price: Decimal = Field(
         Decimal(10**9), gt=0, description="a product price above this is left out, as absurd"
     )
+    products_recrawl_interval: float = Field(
+        86400.0,
+        ge=0,
+        description="a product page is due again after this once its prices or availability "
+        "changed (seconds, at most crawl_visited_ttl; doubled per unchanged re-crawl; 0: "
+        "crawl_visited_ttl applies)",
+    )
+    products_recrawl_max_interval: float = Field(
+        14 * 86400.0, gt=0, description="longest re-crawl interval of an unchanging product page"
+    )
     store_text: bool = Field(
         False, description="keep pages' visible text (full-text search indexes it; costly)"
     )
@@ -317,6 +327,9 @@ class Settings(BaseSettings):
     )
     api_max_offset: int = Field(
         10_000, ge=0, le=10**9, description="largest offset a list takes (beyond: cursors)"
+    )
+    api_products_max_limit: int = Field(
+        200, ge=1, le=1000, description="most products (or history rows) one API page holds"
     )
     api_max_body_bytes: int = Field(
         1024 * 1024, ge=1024, le=1024**3, description="largest request body (bytes; beyond: 413)"

@@ -108,7 +108,8 @@ def export_pages(
     are fetched and stored too, but are not what a page export is for).
 
     ``es`` is Elasticsearch's bulk NDJSON: an ``index`` action line (with a stable ``_id``)
-    before each document.
+    before each document; products then have typed fields (numeric prices, ISO 8601 times:
+    ``harvestman.elastic``, whose mapping the CLI writes beside the file).
     """
     fields: tuple[str, ...]  # each export's own columns
     if what == "products":
@@ -122,6 +123,14 @@ def export_pages(
     count = 0
     if fmt in ("jsonl", "es"):
         index = f"harvestman-{what}"
+        if fmt == "es" and what == "products":
+            from harvestman import elastic
+
+            for row in rows:
+                out.write(orjson.dumps(elastic.action(row)) + b"\n")
+                out.write(orjson.dumps(elastic.document(row)) + b"\n")
+                count += 1
+            return count
         for row in rows:
             if fmt == "es":
                 doc_id = _document_id(what, row)

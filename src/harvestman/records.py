@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harvestman.extract.plugins import ParserFailure, ParserRun, Record
+    from harvestman.recrawl import RecrawlRule
 
 
 class UrlStatus(StrEnum):
@@ -138,6 +139,9 @@ class Outcome:
     parser_runs: list[ParserRun] | None = None
     parse_failures: list[ParserFailure] | None = None
     image: ImageRecord | None = None  # a product image downloaded (request.kind "image")
+    # A product page's adaptive re-crawl (products_recrawl_interval): the store applies it as
+    # it compares the page's products with the stored ones; None: next_crawl_at stands.
+    recrawl: RecrawlRule | None = None
 
     @classmethod
     def failed(

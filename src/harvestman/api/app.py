@@ -46,6 +46,7 @@ from harvestman.api.routes import errors as error_routes
 from harvestman.api.routes import frontier as frontier_routes
 from harvestman.api.routes import login as login_routes
 from harvestman.api.routes import parsers as parser_routes
+from harvestman.api.routes import products as product_routes
 from harvestman.api.routes import scheduler as scheduler_routes
 from harvestman.api.routes import search as search_routes
 from harvestman.api.routes import storage as storage_routes
@@ -207,6 +208,7 @@ def create_app(
         parser_routes,
         error_routes,
         search_routes,
+        product_routes,
         login_routes,
         storage_routes,
         control_routes,

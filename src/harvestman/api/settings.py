@@ -43,6 +43,7 @@ class ApiSettings:
     token_days: float = 30.0
     count_cache_seconds: float = 5.0  # a list's total is recounted after this
     max_offset: int = 10_000  # beyond, lists are paged by cursor
+    products_max_limit: int = 200  # most products (or history rows) on one page
     max_body_bytes: int = 1024 * 1024  # a larger request body is a 413, read no further
     max_json_depth: int = 32  # a JSON body nested deeper is a 422, parsed no further
     trusted_proxies: list[str] = field(default_factory=list)  # whose X-Forwarded-For counts
@@ -71,6 +72,7 @@ class ApiSettings:
             "token_days": settings.api_token_days,
             "count_cache_seconds": settings.api_count_cache_seconds,
             "max_offset": settings.api_max_offset,
+            "products_max_limit": settings.api_products_max_limit,
             "max_body_bytes": settings.api_max_body_bytes,
             "max_json_depth": settings.api_max_json_depth,
             "trusted_proxies": list(settings.api_trusted_proxies),

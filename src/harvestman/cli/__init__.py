@@ -16,6 +16,7 @@ exits.py         the error printer and the exit statuses
 runtime.py       logging, the allocator, the event loop (uvloop when installed)
 crawl.py         crawl, worker, seed, status
 data.py          export, stats, errors, dead-letter, search
+products.py      products (the product query, as GET /api/products)
 lifecycle.py     maintenance, backup, restore, restore-archive, replay, storage
 db.py            db upgrade / downgrade / current
 service.py       admin (serve and token come from ``harvestman.api.commands``)
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import typer
 
-from harvestman.cli import crawl, data, db, keys, lifecycle, service
+from harvestman.cli import crawl, data, db, keys, lifecycle, products, service
 from harvestman.cli.options import CONFIG_ENV
 
 __all__ = ["CONFIG_ENV", "app"]
@@ -70,6 +71,7 @@ def _register() -> None:
     app.command()(lifecycle.replay)
     app.command()(data.stats)
     app.command()(data.search)
+    app.command()(products.products)
 
 
 _register()

@@ -74,6 +74,20 @@ def export(
             if output:
                 target.close()
     err.print(f"exported {n} {what}")
+    if fmt == "es" and what == "products":
+        _write_es_mapping(output)
+
+
+def _write_es_mapping(output: Path | None) -> None:
+    """The index mapping beside the bulk file (``harvestman.elastic``)."""
+    from harvestman import elastic
+
+    if output is None:
+        err.print("no mapping written: give --output FILE to get FILE's .mapping.json beside it")
+        return
+    path = elastic.mapping_path(output)
+    elastic.write_mapping(path)
+    err.print(f"mapping: {path}", markup=False, highlight=False)
 
 
 def _export_warc(store: SqlStore, crawl_id: int, settings: Settings, output: Path | None) -> None:

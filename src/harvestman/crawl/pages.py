@@ -16,6 +16,7 @@ from harvestman.errors import ListingInvalid
 from harvestman.fetch import FetchResult
 from harvestman.parse import parse_html
 from harvestman.records import CrawlRequest, NewUrl, Outcome, UrlStatus
+from harvestman.recrawl import RecrawlRule
 from harvestman.urls import UrlNormalizer
 
 
@@ -92,8 +93,11 @@ class PagePipeline:
         max_links: int,
         parse_empty: bool,
         count: Callable[[str], None],
+        recrawl: RecrawlRule | None = None,
     ) -> None:
         self.steps = tuple(steps)
+        # For a 304 of a page: the store applies it to known product pages (nothing changed).
+        self.recrawl = recrawl
         self.outcomes = outcomes
         self.listings = listings
         self.normalizer = normalizer
@@ -123,6 +127,7 @@ class PagePipeline:
                 outcomes.clock() + again,
                 request.attempts,
                 status_code=304,
+                recrawl=self.recrawl if request.kind == "page" else None,
             ), []
         if request.kind != "page":
             return self.listings.read(request, result)
@@ -156,6 +161,7 @@ class PagePipeline:
         if outcome is None:
             outcome = outcomes.completed(request, result, record, outcomes.visited_ttl)
             outcome.products = work.products
+            outcome.recrawl = work.recrawl
             if work.extracted:
                 outcome.records = work.extracted.get("records")
                 outcome.parser_runs = work.extracted.get("parser_runs")

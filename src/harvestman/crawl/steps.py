@@ -20,6 +20,7 @@ from harvestman.extract.products import DEFAULT_MAX_PRICE, scan_products
 from harvestman.extract.rollouts import parse_rollout
 from harvestman.fetch import FetchResult
 from harvestman.records import CrawlRequest, Outcome, ParserRollout, UrlStatus
+from harvestman.recrawl import RecrawlRule
 from harvestman.simhash import NearDuplicateIndex, sample_text, simhash64, to_signed64
 from harvestman.stats import Stats
 from harvestman.validate import Validator, Verdict, VerdictStatus
@@ -188,20 +189,36 @@ class NearDuplicateStep:
             self.stats.inc("content/near_duplicates")
 
 
+def product_recrawl(settings: Settings) -> RecrawlRule | None:
+    """A product page's adaptive re-crawl; None when products or the rule are off. After a
+    change a product page never waits longer than any page would (``crawl_visited_ttl``: 0
+    re-crawls every page on every run, product pages too)."""
+    baseline = min(settings.products_recrawl_interval, settings.crawl_visited_ttl)
+    if not settings.extract_products or baseline <= 0:
+        return None
+    return RecrawlRule(baseline, max(baseline, settings.products_recrawl_max_interval))
+
+
 class ProductsStep:
     """schema.org products of a 2xx page."""
 
     on_rejected: ClassVar[bool] = False
 
-    def __init__(self, stats: Stats, max_price: Decimal = DEFAULT_MAX_PRICE) -> None:
+    def __init__(
+        self,
+        stats: Stats,
+        max_price: Decimal = DEFAULT_MAX_PRICE,
+        recrawl: RecrawlRule | None = None,
+    ) -> None:
         self.stats = stats
         self.max_price = max_price
+        self.recrawl = recrawl  # None: a product page is due again like any page
 
     @classmethod
     def from_settings(cls, settings: Settings, stats: Stats) -> Self | None:
         if not settings.extract_products:
             return None
-        return cls(stats, settings.extract_products_max_price)
+        return cls(stats, settings.extract_products_max_price, product_recrawl(settings))
 
     def run(self, work: PageWork) -> None:
         if not work.is_success:
@@ -214,6 +231,7 @@ class ProductsStep:
             self.stats.inc("extract/products/rejected", scan.rejected)
         if scan.products:
             work.products = scan.products
+            work.recrawl = self.recrawl
             self.stats.inc("extract/products/pages")
             self.stats.inc("extract/products/found", len(scan.products))
 

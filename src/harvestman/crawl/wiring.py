@@ -58,6 +58,7 @@ from harvestman.crawl.steps import (
     ProductsStep,
     StoreTextStep,
     ValidateStep,
+    product_recrawl,
 )
 from harvestman.crawl.work import ExchangeStep, Step
 from harvestman.crawl.writer import BatchWriter, PagesCallback
@@ -154,6 +155,7 @@ class Wiring:
             max_links=settings.crawl_max_links_per_page,
             parse_empty=settings.validate_pages,
             count=stats.inc,
+            recrawl=product_recrawl(settings),
         )
         # Where the raw archive keeps bodies, recorded with the crawl (archive/location.py).
         self.archive_location = archive_location(settings) if settings.archive_enabled else None

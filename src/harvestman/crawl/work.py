@@ -11,6 +11,7 @@ from harvestman.records import CrawlRequest, NewUrl, Outcome, PageRecord
 
 if TYPE_CHECKING:
     from harvestman.extract.products import Product
+    from harvestman.recrawl import RecrawlRule
 
 
 @dataclass(slots=True)
@@ -28,6 +29,7 @@ class PageWork:
     page: Page
     new_urls: list[NewUrl] = field(default_factory=list)
     products: list[Product] | None = None
+    recrawl: RecrawlRule | None = None  # a product page's adaptive re-crawl (ProductsStep)
     extracted: dict[str, list[Any] | None] = field(default_factory=dict)
     follow: bool = True  # False: the page's links are not followed (a near-duplicate)
     outcome: Outcome | None = None  # decided by validation (a rejected page)

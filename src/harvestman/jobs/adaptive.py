@@ -18,7 +18,15 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-ADAPTIVE_MAX_INTERVAL = 86400.0
+from harvestman.recrawl import ADAPTIVE_MAX_INTERVAL, adaptive_interval
+
+__all__ = [
+    "ADAPTIVE_MAX_INTERVAL",
+    "AdaptiveState",
+    "adaptive_interval",
+    "combined_hash",
+    "observe",
+]
 
 
 @dataclass(slots=True, frozen=True)
@@ -31,14 +39,6 @@ class AdaptiveState:
     last_change_at: float | None = None
     unchanged_count: int = 0
     current_interval: float | None = None  # seconds
-
-
-def adaptive_interval(
-    baseline: float, unchanged_count: int, cap: float = ADAPTIVE_MAX_INTERVAL
-) -> float:
-    """``baseline × 2^unchanged_count`` capped at ``cap``, but never below ``baseline``."""
-    grown: float = baseline * 2.0 ** min(unchanged_count, 62)
-    return max(baseline, min(grown, cap))
 
 
 def combined_hash(url_hashes: Mapping[str, str]) -> str | None:

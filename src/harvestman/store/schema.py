@@ -21,6 +21,8 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    func,
+    text,
 )
 
 metadata = MetaData(
@@ -78,6 +80,10 @@ urls = Table(
     # sitemap | feed | pagination | archive | seed (migration 0018; NULL before it).
     Column("parent_id", Id),
     Column("discovered_via", String(16)),
+    # A product page's re-crawls in a row that found its prices and availability unchanged
+    # (migration 0015): its next re-crawl is the adaptive interval of this count. NULL: not a
+    # product page, or never re-crawled since.
+    Column("recrawl_unchanged", SmallInteger),
     UniqueConstraint("crawl_id", "url_hash"),
     # Leasing: the ready rows of one host in priority order; also serves "which hosts have
     # pending work" and the stale-lease sweep (status = in_progress).
@@ -258,7 +264,40 @@ products = Table(
     Column("content_hash", String(64), nullable=False),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),  # moves only when content_hash changes
+    # Its page's host without a leading "www." (store/products/query.py: domain_of), so a
+    # domain's products are one index range (migration 0015 filled the rows stored before).
+    Column("domain", String(300)),
     UniqueConstraint("crawl_id", "url_hash", "position"),
+    # The product query's orders (store/products/query.py): each ends in id, the keyset's
+    # tie-break. A filter is walked in the order it is most often read in: availability,
+    # currency, brand and category by price, a domain by last change. Without that, the planner
+    # walked an order's index and filtered: a host's first page read 25,000 rows of 1,000,000.
+    Index("ix_products_price", "price", "id"),
+    Index("ix_products_rating", "rating", "id"),
+    Index("ix_products_updated_at", "updated_at", "id"),
+    Index("ix_products_availability", "availability", "price", "id"),
+    Index("ix_products_currency", "currency", "price", "id"),
+    Index("ix_products_domain", "domain", "updated_at", "id"),
+    Index("ix_products_parser", "parser", "id"),
+    # Brand and category are text of any length: a PostgreSQL B-tree entry over ~2,700 bytes
+    # is refused with the batch, so only their first 100 characters are indexed (lower case:
+    # the filter ignores case).
+    Index("ix_products_brand", func.lower(func.substr(text("brand"), 1, 100)), "price", "id"),
+    Index("ix_products_category", func.lower(func.substr(text("category"), 1, 100)), "price", "id"),
+)
+
+# Each change of a product's price, currency or availability, and its first sighting, written
+# in the batch that stored the product (store/products/history.py; migration 0015).
+product_history = Table(
+    "product_history",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("product_id", Id, ForeignKey("products.id", ondelete="CASCADE"), nullable=False),
+    Column("price", Numeric(18, 4)),
+    Column("currency", String(3)),
+    Column("availability", String(16)),
+    Column("changed_at", Float, nullable=False),
+    Index("ix_product_history_product_id", "product_id", "changed_at", "id"),
 )
 
 images = Table(

@@ -19,6 +19,7 @@ from harvestman.store.crawl.sessions import SessionRepository
 from harvestman.store.crawl.workers import WorkerRepository
 from harvestman.store.failures import FailureRepository
 from harvestman.store.lifecycle.repository import LifecycleRepository
+from harvestman.store.products.repository import ProductRepository
 from harvestman.store.rollouts import RolloutRepository
 from harvestman.store.search.repository import SearchRepository
 from harvestman.store.users import UserRepository
@@ -41,5 +42,6 @@ class SqlStore(
     UserRepository,
     ControlRepository,
     RolloutRepository,
+    ProductRepository,
 ):
     """The store on a SQLAlchemy engine. Use as ``async with SqlStore(url) as store``."""

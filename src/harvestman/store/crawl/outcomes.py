@@ -11,6 +11,7 @@ from sqlalchemy import Connection, bindparam, func, select, update
 
 from harvestman.errors import RobotsDenied, error_category
 from harvestman.records import NewUrl, Outcome
+from harvestman.recrawl import RecrawlRule
 from harvestman.store import dialect, isolation, parsed
 from harvestman.store.connection import StoreConnection
 from harvestman.store.crawl.frontier import insert_urls
@@ -19,6 +20,8 @@ from harvestman.store.crawl.images import (
     delete_product_images,
     write_image_outcomes,
 )
+from harvestman.store.products import history
+from harvestman.store.products.query import domain_of
 from harvestman.store.schema import crawled_pages, domains, error_logs, images, products, urls
 
 _PAGE_COLUMNS = (
@@ -104,6 +107,14 @@ class OutcomeRepository(StoreConnection):
         self._write_errors(conn, crawl_id, outcomes, now)
         self._write_products(conn, crawl_id, [o for o in outcomes if o.products is not None], now)
         write_image_outcomes(conn, crawl_id, outcomes, now)
+        not_modified = {
+            o.request.id: o.recrawl
+            for o in outcomes
+            if o.recrawl is not None and o.products is None and o.status_code == 304
+        }
+        if not_modified:
+            unchanged = history.unchanged_product_pages(conn, not_modified)
+            history.apply_recrawl(conn, unchanged, now)
         parsed.write_parsed(conn, self.engine, crawl_id, outcomes, now)
         pages = [o for o in outcomes if o.page is not None]
         if not pages:
@@ -156,42 +167,54 @@ class OutcomeRepository(StoreConnection):
         self, conn: Connection, crawl_id: int, outcomes: Sequence[Outcome], now: float
     ) -> None:
         """Upsert each page's products by position; an unchanged one (same content hash) is
-        not rewritten, so its ``updated_at`` tells when it last changed."""
+        not rewritten, so its ``updated_at`` tells when it last changed. A change of price,
+        currency or availability (or a first sighting) adds a ``product_history`` row, and a
+        page with a re-crawl rule is made due by it (``store.products.history``)."""
         if not outcomes:
             return
         hashes = [o.request.url_hash for o in outcomes]
         known = {
-            (row.url_hash, row.position): (row.id, row.content_hash)
+            (row.url_hash, row.position): row
             for row in conn.execute(
                 select(products.c.id, products.c.url_hash, products.c.position,
-                       products.c.content_hash)
+                       products.c.content_hash, *(products.c[n] for n in history.TRACKED))
                 .where(products.c.crawl_id == crawl_id, products.c.url_hash.in_(hashes))
             )
         }  # fmt: skip
         image_urls: list[str] = []
         downloaded: dict[str, Any] = {}  # what the images rows rewritten below knew
+        changes: list[dict[str, Any]] = []
+        recrawls: dict[int, tuple[RecrawlRule, bool]] = {}
         for outcome in outcomes:
             url_hash = outcome.request.url_hash
             found = outcome.products or []
+            changed = False
             for position, product in enumerate(found):
                 digest = product.content_hash()
                 existing = known.get((url_hash, position))
-                if existing is not None and existing[1] == digest:
+                if existing is not None and existing.content_hash == digest:
                     continue
                 values = _product_row(product, digest, now)
                 if existing is None:
                     product_id = conn.execute(
                         products.insert()
                         .values(crawl_id=crawl_id, url_hash=url_hash, position=position,
-                                page_url=outcome.request.url, created_at=now, **values)
+                                page_url=outcome.request.url,
+                                domain=domain_of(outcome.request.host),
+                                created_at=now, **values)
                         .returning(products.c.id)
                     ).scalar_one()  # fmt: skip
+                    changes.append(history.history_row(product_id, values, now))
+                    changed = True
                 else:
-                    product_id = existing[0]
+                    product_id = existing.id
                     conn.execute(
                         update(products).where(products.c.id == product_id).values(**values)
                     )
                     downloaded.update(delete_product_images(conn, product_id))
+                    if history.is_change(existing._mapping, values):
+                        changes.append(history.history_row(product_id, values, now))
+                        changed = True
                 if product.image_details:
                     image_urls.extend(image.url for image in product.image_details)
                     conn.execute(
@@ -203,10 +226,15 @@ class OutcomeRepository(StoreConnection):
                         ],
                     )  # fmt: skip
             gone = [
-                pid for (h, pos), (pid, _) in known.items() if h == url_hash and pos >= len(found)
+                row.id for (h, pos), row in known.items() if h == url_hash and pos >= len(found)
             ]
             if gone:
                 conn.execute(products.delete().where(products.c.id.in_(gone)))
+                changed = True
+            if outcome.recrawl is not None and found:
+                recrawls[outcome.request.id] = (outcome.recrawl, changed)
+        history.write_history(conn, changes)
+        history.apply_recrawl(conn, recrawls, now)
         carry_downloads(conn, crawl_id, image_urls, downloaded)
 
 

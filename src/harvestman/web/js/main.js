@@ -11,6 +11,8 @@ import * as jobs from "./views/jobs.js";
 import * as job from "./views/job.js";
 import * as frontier from "./views/frontier.js";
 import * as pages from "./views/pages.js";
+import * as products from "./views/products.js";
+import * as product from "./views/product.js";
 import * as scheduler from "./views/scheduler.js";
 import * as parsers from "./views/parsers.js";
 
@@ -21,6 +23,8 @@ const ROUTES = [
   [/^\/jobs\/(\d+)$/, job, "Job"],
   [/^\/frontier$/, frontier, "Frontier"],
   [/^\/pages$/, pages, "Pages"],
+  [/^\/products$/, products, "Products"],
+  [/^\/products\/(\d+)$/, product, "Product"],
   [/^\/scheduler$/, scheduler, "Scheduler"],
   [/^\/parsers$/, parsers, "Parsers"],
 ];
