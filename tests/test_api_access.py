@@ -62,6 +62,9 @@ ROUTES: list[tuple[str, str, Role]] = [
     ("GET", "/api/domains", U),
     ("GET", "/api/domains/{domain}/robots", U),
     ("GET", "/api/search", U),
+    ("GET", "/api/products", U),
+    ("GET", "/api/products/{product_id}", U),
+    ("GET", "/api/products/{product_id}/history", U),
     ("GET", "/api/parsers/stats", U),
     ("POST", "/api/admin/domains/{domain}/reset", A),
     ("GET", "/api/domains/{domain}/settings", A),
@@ -125,7 +128,13 @@ def _expected(caller: Role, needed: Role) -> int | None:
 @pytest.mark.parametrize(("method", "path", "needed"), ROUTES)
 async def test_roles_on_every_route(api: Api, method: str, path: str, needed: Role) -> None:
     url = path.format(
-        source_id=1, job_id=1, execution_id=1, domain="example.com", url_id=1, parser="acme"
+        source_id=1,
+        job_id=1,
+        execution_id=1,
+        domain="example.com",
+        url_id=1,
+        parser="acme",
+        product_id=1,
     )
     params = {"count": 1} if url.startswith("/sse/") else {}
     for caller in (Role.ANONYMOUS, Role.USER, Role.ADMIN):
