@@ -4,7 +4,10 @@ Every link of every page passes through :meth:`UrlNormalizer.normalize`, so this
 hottest code of the crawler. It parses with one precompiled regular expression (RFC 3986,
 appendix B), leaves components that are already canonical untouched, and caches the work done
 per host (IDNA, port, userinfo) and per base URL, because a crawl sees the same few hosts and
-bases again and again.
+bases again and again. Each normalizer also remembers its answers for the links whose answer
+does not depend on the base's path (``/path``, ``//host/path``, ``http(s)://...``): nav bars,
+footers and pages linking to each other repeat those across a site's pages, and a repeat then
+costs one dict lookup instead of a parse.
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ DEFAULT_TRACKING_PARAMS: tuple[str, ...] = ("utm_*", "ref", "source", "fbclid", 
 MAX_URL_LENGTH = 2048
 
 _DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
+
+# Answers a normalizer remembers (see the module docstring); ~200 bytes each, dropped all at
+# once when full.
+MEMO_SIZE: Final = 32_768
+_ABSOLUTE: Final = ("http://", "https://")
 
 # WHATWG strips leading and trailing C0 controls and spaces; we also strip Unicode white space
 # (NBSP and friends arrive in hrefs copied from word processors).
@@ -266,12 +274,41 @@ class UrlNormalizer:
         self._tracking_exact = frozenset(p for p in patterns if not p.endswith("*"))
         self._tracking_prefixes = tuple(p[:-1] for p in patterns if p.endswith("*"))
         self._max_length = max_length
+        # (url, base scheme, base authority) -> the answer: a URL, or a failure's reason and
+        # detail. The key holds what the answer depends on: for a url starting with "/" (after
+        # cleaning too, which only strips white space and reads "\\" as "/"), the base's
+        # scheme and authority; for an absolute http(s) URL, nothing of the base.
+        self._memo: dict[tuple[str, str | None, str | None], str | tuple[str, str]] = {}
 
     def normalize(self, url: str, base: str | None = None) -> str:
         """Return the normalized absolute form of ``url`` (resolved against ``base``, if given).
 
         Raises ``UrlError`` and nothing else, whatever the strings.
         """
+        key: tuple[str, str | None, str | None] | None = None
+        if url[:1] == "/":
+            if base is not None:
+                base_scheme, base_authority = _split_base(base)[:2]
+                key = (url, base_scheme, base_authority)
+        elif url.startswith(_ABSOLUTE):
+            key = (url, None, None)
+        if key is None:
+            return self._normalize(url, base)
+        memo = self._memo
+        known = memo.get(key)
+        if known is None:
+            try:
+                known = self._normalize(url, base)
+            except UrlError as exc:
+                known = (exc.reason, exc.detail)
+            if len(memo) >= MEMO_SIZE:
+                memo.clear()
+            memo[key] = known
+        if isinstance(known, str):
+            return known
+        raise UrlError(known[0], url, known[1])
+
+    def _normalize(self, url: str, base: str | None) -> str:
         text = _clean(url)
         if not text and base is None:
             raise UrlError("empty", url)

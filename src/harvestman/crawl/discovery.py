@@ -1,13 +1,15 @@
 """What a crawl learns of new URLs: the seen filter and the scope every discovered URL passes.
 
 Links, feeds, sitemaps, listings and guesses (pagination, archives) all become ``NewUrl`` rows
-here, each checked once against this process's seen cache and the crawl's scope.
+here, each checked once against this process's seen cache (:mod:`.seen`, bounded) and the
+crawl's scope.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from harvestman.crawl.seen import SeenCache
 from harvestman.discovery.listings import feed_row, sitemap_rows
 from harvestman.frontier import priority_for
 from harvestman.records import NewUrl
@@ -24,31 +26,27 @@ class Discovery:
     def __init__(self, stats: Stats, *, max_depth: int, seen_cache_size: int) -> None:
         self.stats = stats
         self.max_depth = max_depth
-        self.seen_cache_size = seen_cache_size
-        self.seen: set[str] = set()
+        self.seen = SeenCache(seen_cache_size)  # normalized URLs
         self.scope = Scope([])
 
     def seed_row(self, url: str) -> NewUrl:
-        digest = url_hash(url)
-        self.seen.add(digest)
-        return NewUrl(url, digest, host_key(url), 0, priority_for(url, 0, is_seed=True))
+        self.seen.add(url)
+        return NewUrl(url, url_hash(url), host_key(url), 0, priority_for(url, 0, is_seed=True))
 
     def links(self, links: Iterable[str], depth: int) -> list[NewUrl]:
         """The links that are new to this process and in scope, as pages at ``depth``."""
         check_scope = self.scope.check
-        seen = self.seen
-        if len(seen) > self.seen_cache_size:
-            seen.clear()
         found: list[NewUrl] = []
-        for link in links:
-            digest = url_hash(link)
-            if digest in seen:
-                continue
-            seen.add(digest)
+        out_of_scope = 0
+        for link in self.seen.fresh(links):  # only these are hashed
             if check_scope(link) is not None:
-                self.stats.inc("frontier/out_of_scope")
+                out_of_scope += 1
                 continue
-            found.append(NewUrl(link, digest, host_key(link), depth, priority_for(link, depth)))
+            found.append(
+                NewUrl(link, url_hash(link), host_key(link), depth, priority_for(link, depth))
+            )
+        if out_of_scope:
+            self.stats.inc("frontier/out_of_scope", out_of_scope)
         return found
 
     def feeds(self, feeds: Iterable[str], depth: int) -> list[NewUrl]:
@@ -56,9 +54,8 @@ class Discovery:
         check_scope = self.scope.check
         found = []
         for url in feeds:
-            digest = url_hash(url)
-            if digest not in self.seen and check_scope(url) is None:
-                self.seen.add(digest)
+            if url not in self.seen and check_scope(url) is None:
+                self.seen.add(url)
                 found.append(feed_row(url, depth))
         return found
 
@@ -69,8 +66,8 @@ class Discovery:
         check = self.scope.check
         found = []
         for row in sitemap_rows(declared, root):
-            if row.url_hash not in self.seen and check(row.url) is None:
-                self.seen.add(row.url_hash)
+            if row.url not in self.seen and check(row.url) is None:
+                self.seen.add(row.url)
                 found.append(row)
         return found
 
@@ -80,19 +77,19 @@ class Discovery:
             row
             for row in rows
             if (row.kind != "page" or row.depth <= self.max_depth)
-            and (row.url_hash not in self.seen or row.lastmod)
+            and (row.url not in self.seen or row.lastmod)
         ]
-        self.seen.update(row.url_hash for row in found)
+        for row in found:
+            self.seen.add(row.url)
         return found
 
     def guessed(self, urls: Iterable[str], depth: int) -> list[NewUrl]:
         """Speculative URLs (pagination, archives): low priority, same depth, in scope."""
         found = []
         for url in urls:
-            digest = url_hash(url)
-            if digest in self.seen or self.scope.check(url) is not None:
+            if url in self.seen or self.scope.check(url) is not None:
                 continue
-            self.seen.add(digest)
-            found.append(NewUrl(url, digest, host_key(url), depth, 1))
+            self.seen.add(url)
+            found.append(NewUrl(url, url_hash(url), host_key(url), depth, 1))
         self.stats.inc("discovery/guessed", len(found))
         return found
