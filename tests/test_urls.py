@@ -604,15 +604,30 @@ def answer(normalizer: UrlNormalizer, url: str, base: str | None) -> tuple[str, 
     base=urls_from_parts(),
     other_path=st.text(URL_ALPHABET, max_size=12),
 )
+@example(reference="/a #x", base="http://a.example/", other_path="")
+@example(reference="/a\t#x", base="http://a.example/", other_path="")
 def test_a_remembered_answer_is_the_one_a_fresh_normalizer_gives(
     reference: str, base: str, other_path: str
 ) -> None:
     """One normalizer remembers answers across pages; a page of the same site elsewhere (or
     another site) must get exactly what a normalizer that remembers nothing gives."""
     remembering = UrlNormalizer()
-    bases = [base, base.rstrip() + "/" + other_path, "https://other.example/x/y", None]
+    bases = [
+        base,
+        base.rstrip() + "/" + other_path,
+        "http://a.example/x/y?q",
+        "http://a.example/x/z",  # the same directory, another last segment
+        "https://a.example/x/y",
+        None,
+    ]
     for current in [*bases, *reversed(bases)]:
-        for candidate in (reference, "http://a.example" + reference):
+        for candidate in (
+            reference,
+            "http://a.example" + reference,
+            "http:" + reference,
+            reference.partition("#")[0],
+            reference.partition("#")[0] + "#other",
+        ):
             assert answer(remembering, candidate, current) == answer(
                 UrlNormalizer(), candidate, current
             )
