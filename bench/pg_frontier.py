@@ -76,7 +76,7 @@ MAX_P99_RATIO = 2.0
 # the lease query's own order over pending rows only, replacing ix_urls_lease, and a partial
 # index over the few rows in progress for the heartbeat, release and the stale-lease sweep.
 CANDIDATE_INDEXES = (
-    "CREATE INDEX ix_urls_ready ON urls"
+    "CREATE INDEX IF NOT EXISTS ix_urls_ready ON urls"
     " (crawl_id, host, priority DESC, next_crawl_at, id) WHERE status = 'pending'",
     "CREATE INDEX ix_urls_leased_by ON urls (leased_by) WHERE status = 'in_progress'",
     "DROP INDEX ix_urls_lease",

@@ -117,3 +117,42 @@ def test_a_batch_is_checked_record_by_record_and_the_changes_are_noted() -> None
          " NUMERIC(18, 4); product 1 image 0 width cleared: 1099511627776 is outside INTEGER",
          False),
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "note"),
+    [
+        ("title", "Ket\x00tle", "page title NUL removed"),
+        ("title", "Ket\ud800tle", "page title lone surrogates replaced"),
+        ("lang", "x" * 36, "page lang cleared: 36 characters, over VARCHAR(35)"),
+        ("simhash", 2**63, "page simhash cleared: 9223372036854775808 is outside BIGINT"),
+        ("links_count", -(2**31) - 1,
+         "page links_count -2147483649 clamped to -2147483648 (INTEGER)"),
+    ],
+)  # fmt: skip
+def test_one_bad_value_in_a_large_batch_is_found_and_the_rest_kept_as_they_are(
+    field: str, value: Any, note: str
+) -> None:
+    """A batch is checked column by column first; a value that needs a change sends it to the
+    record-by-record check, which changes that record only."""
+
+    def page(path: str, **values: Any) -> PageRecord:
+        fields: dict[str, Any] = {"title": "Café ☕", "lang": "fr", "simhash": -(2**63)}
+        return PageRecord(
+            url=f"http://a.test{path}", final_url=f"http://a.test{path}", host="a.test",
+            status_code=200, content_type="text/html", content_length=10, fetched_at=1.0,
+            crawl_duration_ms=5, **{**fields, **values},
+        )  # fmt: skip
+
+    healthy = [outcome(f"/{i}", page=page(f"/{i}")) for i in range(50)]
+    assert check_batch(healthy, []).outcomes == healthy
+    assert all(a is b for a, b in zip(check_batch(healthy, []).outcomes, healthy, strict=True))
+    bad = outcome("/bad", page=page("/bad", **{field: value}))
+    batch = [*healthy[:25], bad, *healthy[25:]]
+
+    checked = check_batch(batch, [])
+
+    assert [o.request.url for o in checked.outcomes] == [o.request.url for o in batch]
+    assert all(a is b for a, b in zip(checked.outcomes, batch, strict=True) if b is not bad)
+    assert checked.outcomes[25] is not bad
+    assert [n.message for n in checked.notes] == [f"values changed to fit the store: {note}"]

@@ -589,3 +589,55 @@ def test_resolved_links_are_normalized_and_stable(reference: str, base: str) -> 
         assert "#" not in once
         assert normalize_url(once) == once
         assert normalize_url(once, base) == once
+
+
+def answer(normalizer: UrlNormalizer, url: str, base: str | None) -> tuple[str, str]:
+    try:
+        return "url", normalizer.normalize(url, base)
+    except UrlError as exc:
+        return "error", f"{exc.reason} {exc.url == url}"
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    reference=references() | url_like_text.map(lambda text: "/" + text),
+    base=urls_from_parts(),
+    other_path=st.text(URL_ALPHABET, max_size=12),
+)
+@example(reference="/a #x", base="http://a.example/", other_path="")
+@example(reference="/a\t#x", base="http://a.example/", other_path="")
+def test_a_remembered_answer_is_the_one_a_fresh_normalizer_gives(
+    reference: str, base: str, other_path: str
+) -> None:
+    """One normalizer remembers answers across pages; a page of the same site elsewhere (or
+    another site) must get exactly what a normalizer that remembers nothing gives."""
+    remembering = UrlNormalizer()
+    bases = [
+        base,
+        base.rstrip() + "/" + other_path,
+        "http://a.example/x/y?q",
+        "http://a.example/x/z",  # the same directory, another last segment
+        "https://a.example/x/y",
+        None,
+    ]
+    for current in [*bases, *reversed(bases)]:
+        for candidate in (
+            reference,
+            "http://a.example" + reference,
+            "http:" + reference,
+            reference.partition("#")[0],
+            reference.partition("#")[0] + "#other",
+        ):
+            assert answer(remembering, candidate, current) == answer(
+                UrlNormalizer(), candidate, current
+            )
+
+
+def test_remembered_answers_are_bounded() -> None:
+    normalizer = UrlNormalizer()
+    for i in range(urls.MEMO_SIZE + 10):
+        normalizer.normalize(f"/p/{i}", "http://example.com/")
+    assert len(normalizer._memo) <= urls.MEMO_SIZE
+    assert normalizer.normalize("/p/1?utm_source=x", "http://example.com/a") == (
+        "http://example.com/p/1"
+    )

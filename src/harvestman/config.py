@@ -98,7 +98,9 @@ class Settings(BaseSettings):
     crawl_allow_domains: list[str] = Field(default_factory=list)
     crawl_include: list[str] = Field(default_factory=list, description="URL regexes to keep")
     crawl_exclude: list[str] = Field(default_factory=list, description="URL regexes to drop")
-    crawl_seen_cache_size: int = Field(1_000_000, ge=0, description="URL hashes kept in memory")
+    crawl_seen_cache_size: int = Field(
+        250_000, ge=0, description="recently seen URLs kept in memory (the store holds all)"
+    )
 
     # frontier / politeness
     frontier_delay: float = Field(1.0, ge=0, le=3600, description="seconds between requests/host")

@@ -4,7 +4,10 @@ Every link of every page passes through :meth:`UrlNormalizer.normalize`, so this
 hottest code of the crawler. It parses with one precompiled regular expression (RFC 3986,
 appendix B), leaves components that are already canonical untouched, and caches the work done
 per host (IDNA, port, userinfo) and per base URL, because a crawl sees the same few hosts and
-bases again and again.
+bases again and again. Each normalizer also remembers its answers, keyed by what of the base
+they depend on (nothing for ``http(s)://...``, scheme and authority for ``/path``, the
+directory too for ``path`` and ``../path``): nav bars, footers and pages linking to each other
+repeat links across a site's pages, and a repeat then costs one dict lookup instead of a parse.
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ DEFAULT_TRACKING_PARAMS: tuple[str, ...] = ("utm_*", "ref", "source", "fbclid", 
 MAX_URL_LENGTH = 2048
 
 _DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
+
+# Answers a normalizer remembers (see the module docstring); ~200 bytes each, dropped all at
+# once when full.
+MEMO_SIZE: Final = 65_536
+_ABSOLUTE: Final = ("http://", "https://")
 
 # WHATWG strips leading and trailing C0 controls and spaces; we also strip Unicode white space
 # (NBSP and friends arrive in hrefs copied from word processors).
@@ -150,6 +158,13 @@ def _split_base(base: str) -> tuple[str | None, str | None, str, str | None]:
     assert match is not None  # every group of the pattern is optional
     scheme, authority, path, query = match.group(1, 2, 3, 4)
     return (scheme.lower() if scheme else None), authority, path, query
+
+
+@lru_cache(maxsize=1024)
+def _base_parts(base: str) -> tuple[str | None, str | None, str]:
+    """(scheme, authority, directory: the path up to its last "/") of a base URL; cached."""
+    scheme, authority, path, _ = _split_base(base)
+    return scheme, authority, path[: path.rfind("/") + 1]
 
 
 def _normalize_host(host: str) -> str:
@@ -274,12 +289,56 @@ class UrlNormalizer:
         self._tracking_exact = frozenset(p for p in patterns if not p.endswith("*"))
         self._tracking_prefixes = tuple(p[:-1] for p in patterns if p.endswith("*"))
         self._max_length = max_length
+        # (url, base scheme, base authority, base directory) -> the answer: a URL, or a
+        # failure's reason and detail. The key holds what the answer depends on; cleaning
+        # (white space, "\\" read as "/") keeps a url's first character when it is "/", "."
+        # or alphanumeric, so that character tells the kind of reference.
+        self._memo: dict[tuple[str, str | None, str | None, str | None], str | tuple[str, str]]
+        self._memo = {}
 
     def normalize(self, url: str, base: str | None = None) -> str:
         """Return the normalized absolute form of ``url`` (resolved against ``base``, if given).
 
         Raises ``UrlError`` and nothing else, whatever the strings.
         """
+        # The fragment is dropped: "page#a" and "page#b" have one answer, kept under "page"
+        # (unless white space ends "page": inside the URL it is kept, at its end stripped).
+        bare = url
+        if "#" in url:
+            bare = url.partition("#")[0]
+            if not bare or bare[-1] <= " " or bare[-1].isspace():
+                bare = url
+        first = bare[:1]
+        if bare.startswith(_ABSOLUTE):
+            key: tuple[str, str | None, str | None, str | None] = (bare, None, None, None)
+        elif (
+            base is None
+            or not (first == "/" or first == "." or first.isalnum())
+            or (first != "/" and ":" in bare)
+        ):
+            # Not remembered: "", "?q", "#f", " x" need the base's path and query, and so
+            # does "http:?q" (a scheme, no authority, no path: browsers resolve it).
+            return self._normalize(url, base)
+        else:
+            base_scheme, base_authority, base_directory = _base_parts(base)
+            # "/path" and "//host" need the base's scheme and authority; "path", "./path",
+            # "../path" its directory too; none needs the base's last segment or query.
+            key = (bare, base_scheme, base_authority, None if first == "/" else base_directory)
+        memo = self._memo
+        known = memo.get(key)
+        if known is None:
+            try:
+                known = self._normalize(url, base)
+            except UrlError as exc:
+                known = (exc.reason, exc.detail)
+            if len(memo) >= MEMO_SIZE:
+                memo.clear()
+            memo[key] = known
+        if isinstance(known, str):
+            return known
+        raise UrlError(known[0], url, known[1])
+
+    def _normalize(self, url: str, base: str | None) -> str:
         text = _clean(url)
         if not text and base is None:
             raise UrlError("empty", url)

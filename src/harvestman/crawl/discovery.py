@@ -1,13 +1,15 @@
 """What a crawl learns of new URLs: the seen filter and the scope every discovered URL passes.
 
 Links, feeds, sitemaps, listings and guesses (pagination, archives) all become ``NewUrl`` rows
-here, each checked once against this process's seen cache and the crawl's scope.
+here, each checked once against this process's seen cache (:mod:`.seen`, bounded) and the
+crawl's scope.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from harvestman.crawl.seen import SeenCache
 from harvestman.discovery.listings import feed_row, sitemap_rows
 from harvestman.frontier import priority_for
 from harvestman.records import NewUrl
@@ -26,14 +28,12 @@ class Discovery:
     def __init__(self, stats: Stats, *, max_depth: int, seen_cache_size: int) -> None:
         self.stats = stats
         self.max_depth = max_depth
-        self.seen_cache_size = seen_cache_size
-        self.seen: set[str] = set()
+        self.seen = SeenCache(seen_cache_size)  # normalized URLs
         self.scope = Scope([])
 
     def seed_row(self, url: str) -> NewUrl:
-        digest = url_hash(url)
-        self.seen.add(digest)
-        row = NewUrl(url, digest, host_key(url), 0, priority_for(url, 0, is_seed=True))
+        self.seen.add(url)
+        row = NewUrl(url, url_hash(url), host_key(url), 0, priority_for(url, 0, is_seed=True))
         row.via = "seed"
         return row
 
@@ -41,22 +41,19 @@ class Discovery:
         """The links that are new to this process and in scope, as pages at ``depth``, found
         on the frontier row ``parent``."""
         check_scope = self.scope.check
-        seen = self.seen
-        if len(seen) > self.seen_cache_size:
-            seen.clear()
         found: list[NewUrl] = []
-        for link in links:
-            digest = url_hash(link)
-            if digest in seen:
-                continue
-            seen.add(digest)
+        out_of_scope = 0
+        for link in self.seen.fresh(links):  # only these are hashed
             if check_scope(link) is not None:
-                self.stats.inc("frontier/out_of_scope")
+                out_of_scope += 1
                 continue
             priority = priority_for(link, depth)
             found.append(
-                NewUrl(link, digest, host_key(link), depth, priority, PAGE, None, parent, LINK)
-            )
+                NewUrl(link, url_hash(link), host_key(link), depth, priority, PAGE, None, parent,
+                       LINK)
+            )  # fmt: skip
+        if out_of_scope:
+            self.stats.inc("frontier/out_of_scope", out_of_scope)
         return found
 
     def feeds(self, feeds: Iterable[str], depth: int, parent: int | None = None) -> list[NewUrl]:
@@ -64,9 +61,8 @@ class Discovery:
         check_scope = self.scope.check
         found = []
         for url in feeds:
-            digest = url_hash(url)
-            if digest not in self.seen and check_scope(url) is None:
-                self.seen.add(digest)
+            if url not in self.seen and check_scope(url) is None:
+                self.seen.add(url)
                 row = feed_row(url, depth)
                 row.parent_id, row.via = parent, "feed"
                 found.append(row)
@@ -79,8 +75,8 @@ class Discovery:
         check = self.scope.check
         found = []
         for row in sitemap_rows(declared, root):
-            if row.url_hash not in self.seen and check(row.url) is None:
-                self.seen.add(row.url_hash)
+            if row.url not in self.seen and check(row.url) is None:
+                self.seen.add(row.url)
                 row.via = "sitemap"
                 found.append(row)
         return found
@@ -92,10 +88,10 @@ class Discovery:
             row
             for row in rows
             if (row.kind != "page" or row.depth <= self.max_depth)
-            and (row.url_hash not in self.seen or row.lastmod)
+            and (row.url not in self.seen or row.lastmod)
         ]
         for row in found:
-            self.seen.add(row.url_hash)
+            self.seen.add(row.url)
             row.parent_id, row.via = parent, via
         return found
 
@@ -106,11 +102,10 @@ class Discovery:
         scope; a pagination guess's ``parent`` is the page it was guessed from."""
         found = []
         for url in urls:
-            digest = url_hash(url)
-            if digest in self.seen or self.scope.check(url) is not None:
+            if url in self.seen or self.scope.check(url) is not None:
                 continue
-            self.seen.add(digest)
-            row = NewUrl(url, digest, host_key(url), depth, 1)
+            self.seen.add(url)
+            row = NewUrl(url, url_hash(url), host_key(url), depth, 1)
             row.parent_id, row.via = parent, via
             found.append(row)
         self.stats.inc("discovery/guessed", len(found))

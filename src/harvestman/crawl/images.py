@@ -64,17 +64,16 @@ class ImageLinksStep:
         for product in work.products:
             for image in product.image_details:
                 url = image.url
-                digest = url_hash(url)
-                if digest in seen:
+                if url in seen:  # the seen cache holds URL strings
                     continue
-                seen.add(digest)
+                seen.add(url)
                 try:
                     self.normalizer.normalize(url)
                 except UrlError:
                     self.stats.inc("images/bad_url")
                     continue
                 work.new_urls.append(
-                    NewUrl(url, digest, host_key(url), depth, IMAGE_PRIORITY, kind="image")
+                    NewUrl(url, url_hash(url), host_key(url), depth, IMAGE_PRIORITY, kind="image")
                 )
                 self.stats.inc("images/found")
 

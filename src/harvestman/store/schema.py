@@ -95,6 +95,18 @@ urls = Table(
     # The links a page yielded (GET /api/v1/discovered-links?parent_id=).
     Index("ix_urls_parent", "crawl_id", "parent_id", "id"),
 )
+# Leasing (migration 0021): a host's pending rows in the lease's own order, so a lease reads
+# its k rows and stops instead of sorting the host's top priority group.
+Index(
+    "ix_urls_ready",
+    urls.c.crawl_id,
+    urls.c.host,
+    urls.c.priority.desc(),
+    urls.c.next_crawl_at,
+    urls.c.id,
+    sqlite_where=urls.c.status == "pending",
+    postgresql_where=urls.c.status == "pending",
+)
 
 crawled_pages = Table(
     "crawled_pages",

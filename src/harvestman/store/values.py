@@ -36,10 +36,11 @@ import dataclasses
 import functools
 import logging
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Context, Decimal
-from typing import Any, ClassVar, Final, TypeVar
+from typing import Any, ClassVar, Final, TypeVar, cast
 
 from sqlalchemy import BigInteger, Column, Float, Integer, Numeric, SmallInteger, String, Table
 
@@ -291,22 +292,86 @@ class CheckedBatch:
 
 
 def check_batch(outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl]) -> CheckedBatch:
-    """Check every value the batch writes (see the module docstring)."""
+    """Check every value the batch writes (see the module docstring).
+
+    A whole column of the batch is checked first in a few C-level passes (``_all_fit``); only
+    when one of its values may need a change are the records checked one by one.
+    """
     checked = CheckedBatch([], [])
-    for row in new_urls:
-        cleaned, reasons = _checked(row, _NEW_URL)
-        if reasons:
-            message = "discovered URL dropped: " + "; ".join(reasons)
-            checked.notes.append(Note(cleaned.url, message, dropped=True))
-        else:
-            checked.new_urls.append(row)
+    if _all_fit(new_urls, _NEW_URL):
+        checked.new_urls.extend(new_urls)
+    else:
+        for row in new_urls:
+            cleaned, reasons = _checked(row, _NEW_URL)
+            if reasons:
+                message = "discovered URL dropped: " + "; ".join(reasons)
+                checked.notes.append(Note(cleaned.url, message, dropped=True))
+            else:
+                checked.new_urls.append(row)
+    plain = [o for o in outcomes if not _has_parts(o)]
+    pages = [o.page for o in plain if o.page is not None]
+    fit = set()
+    if _all_fit(plain, _URL) and _all_fit(pages, _PAGE):
+        fit = {id(o) for o in plain}
     for outcome in outcomes:
+        if id(outcome) in fit:
+            checked.outcomes.append(outcome)
+            continue
         clean, reasons = _checked_outcome(outcome)
         checked.outcomes.append(clean)
         if reasons:
             message = "values changed to fit the store: " + "; ".join(reasons)
             checked.notes.append(Note(outcome.request.url, message))
     return checked
+
+
+def _has_parts(outcome: Outcome) -> bool:
+    """Whether the outcome carries products or site parsers' output (checked one by one)."""
+    return bool(
+        outcome.products or outcome.records or outcome.parser_runs or outcome.parse_failures
+    )
+
+
+def _all_fit(records: Sequence[Any], plan: Plan) -> bool:
+    """True when no value of ``records`` needs a change; False: check them one by one.
+
+    Column by column: the strings joined are ASCII (or encode to UTF-8) and hold no NUL, the
+    longest fits; the integers' min and max are in range; the floats' sum is finite (an
+    overflow only sends the batch to the exact check). A numeric column is not checked here.
+    """
+    if not records:
+        return True
+    for name, rule in plan:
+        kind = type(rule)
+        if kind is ColumnRule:
+            continue
+        values = list(map(operator.attrgetter(name), records))
+        if kind is TextRule:
+            strings = [v for v in values if type(v) is str]
+            if not strings:
+                continue
+            joined = "".join(strings)
+            if "\x00" in joined:
+                return False
+            if not joined.isascii():
+                try:
+                    joined.encode()
+                except UnicodeEncodeError:
+                    return False
+            length = cast(TextRule, rule).length
+            if length is not None and max(map(len, strings)) > length:
+                return False
+        elif kind is IntegerRule:
+            integers = [v for v in values if type(v) is int]
+            integer_rule = cast(IntegerRule, rule)
+            if integers and (min(integers) < integer_rule.low or max(integers) > integer_rule.high):
+                return False
+        elif kind is FloatRule:
+            if not math.isfinite(sum(v for v in values if type(v) is float)):
+                return False
+        elif any(v is not None for v in values):
+            return False
+    return True
 
 
 def _checked(record: T, plan: Plan, label: str = "") -> tuple[T, list[str]]:

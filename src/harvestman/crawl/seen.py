@@ -1,0 +1,68 @@
+"""The URLs this process has already sent to the frontier: a bounded cache, not the truth.
+
+The store's unique index on ``(crawl_id, url_hash)`` decides what is new; this cache only
+spares it the links a crawl meets again and again (nav bars, footers, pages linking to each
+other). It keeps normalized URL strings, not their SHA-256: a link found here is not hashed
+at all, and most links of a page are found here.
+
+Two generations bound it: new URLs go into the young set; when that holds half the capacity
+it becomes the old one and the previous old set is dropped. A URL met in the old set moves to
+the young one, so what a crawl keeps meeting stays (an approximate LRU at the cost of a set
+lookup). At most ``capacity`` URLs are held, whatever the crawl's size; what fell out goes to
+the store again, which ignores it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["SeenCache"]
+
+
+class SeenCache:
+    """At most ``capacity`` recently seen URLs (0: none, every URL goes to the store).
+
+    >>> cache = SeenCache(4)
+    >>> cache.fresh(["a", "b", "a"]), cache.fresh(["b", "c"])
+    (['a', 'b'], ['c'])
+    >>> "b" in cache, len(cache) <= 4
+    (True, True)
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._generation = max(1, capacity // 2)
+        self._young: set[str] = set()
+        self._old: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._young) + len(self._old)
+
+    def __contains__(self, url: object) -> bool:
+        return url in self._young or url in self._old
+
+    def add(self, url: str) -> None:
+        if self.capacity:
+            self._young.add(url)
+            if len(self._young) >= self._generation:
+                self._age()
+
+    def fresh(self, urls: Iterable[str]) -> list[str]:
+        """The URLs not seen before, in order, each once; all of them are then seen."""
+        if not self.capacity:
+            return list(dict.fromkeys(urls))
+        young, old = self._young, self._old
+        found: list[str] = []
+        for url in urls:
+            if url in young:
+                continue
+            young.add(url)
+            if url not in old:
+                found.append(url)
+        if len(young) >= self._generation:
+            self._age()
+        return found
+
+    def _age(self) -> None:
+        self._old = self._young
+        self._young = set()
