@@ -70,7 +70,9 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING)
     result = asyncio.run(crawl(args))
     pages, blocked, failed = result["pages"], result["blocked"], result["failed"]
-    assert isinstance(pages, list) and isinstance(blocked, list) and isinstance(failed, list)
+    assert isinstance(pages, list)
+    assert isinstance(blocked, list)
+    assert isinstance(failed, list)
     print(json.dumps({"pages": len(pages), "blocked": len(blocked), "failed": failed[:10]}))
     if args.report is not None:
         args.report.write_text(json.dumps({"pages": pages, "blocked": blocked}))

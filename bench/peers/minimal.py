@@ -32,7 +32,9 @@ def normalize(url: str) -> str:
     parts = urlsplit(url)
     query = parts.query
     if "utm_" in query:
-        kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if not k.startswith("utm_")]
+        kept = [
+            (k, v) for k, v in parse_qsl(query, keep_blank_values=True) if not k.startswith("utm_")
+        ]
         query = urlencode(kept)
     return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", query, ""))
 

@@ -34,7 +34,11 @@ def drop_utm(url: str) -> str:
     parts = urlsplit(url)
     if "utm_" not in parts.query:
         return url
-    kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not k.startswith("utm_")]
+    kept = [
+        (k, v)
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        if not k.startswith("utm_")
+    ]
     return urlunsplit(parts._replace(query=urlencode(kept)))
 
 
