@@ -341,6 +341,10 @@ def compare(args: argparse.Namespace) -> bool:
                 runs[crawler].append(
                     crawl_once(crawler, args, seeds, manifest, f"round-{round_ + 1}")
                 )
+            if round_ + 1 < args.rounds:  # so that a sitting cut short still has its medians
+                print(f"medians after {round_ + 1} round(s):", end="")
+                print_table(runs, labels)
+    print(f"medians of {args.rounds} round(s):", end="")
     print_table(runs, labels)
     return all(run.exact for done in runs.values() for run in done)
 
