@@ -236,7 +236,7 @@ def print_table(runs: dict[str, list[Run]], labels: dict[str, str]) -> None:
     if "harvestman" not in medians:
         return
     rate, cpu, rss = medians["harvestman"]
-    print()
+    print("\nratios, Harvestman's median over the peer's:")
     for crawler, (peer_rate, peer_cpu, peer_rss) in medians.items():
         if crawler != "harvestman":
             print(
