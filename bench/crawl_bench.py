@@ -11,6 +11,10 @@ Two runs, both on 127.0.0.1 only:
   last robots.txt is served >= 90 % of hosts / delay, and no two requests to one host closer
   than the delay (from nginx's ``$msec`` access log).
 
+``--hosts K --throughput`` is the throughput run over K hosts (delay 0, same checks);
+``--frontier N`` seeds N more URLs (404s) from a file and reports the crawler's peak RSS after
+``--max-pages`` fetches.
+
 The site is generated once per parameter set and cached under ``bench/out/``; each run starts
 from a fresh database in ``bench/out/runs/<mode>/``. The crawler runs as a child process and is
 measured with ``os.wait4``: wall time, user + system CPU and peak RSS of the crawler alone.
