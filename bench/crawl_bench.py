@@ -11,6 +11,10 @@ Two runs, both on 127.0.0.1 only:
   last robots.txt is served >= 90 % of hosts / delay, and no two requests to one host closer
   than the delay (from nginx's ``$msec`` access log).
 
+``--hosts K --throughput`` is the throughput run over K hosts (delay 0, same checks);
+``--frontier N`` seeds N more URLs (404s) from a file and reports the crawler's peak RSS after
+``--max-pages`` fetches.
+
 The site is generated once per parameter set and cached under ``bench/out/``; each run starts
 from a fresh database in ``bench/out/runs/<mode>/``. The crawler runs as a child process and is
 measured with ``os.wait4``: wall time, user + system CPU and peak RSS of the crawler alone.
@@ -28,6 +32,7 @@ import itertools
 import json
 import os
 import pstats
+import shlex
 import shutil
 import signal
 import sqlite3
@@ -37,6 +42,7 @@ import threading
 import time
 import urllib.request
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -87,12 +93,33 @@ def check_server(server: StaticServer, site: Path, hosts: list[dict[str, object]
     return requests
 
 
+def default_harvestman() -> str:
+    """The crawler's command: the repository's ``.venv/bin/harvestman``, else this Python's
+    ``-m harvestman.cli`` (a worktree, with ``PYTHONPATH`` pointing at its ``src``)."""
+    binary = REPO / ".venv" / "bin" / "harvestman"
+    return str(binary) if binary.exists() else f"{sys.executable} -m harvestman.cli"
+
+
+def harvestman_argv(harvestman: Path | str) -> list[str]:
+    """``--harvestman`` as argv: a path is one word, a string a shell-like command."""
+    return [str(harvestman)] if isinstance(harvestman, Path) else shlex.split(harvestman)
+
+
+def frontier_urls(ports: list[int], count: int) -> Iterator[str]:
+    """``count`` URLs spread over the hosts that no page links to (each a cheap 404)."""
+    for n in range(count):
+        yield f"http://127.0.0.1:{ports[n % len(ports)]}/frontier/{n}.html"
+
+
 def crawler_command(args: argparse.Namespace, ports: list[int], db: Path, run: Path) -> list[str]:
     seeds = [f"http://127.0.0.1:{port}/" for port in ports]
-    command = [str(args.harvestman), "crawl"]
-    if args.seeds_file:
+    command = [*harvestman_argv(args.harvestman), "crawl"]
+    extra = getattr(args, "frontier", 0)
+    if args.seeds_file or extra:
         seeds_file = run / "seeds.txt"
-        seeds_file.write_text("".join(f"{seed}\n" for seed in seeds))
+        with seeds_file.open("w") as out:
+            out.writelines(f"{seed}\n" for seed in seeds)
+            out.writelines(f"{url}\n" for url in frontier_urls(ports, extra))
         command += ["--seeds-file", str(seeds_file)]
     else:
         command += seeds
@@ -142,12 +169,19 @@ def cpu_per_page(args: argparse.Namespace, ports: list[int], name: str) -> float
     return per_page
 
 
-def run_measured(command: list[str], log: Path, timeout: float) -> Measured:
+def run_measured(
+    command: list[str], log: Path, timeout: float, env: dict[str, str] | None = None
+) -> Measured:
     """Run the crawler to its end (SIGINT after ``timeout``, SIGKILL 15 s later)."""
     with log.open("wb") as output:
         started = time.perf_counter()
         process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, cwd=REPO
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
         )
 
         def stop() -> None:
@@ -342,6 +376,23 @@ def report_politeness(
     )
 
 
+def report_frontier(measured: Measured, db: Path, args: argparse.Namespace) -> bool:
+    """The frontier run: how big the frontier was and the crawler's peak RSS."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
+        statuses = dict(connection.execute("SELECT status, COUNT(*) FROM urls GROUP BY status"))
+    print(f"URLs by status   {statuses}  (frontier: {sum(statuses.values())} URLs)")
+    print(f"seeded           {args.frontier + args.hosts} URLs from --seeds-file")
+    print(f"wall             {measured.wall:.1f} s (seeding included)")
+    print(f"crawler CPU      {measured.cpu:.1f} s")
+    print(f"peak RSS         {measured.max_rss_mb:.0f} MB")
+    return verdict(
+        {
+            f"RSS < {MAX_RSS_MB} MB": measured.max_rss_mb < MAX_RSS_MB,
+            "crawler exit 0": measured.returncode == 0,
+        }
+    )
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=1, help="1: throughput run; >1: politeness")
@@ -356,13 +407,31 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=600.0, help="interrupt the crawl after")
     parser.add_argument("--server", choices=["auto", "nginx", "python"], default="auto")
     parser.add_argument("--seeds-file", action="store_true", help="pass seeds via --seeds-file")
-    parser.add_argument("--harvestman", type=Path, default=REPO / ".venv" / "bin" / "harvestman")
+    parser.add_argument(
+        "--harvestman",
+        default=default_harvestman(),
+        help="the crawler's command (default .venv/bin/harvestman, else python -m harvestman.cli)",
+    )
+    parser.add_argument(
+        "--throughput",
+        action="store_true",
+        help="with --hosts > 1: the throughput run over all hosts (delay 0), not politeness",
+    )
+    parser.add_argument(
+        "--frontier",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed N more URLs (404s on the hosts) from a file; stops at --max-pages (5000)",
+    )
     parser.add_argument("--serve-only", action="store_true", help="serve until Ctrl-C, no crawl")
     parser.add_argument(
         "--profile", action="store_true", help="run the crawler under cProfile (slower)"
     )
     args = parser.parse_args()
-    polite = args.hosts > 1
+    polite = is_polite(args)
+    if args.frontier and args.max_pages is None:
+        args.max_pages = 5000
     if args.delay is None:
         args.delay = 1.0 if polite else 0.0
     if args.per_host_concurrency is None:
@@ -372,9 +441,21 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+def is_polite(args: argparse.Namespace) -> bool:
+    return args.hosts > 1 and not args.throughput and not args.frontier
+
+
+def run_name(args: argparse.Namespace) -> str:
+    if args.frontier:
+        return "frontier"
+    if is_polite(args):
+        return "politeness"
+    return "throughput" if args.hosts == 1 else f"throughput-{args.hosts}h"
+
+
 def main() -> int:
     args = parse_args()
-    polite = args.hosts > 1
+    polite = is_polite(args)
     params = SiteParams(args.pages, args.hosts, args.seed, args.page_bytes, args.max_depth)
     site, manifest = load_or_generate(params, OUT)
     print(f"site             {describe(manifest)}")
@@ -392,23 +473,30 @@ def main() -> int:
                 server.process.wait()
             return 0
         probe = subprocess.run(
-            [str(args.harvestman), "crawl", "--help"], capture_output=True, check=False
+            [*harvestman_argv(args.harvestman), "crawl", "--help"],
+            capture_output=True,
+            check=False,
         )
         if probe.returncode != 0:
             print(f"crawler          {args.harvestman} crawl is not available yet:")
             print(probe.stderr.decode(errors="replace").strip().splitlines()[-1:])
             return 2
-        run = OUT / "runs" / ("politeness" if polite else "throughput")
+        run = OUT / "runs" / run_name(args)
         shutil.rmtree(run, ignore_errors=True)
         run.mkdir(parents=True)
         db = run / "harvestman.db"
         command = crawler_command(args, server.ports, db, run)
         output = run / "pages.jsonl"
-        if not polite:  # what a user keeps of the crawl: its pages, one line each
+        # What a user keeps of the crawl: its pages, one line each.
+        if not polite and not args.frontier:
             command += ["--output", str(output)]
         if args.profile:
-            python = args.harvestman.parent / "python"
-            command = [str(python), "-m", "cProfile", "-o", str(run / "crawler.prof"), *command]
+            profile = ["-m", "cProfile", "-o", str(run / "crawler.prof")]
+            argv = harvestman_argv(args.harvestman)
+            if len(argv) == 1:  # a console script: its virtualenv's Python runs it
+                command = [str(Path(argv[0]).parent / "python"), *profile, *command]
+            else:  # PYTHON -m harvestman.cli
+                command = [argv[0], *profile, *command[1:]]
         shown = command if len(server.ports) == 1 else [*command[:3], "...", *command[-12:]]
         print(f"crawler          {' '.join(shown)}")
         since = time.time()
@@ -423,7 +511,9 @@ def main() -> int:
         if not db.exists():
             print("FAIL  the crawler left no database")
             return 1
-        if polite:
+        if args.frontier:
+            passed = report_frontier(measured, db, args)
+        elif polite:
             assert server.access_log is not None
             access_log = shutil.copy(server.access_log, run / "access.log")
             passed = report_politeness(
