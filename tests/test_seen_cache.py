@@ -61,6 +61,6 @@ def test_discovery_hashes_and_scopes_only_new_links() -> None:
     again = discovery.links(["http://a.example/y", "http://b.example/", "http://a.example/z"], 2)
     assert [row.url for row in again] == ["http://a.example/z"]
     assert stats["frontier/out_of_scope"] == 1
-    assert discovery.guessed(["http://a.example/x", "http://a.example/w"], 2)[0].url == (
-        "http://a.example/w"
-    )
+    assert discovery.guessed(["http://a.example/x", "http://a.example/w"], 2, "pagination")[
+        0
+    ].url == ("http://a.example/w")
