@@ -33,7 +33,7 @@ class SeedStore(Protocol):
     """What loading seeds needs of a store (``SqlStore`` has both)."""
 
     async def ensure_crawl(self, name: str, seeds: Sequence[str] = ()) -> int: ...
-    async def add_urls(self, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None: ...
+    async def add_seeds(self, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None: ...
 
 
 def seed_lines(path: Path) -> Iterator[str]:
@@ -119,7 +119,7 @@ class SeedLoader:
                 # The record first, the rows after: a worker that leases a row has its host
                 # in scope already.
                 crawl_id = await self.store.ensure_crawl(self.crawl_name, digest)
-            await self.store.add_urls(crawl_id, rows, now)
+            await self.store.add_seeds(crawl_id, rows, now)
             self.report.added += len(rows)
         if self.report.out_of_scope:
             log.warning(
