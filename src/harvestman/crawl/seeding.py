@@ -11,6 +11,7 @@ IP-literal seed origin is admitted), at most ``crawl_seed_origins_max`` origins.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -109,18 +110,32 @@ class SeedLoader:
         self._kept = 0
 
     async def load(self, seeds: Iterable[str], now: float) -> SeedReport:
-        """Add ``seeds`` chunk by chunk; returns the running report."""
+        """Add ``seeds`` chunk by chunk; returns the running report.
+
+        One chunk is written while the next is normalized (the store's thread and the event
+        loop's overlap): at most two chunks are held at a time.
+        """
         crawl_id: int | None = None
-        for chunk in chunks(seeds, self.chunk_size):
-            rows, digest = self._rows(chunk)
-            if not rows:
-                continue
-            if crawl_id is None or digest:
-                # The record first, the rows after: a worker that leases a row has its host
-                # in scope already.
-                crawl_id = await self.store.ensure_crawl(self.crawl_name, digest)
-            await self.store.add_seeds(crawl_id, rows, now)
-            self.report.added += len(rows)
+        writing: asyncio.Task[None] | None = None
+        try:
+            for chunk in chunks(seeds, self.chunk_size):
+                rows, digest = self._rows(chunk)
+                if writing is not None:
+                    await writing
+                    writing = None
+                if not rows:
+                    continue
+                if crawl_id is None or digest:
+                    # The record first, the rows after: a worker that leases a row has its
+                    # host in scope already.
+                    crawl_id = await self.store.ensure_crawl(self.crawl_name, digest)
+                writing = asyncio.create_task(self.store.add_seeds(crawl_id, rows, now))
+                self.report.added += len(rows)
+            if writing is not None:
+                await writing
+        finally:
+            if writing is not None and not writing.done():
+                writing.cancel()
         if self.report.out_of_scope:
             log.warning(
                 "%d seeds of origins beyond crawl_seed_origins_max (%d) are queued, but their "

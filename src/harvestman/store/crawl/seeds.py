@@ -10,6 +10,7 @@ much as SQLite's insert itself (measured by bench/seeds_bench.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection
@@ -33,8 +34,8 @@ def insert_seeds(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: f
     compiled = statement.compile(dialect=conn.dialect, column_keys=list(values[0]))
     params: list[Any]
     if compiled.positiontup is not None:  # SQLite's qmark: the values in the statement's order
-        order = compiled.positiontup
-        params = [tuple(value[name] for name in order) for value in values]
+        in_order = itemgetter(*compiled.positiontup)
+        params = [in_order(value) for value in values]
     else:  # PostgreSQL's named parameters take the dicts as they are
         params = values
     conn.exec_driver_sql(str(compiled), params)
