@@ -70,7 +70,9 @@ async def test_the_reader_is_lazy_and_the_store_gets_bounded_chunks(
         crawl_id = await store.ensure_crawl(settings.crawl_name)
         assert (await store.counts(crawl_id)).by_status == {"pending": 1050}
         record = await store.crawl_seeds(crawl_id)
-    assert report.added == 1050 and report.rejected == 0 and report.origins == 3
+    assert report.added == 1050
+    assert report.rejected == 0
+    assert report.origins == 3
     # Eleven chunks of at most 100 rows; when a chunk reached the store, at most the next
     # chunk had been read (one is normalized while the other is written), never the file.
     assert [rows for rows, _ in recording.chunks] == [100] * 10 + [50]
@@ -93,7 +95,8 @@ async def test_origins_past_the_limit_are_queued_but_not_in_scope(
         assert (await store.counts(crawl_id)).by_status == {"pending": 9}
         record = await store.crawl_seeds(crawl_id)
     assert record == seeds[:2]  # one seed of each origin that joined the scope
-    assert report.origins == 2 and report.out_of_scope == 3
+    assert report.origins == 2
+    assert report.out_of_scope == 3
 
 
 def test_an_unreadable_seeds_file_is_a_config_error_at_once(tmp_path: Path) -> None:
@@ -126,7 +129,8 @@ async def test_a_50000_url_seeds_file_crawls_and_resumes_without_duplicates(
         assert code == 0, err
 
         rows = _seed_rows(db)
-        assert len(rows) == 50_000 and {url for url, _ in rows} == set(good)
+        assert len(rows) == 50_000
+        assert {url for url, _ in rows} == set(good)
         assert sum(status != "pending" for _, status in rows) == 20, Counter(s for _, s in rows)
         for bad in BAD:
             assert f"skipped seed {bad[:40]}" in err.replace("'", "").replace("\n", "")
@@ -143,7 +147,8 @@ async def test_a_50000_url_seeds_file_crawls_and_resumes_without_duplicates(
         code, _, err = await run_cli(*command, "--max-pages", "40", *FAST)
         assert code == 0, err
         again = _seed_rows(db)
-        assert len(again) == 50_000 and {url for url, _ in again} == set(good)
+        assert len(again) == 50_000
+        assert {url for url, _ in again} == set(good)
         assert sum(status != "pending" for _, status in again) == 40, Counter(s for _, s in again)
         with sqlite3.connect(db) as conn:
             assert json.loads(conn.execute("SELECT seeds FROM crawls").fetchone()[0]) == record
@@ -160,7 +165,8 @@ async def test_seed_command_streams_a_file_into_a_crawl(tmp_path: Path) -> None:
         "seed", "--seeds-file", str(path), "--db", str(db), "--priority", "low"
     )
     assert code == 0, err
-    assert "seeded 3000 URLs" in err and "mailto:someone@example.com" in err
+    assert "seeded 3000 URLs" in err
+    assert "mailto:someone@example.com" in err
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT url, priority FROM urls").fetchall()
         record = json.loads(conn.execute("SELECT seeds FROM crawls").fetchone()[0])
