@@ -7,7 +7,7 @@ import json
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -18,8 +18,9 @@ from harvestman.crawl.seeding import SeedLoader, seed_lines
 from harvestman.errors import ConfigError
 from harvestman.records import NewUrl
 from harvestman.store import SqlStore
-from harvestman.urls import Scope
+from harvestman.urls import Scope, host_key, url_hash
 from test_cli import FAST, run_cli
+from test_store_frontier_expiry import complete_all
 from testsite import TestSite
 
 BAD = [
@@ -172,3 +173,35 @@ async def test_seed_command_streams_a_file_into_a_crawl(tmp_path: Path) -> None:
         record = json.loads(conn.execute("SELECT seeds FROM crawls").fetchone()[0])
     assert sorted(rows) == sorted((url, 1) for url in good)
     assert record == good[:1000]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def any_store(
+    request: pytest.FixtureRequest, make_settings: SettingsFactory
+) -> AsyncIterator[SqlStore]:
+    if request.param == "sqlite":
+        url = make_settings().database_url
+    else:
+        url = str(request.getfixturevalue("pg_schema_url"))
+    async with SqlStore(url) as opened:
+        await opened.upgrade()
+        yield opened
+
+
+async def test_add_seeds_keeps_add_urls_rules_on_both_stores(any_store: SqlStore) -> None:
+    store = any_store
+    crawl_id = await store.ensure_crawl("c")
+    urls = ["http://a.test/", "http://a.test/due", "http://b.test/later"]
+    rows = [NewUrl(url, url_hash(url), host_key(url), 0, 3) for url in urls]
+    for row in rows:
+        row.via = "seed"
+    await store.add_seeds(crawl_id, rows, 100.0)
+    assert (await store.counts(crawl_id)).by_status == {"pending": 3}
+    again = {urls[0]: 1e12, urls[1]: 150.0, urls[2]: 1e12}
+    await complete_all(store, crawl_id, 100.0, again)
+    # The same seeds again: nothing added twice; only the completed row now due is pending.
+    await store.add_seeds(crawl_id, [*rows, *rows[:1]], 200.0)
+    counts = await store.counts(crawl_id)
+    assert counts.by_status == {"completed": 2, "pending": 1}
+    leased, _ = await store.lease(crawl_id, {"a.test": 10, "b.test": 10}, 200.0, 260.0, "w")
+    assert [(r.url, r.priority, r.depth) for r in leased] == [(urls[1], 3, 0)]
