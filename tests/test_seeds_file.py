@@ -205,3 +205,22 @@ async def test_add_seeds_keeps_add_urls_rules_on_both_stores(any_store: SqlStore
     assert counts.by_status == {"completed": 2, "pending": 1}
     leased, _ = await store.lease(crawl_id, {"a.test": 10, "b.test": 10}, 200.0, 260.0, "w")
     assert [(r.url, r.priority, r.depth) for r in leased] == [(urls[1], 3, 0)]
+
+
+async def test_a_crawl_loading_its_file_in_chunks_ends_when_every_seed_is_fetched(
+    site: TestSite, tmp_path: Path
+) -> None:
+    # Chunks of 10: the crawl starts on the first and the rest load while it runs.
+    good = [site.url(f"/seeded/{i}") for i in range(45)]
+    path = tmp_path / "seeds.txt"
+    path.write_text("\n".join(["not a url", *good]) + "\n")
+    db = tmp_path / "h.db"
+    code, _, err = await run_cli(
+        "crawl", "--seeds-file", str(path), "--db", str(db), "--max-depth", "0", *FAST,
+        env={"HARVESTMAN_SEEDS_CHUNK_SIZE": "10", "HARVESTMAN_FRONTIER_REFRESH_INTERVAL": "0.2"},
+    )  # fmt: skip
+    assert code == 0, err
+    rows = _seed_rows(db)
+    assert sorted(url for url, _ in rows) == sorted(good)
+    assert Counter(status for _, status in rows)["pending"] == 0
+    assert "skipped seed 'not a url'" in err

@@ -30,10 +30,12 @@ from harvestman.cli.stores import open_store
 from harvestman.errors import ConfigError
 
 if TYPE_CHECKING:
+    import asyncio
     from collections.abc import Callable, Iterator
 
     from harvestman.config import Settings
-    from harvestman.crawl.seeding import SeedReport
+    from harvestman.crawl import Crawler
+    from harvestman.crawl.seeding import SeedLoader, SeedReport
     from harvestman.store import SqlStore
 
 PRIORITIES = {"high": 3, "normal": 2, "low": 1}
@@ -126,19 +128,44 @@ def read_seeds(seeds_file: Path | None) -> Iterator[str] | None:
     return seed_lines(seeds_file) if seeds_file is not None else None
 
 
-async def _load_seeds(
-    settings: Settings, store: SqlStore, lines: Iterator[str], priority: int | None = None
-) -> SeedReport:
-    """Stream ``lines`` into the crawl's frontier, each rejected line reported as it comes."""
-    import time
-
+def _seed_loader(settings: Settings, store: SqlStore, priority: int | None = None) -> SeedLoader:
+    """A loader that reports each rejected line as it comes."""
     from harvestman.crawl.seeding import SeedLoader
 
     def rejected(line: str, reason: str) -> None:
         err.print(f"[yellow]skipped seed[/yellow] {line!r}: {reason}")
 
-    loader = SeedLoader(settings, store, priority=priority, on_rejected=rejected)
-    return await loader.load(lines, time.time())
+    return SeedLoader(settings, store, priority=priority, on_rejected=rejected)
+
+
+async def _start_seeding(
+    settings: Settings, store: SqlStore, lines: Iterator[str], engine: Crawler
+) -> asyncio.Task[SeedReport]:
+    """Load the first chunk of ``lines`` now and the rest while ``engine`` crawls.
+
+    The crawl fetches at once instead of after the whole file: it runs as a worker of its own
+    crawl (it looks for new work when its frontier runs dry, its scope reloaded with it) and
+    may end only once the file is loaded; a failed load stops it.
+    """
+    import asyncio
+    import time
+
+    loader, now = _seed_loader(settings, store), time.time()
+    while not loader.report.added:  # a first chunk with a good seed (or the whole file)
+        chunk = list(itertools.islice(lines, settings.seeds_chunk_size))
+        if not chunk:
+            break
+        await loader.load(chunk, now)
+    engine.worker_mode, engine.exit_when_done = True, False
+    loading = asyncio.create_task(loader.load(lines, now), name="crawl-seeds")
+
+    def loaded(task: asyncio.Task[SeedReport]) -> None:
+        engine.exit_when_done = True
+        if task.cancelled() or task.exception() is not None:
+            engine.stop()
+
+    loading.add_done_callback(loaded)
+    return loading
 
 
 async def _crawl(
@@ -151,6 +178,7 @@ async def _crawl(
     kinds: tuple[str, ...],
 ) -> int:
     import asyncio
+    import contextlib
 
     from harvestman.crawl import Crawler
     from harvestman.display import CrawlProgress, summary_table
@@ -170,8 +198,9 @@ async def _crawl(
         engine = Crawler(settings, store, seeds, on_pages=write_pages)
         for seed, reason in engine.rejected_seeds:
             err.print(f"[yellow]skipped seed[/yellow] {seed!r}: {reason}")
+        loading = None
         if file_seeds is not None:  # streamed: the file is never in memory as a whole
-            await _load_seeds(settings, store, file_seeds)
+            loading = await _start_seeding(settings, store, file_seeds, engine)
         crawl_id = await store.find_crawl(settings.crawl_name)
         if not engine.seeds and crawl_id is None:
             err.print("[red]error:[/red] no valid seed URL and no crawl to resume in this store")
@@ -194,7 +223,14 @@ async def _crawl(
             if display is not None:
                 display.start()
             counts = await engine.run()
+            if loading is not None:
+                if interrupted:  # what is not loaded yet is, when the command runs again
+                    loading.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await loading  # a failed load raises here
         finally:
+            if loading is not None and not loading.done():
+                loading.cancel()
             if display is not None:
                 await display.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -357,9 +393,11 @@ def seed(
 async def _seed(
     settings: Settings, store: SqlStore, lines: Iterator[str], priority: int
 ) -> SeedReport:
+    import time
+
     async with store:
         await store.check_schema()
-        return await _load_seeds(settings, store, lines, priority)
+        return await _seed_loader(settings, store, priority).load(lines, time.time())
 
 
 def status(
