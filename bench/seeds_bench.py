@@ -169,6 +169,7 @@ def main() -> int:
     parser.add_argument("--bad", type=int, default=10, help="malformed lines in the file")
     parser.add_argument("--max-pages", type=int, default=5000, help="the crawl's --max-pages")
     parser.add_argument("--no-crawl", action="store_true", help="measure the seeding only")
+    parser.add_argument("--crawl-only", action="store_true", help="skip the seed command")
     parser.add_argument("--small", action="store_true", help="also crawl from --hosts seeds")
     parser.add_argument("--work", type=Path, default=None, help="keep files here")
     args = parser.parse_args()
@@ -180,6 +181,9 @@ def main() -> int:
     size = seeds.stat().st_size / 1e6
     print(f"seeds file       {args.urls:,} URLs + {args.bad} bad lines, {size:.0f} MB, {work}")
 
+    if args.crawl_only:
+        crawl(args, seeds, work / "crawl.db", work, ports, "harvestman crawl --seeds-file")
+        return 0
     db = work / "seed.db"
     upgrade = subprocess.run([*harvestman(args), "db", "upgrade", "--db", str(db)], check=False)
     if upgrade.returncode:
