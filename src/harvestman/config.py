@@ -101,6 +101,17 @@ class Settings(BaseSettings):
     crawl_seen_cache_size: int = Field(
         250_000, ge=0, description="recently seen URLs kept in memory (the store holds all)"
     )
+    # A seeds file is streamed into the frontier a chunk at a time; the crawl's record keeps
+    # a bounded digest of it (the first seeds and one seed per origin), see crawl/seeding.py.
+    seeds_chunk_size: int = Field(
+        10_000, ge=1, le=100_000, description="seeds-file lines normalized and written at once"
+    )
+    crawl_seeds_kept: int = Field(
+        1000, ge=0, le=100_000, description="first seeds of a file kept in the crawl's record"
+    )
+    crawl_seed_origins_max: int = Field(
+        100_000, ge=1, le=1_000_000, description="seed origins that join the crawl's scope"
+    )
 
     # frontier / politeness
     frontier_delay: float = Field(1.0, ge=0, le=3600, description="seconds between requests/host")

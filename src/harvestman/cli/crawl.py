@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import sys
@@ -29,9 +30,12 @@ from harvestman.cli.stores import open_store
 from harvestman.errors import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    import asyncio
+    from collections.abc import Callable, Iterator
 
     from harvestman.config import Settings
+    from harvestman.crawl import Crawler
+    from harvestman.crawl.seeding import SeedLoader, SeedReport
     from harvestman.store import SqlStore
 
 PRIORITIES = {"high": 3, "normal": 2, "low": 1}
@@ -111,33 +115,70 @@ def crawl(
         warc_path=str(warc) if warc else None,
         crawl_images=images,
     ) as (settings, store):  # fmt: skip
-        seeds = read_seeds(urls or [], seeds_file)
+        file_seeds = read_seeds(seeds_file)
         live = progress and sys.stderr.isatty()
-        code = run(_crawl(settings, store, seeds, output, live, kinds))
+        code = run(_crawl(settings, store, urls or [], file_seeds, output, live, kinds))
     raise typer.Exit(code)
 
 
-def read_seeds(urls: list[str], seeds_file: Path | None) -> list[str]:
-    """``urls`` and the lines of ``seeds_file`` (blank lines and ``#`` comments skipped)."""
-    seeds = list(urls)
-    if seeds_file is not None:
-        try:
-            lines = seeds_file.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise ConfigError(f"cannot read seeds file {seeds_file}: {exc}") from None
-        seeds.extend(line.strip() for line in lines if line.strip() and not line.startswith("#"))
-    return seeds
+def read_seeds(seeds_file: Path | None) -> Iterator[str] | None:
+    """The lines of ``seeds_file``, read lazily (blank lines and ``#`` comments skipped)."""
+    from harvestman.crawl.seeding import seed_lines
+
+    return seed_lines(seeds_file) if seeds_file is not None else None
+
+
+def _seed_loader(settings: Settings, store: SqlStore, priority: int | None = None) -> SeedLoader:
+    """A loader that reports each rejected line as it comes."""
+    from harvestman.crawl.seeding import SeedLoader
+
+    def rejected(line: str, reason: str) -> None:
+        err.print(f"[yellow]skipped seed[/yellow] {line!r}: {reason}")
+
+    return SeedLoader(settings, store, priority=priority, on_rejected=rejected)
+
+
+async def _start_seeding(
+    settings: Settings, store: SqlStore, lines: Iterator[str], engine: Crawler
+) -> asyncio.Task[SeedReport]:
+    """Load the first chunk of ``lines`` now and the rest while ``engine`` crawls.
+
+    The crawl fetches at once instead of after the whole file: it runs as a worker of its own
+    crawl (it looks for new work when its frontier runs dry, its scope reloaded with it) and
+    may end only once the file is loaded; a failed load stops it.
+    """
+    import asyncio
+    import time
+
+    loader, now = _seed_loader(settings, store), time.time()
+    while not loader.report.added:  # a first chunk with a good seed (or the whole file)
+        chunk = list(itertools.islice(lines, settings.seeds_chunk_size))
+        if not chunk:
+            break
+        await loader.load(chunk, now)
+    engine.worker_mode, engine.exit_when_done = True, False
+    loading = asyncio.create_task(loader.load(lines, now), name="crawl-seeds")
+
+    def loaded(task: asyncio.Task[SeedReport]) -> None:
+        engine.exit_when_done = True
+        if task.cancelled() or task.exception() is not None:
+            engine.stop()
+
+    loading.add_done_callback(loaded)
+    return loading
 
 
 async def _crawl(
     settings: Settings,
     store: SqlStore,
     seeds: list[str],
+    file_seeds: Iterator[str] | None,
     output: Path | None,
     live: bool,
     kinds: tuple[str, ...],
 ) -> int:
     import asyncio
+    import contextlib
 
     from harvestman.crawl import Crawler
     from harvestman.display import CrawlProgress, summary_table
@@ -157,6 +198,9 @@ async def _crawl(
         engine = Crawler(settings, store, seeds, on_pages=write_pages)
         for seed, reason in engine.rejected_seeds:
             err.print(f"[yellow]skipped seed[/yellow] {seed!r}: {reason}")
+        loading = None
+        if file_seeds is not None:  # streamed: the file is never in memory as a whole
+            loading = await _start_seeding(settings, store, file_seeds, engine)
         crawl_id = await store.find_crawl(settings.crawl_name)
         if not engine.seeds and crawl_id is None:
             err.print("[red]error:[/red] no valid seed URL and no crawl to resume in this store")
@@ -179,7 +223,14 @@ async def _crawl(
             if display is not None:
                 display.start()
             counts = await engine.run()
+            if loading is not None:
+                if interrupted:  # what is not loaded yet is, when the command runs again
+                    loading.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await loading  # a failed load raises here
         finally:
+            if loading is not None and not loading.done():
+                loading.cancel()
             if display is not None:
                 await display.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -333,37 +384,20 @@ def seed(
     if priority not in PRIORITIES:
         raise usage_error(f"--priority must be one of {', '.join(PRIORITIES)}")
     with open_store(config, db, database_url, crawl_name=name) as (settings, store):
-        seeds = read_seeds(urls or [], seeds_file)
-        added, rejected = run(_seed(settings, store, seeds, PRIORITIES[priority]))
-    for url, reason in rejected:
-        err.print(f"[yellow]skipped[/yellow] {url!r}: {reason}")
-    err.print(f"seeded {added} URLs into crawl {settings.crawl_name!r}")
-    raise typer.Exit(0 if added or not rejected else 2)
+        lines = itertools.chain(urls or [], read_seeds(seeds_file) or ())
+        report = run(_seed(settings, store, lines, PRIORITIES[priority]))
+    err.print(f"seeded {report.added} URLs into crawl {settings.crawl_name!r}")
+    raise typer.Exit(0 if report.added or not report.rejected else 2)
 
 
 async def _seed(
-    settings: Settings, store: SqlStore, seeds: list[str], priority: int
-) -> tuple[int, list[tuple[str, str]]]:
+    settings: Settings, store: SqlStore, lines: Iterator[str], priority: int
+) -> SeedReport:
     import time
 
-    from harvestman.errors import UrlError
-    from harvestman.records import NewUrl
-    from harvestman.urls import UrlNormalizer, host_key, url_hash
-
-    normalizer = UrlNormalizer(settings.url_tracking_params, settings.url_max_length)
-    good: list[str] = []
-    rejected: list[tuple[str, str]] = []
-    for url in seeds:
-        try:
-            good.append(normalizer.normalize(url))
-        except UrlError as exc:
-            rejected.append((url, exc.reason))
     async with store:
         await store.check_schema()
-        crawl_id = await store.ensure_crawl(settings.crawl_name, good)
-        rows = [NewUrl(u, url_hash(u), host_key(u), 0, priority) for u in good]
-        await store.add_urls(crawl_id, rows, time.time())
-    return len(good), rejected
+        return await _seed_loader(settings, store, priority).load(lines, time.time())
 
 
 def status(

@@ -15,6 +15,7 @@ from harvestman.store.crawl.frontier import FrontierRepository
 from harvestman.store.crawl.hosts import HostRepository
 from harvestman.store.crawl.outcomes import PRODUCTS_PARSER, OutcomeRepository
 from harvestman.store.crawl.reports import ReportRepository
+from harvestman.store.crawl.seeds import SeedRepository
 from harvestman.store.crawl.sessions import SessionRepository
 from harvestman.store.crawl.workers import WorkerRepository
 from harvestman.store.failures import FailureRepository
@@ -35,6 +36,7 @@ class SqlStore(
     HostRepository,
     SessionRepository,
     ReportRepository,
+    SeedRepository,
     SearchRepository,
     LifecycleRepository,
     AdminRepository,

@@ -33,7 +33,8 @@ class CrawlRepository(StoreConnection):
                         select(crawls.c.id, crawls.c.seeds).where(crawls.c.name == name)
                     ).one()
                 known = json.loads(row.seeds)
-                merged = known + [seed for seed in seeds if seed not in known]
+                seen = set(known)  # a set: a seeds file's digest may hold many origins
+                merged = known + [seed for seed in dict.fromkeys(seeds) if seed not in seen]
                 if merged != known:
                     conn.execute(
                         update(crawls).where(crawls.c.id == row.id).values(seeds=json.dumps(merged))

@@ -82,7 +82,7 @@ def insert_urls(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: fl
     )
     conn.execute(
         stmt,
-        [_pending_row(crawl_id, row, now, row.lastmod) for row in dated],
+        [pending_row(crawl_id, row, now, row.lastmod) for row in dated],
     )
 
 
@@ -99,9 +99,13 @@ def _insert_links(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: 
     )
     conn.execute(
         insert,
-        [_pending_row(crawl_id, row, now, None) for row in rows],
+        [pending_row(crawl_id, row, now, None) for row in rows],
     )
-    hashes = [row.url_hash for row in rows]
+    make_known_due(conn, crawl_id, [row.url_hash for row in rows], now)
+
+
+def make_known_due(conn: Connection, crawl_id: int, hashes: Sequence[str], now: float) -> None:
+    """The rows of ``hashes`` that are completed and due again go back to pending now."""
     for start in range(0, len(hashes), _RECRAWL_CHUNK):
         conn.execute(
             update(urls)
@@ -115,7 +119,7 @@ def _insert_links(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: 
         )
 
 
-def _pending_row(crawl_id: int, row: NewUrl, now: float, lastmod: float | None) -> dict[str, Any]:
+def pending_row(crawl_id: int, row: NewUrl, now: float, lastmod: float | None) -> dict[str, Any]:
     """A discovered URL as a new frontier row."""
     return {
         "crawl_id": crawl_id,
