@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from harvestman.cli.options import ConfigOption, DatabaseUrlOption, DbOption
+
 if TYPE_CHECKING:
     from harvestman.api.settings import ApiSettings
     from harvestman.config import Settings
@@ -29,9 +31,9 @@ def serve(
     dev: Annotated[
         bool, typer.Option("--dev", help="Development mode: a built-in JWT secret is allowed")
     ] = False,
-    database_url: Annotated[
-        str | None, typer.Option("--database-url", help="SQLAlchemy URL of the store")
-    ] = None,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
     no_scheduler: Annotated[
         bool, typer.Option("--no-scheduler", help="Serve the API only; run no jobs here")
     ] = False,
@@ -49,12 +51,12 @@ def serve(
     process."""
     from harvestman.api.auth import resolve_secret
     from harvestman.api.settings import ApiSettings
-    from harvestman.config import load_settings
+    from harvestman.cli.stores import load_settings
 
     if dev and not is_loopback(host):
         raise _fail(f"--dev signs with a published secret: it listens on loopback only, not {host}")
+    settings = load_settings(config, db, database_url, serve_workers=workers)
     try:
-        settings = load_settings(database_url=database_url, serve_workers=workers)
         api_settings = ApiSettings.from_settings(settings, dev=dev)
         resolve_secret(api_settings.jwt_secret, dev=dev)  # refuse to start before binding
     except ConfigError as exc:
