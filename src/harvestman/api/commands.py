@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from harvestman.cli.options import ConfigOption, DatabaseUrlOption, DbOption
-
 if TYPE_CHECKING:
     from harvestman.api.settings import ApiSettings
     from harvestman.config import Settings
@@ -219,3 +217,8 @@ def token_create(
     if not 0 < days <= 3650:
         raise _fail("--days must be between 0 and 3650")
     sys.stdout.write(create_token(secret, Role(role), subject=subject, days=days) + "\n")
+
+
+# Last, not first: importing harvestman.cli runs its command registration, which imports this
+# module's serve and token_app; Typer reads these annotations only when it builds the command.
+from harvestman.cli.options import ConfigOption, DatabaseUrlOption, DbOption  # noqa: E402
