@@ -11,11 +11,14 @@ from rich.console import Console
 
 from harvestman.cli.exits import err, usage_error
 from harvestman.cli.options import (
+    AvailabilityOption,
     ConfigOption,
+    CurrencyOption,
     DatabaseUrlOption,
     DbOption,
     DryRunOption,
     ErrorClassOption,
+    EveryCrawlOption,
     HostOption,
     JsonOption,
     KindOption,
@@ -207,19 +210,15 @@ def search(
     until: Annotated[str | None, typer.Option("--until", help="... and before this")] = None,
     min_price: Annotated[float | None, typer.Option("--min-price", min=0)] = None,
     max_price: Annotated[float | None, typer.Option("--max-price", min=0)] = None,
-    currency: Annotated[str | None, typer.Option("--currency", help="ISO 4217, e.g. EUR")] = None,
-    availability: Annotated[
-        list[str] | None, typer.Option("--availability", help="in_stock, out_of_stock, ...")
-    ] = None,
+    currency: CurrencyOption = None,
+    availability: AvailabilityOption = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=100)] = 20,
     offset: Annotated[int, typer.Option("--offset", min=0, max=999)] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object a hit (JSONL)")] = False,
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
-    name: Annotated[
-        str | None, typer.Option("--name", help="Only this crawl [default: every crawl]")
-    ] = None,
+    name: EveryCrawlOption = None,
 ) -> None:
     """Full-text search of stored pages (or products), best first."""
     import time

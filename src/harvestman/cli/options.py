@@ -26,6 +26,13 @@ DatabaseUrlOption = Annotated[
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", help="TOML settings file", envvar=CONFIG_ENV)
 ]
+EveryCrawlOption = Annotated[
+    str | None, typer.Option("--name", help="Only this crawl [default: every crawl]")
+]
+CurrencyOption = Annotated[str | None, typer.Option("--currency", help="ISO 4217, e.g. EUR")]
+AvailabilityOption = Annotated[
+    list[str] | None, typer.Option("--availability", help="in_stock, out_of_stock, ...")
+]
 NameOption = Annotated[
     str | None, typer.Option("--name", help="Crawl namespace [default: default]")
 ]

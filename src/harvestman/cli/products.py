@@ -10,7 +10,14 @@ from typing import Annotated, Any
 import typer
 
 from harvestman.cli.exits import err, usage_error
-from harvestman.cli.options import ConfigOption, DatabaseUrlOption, DbOption
+from harvestman.cli.options import (
+    AvailabilityOption,
+    ConfigOption,
+    CurrencyOption,
+    DatabaseUrlOption,
+    DbOption,
+    EveryCrawlOption,
+)
 from harvestman.cli.stores import existing_crawl, open_store
 
 MAX_LIMIT = 1000
@@ -19,10 +26,8 @@ MAX_LIMIT = 1000
 def products(
     min_price: Annotated[float | None, typer.Option("--min-price", min=0, max=1e12)] = None,
     max_price: Annotated[float | None, typer.Option("--max-price", min=0, max=1e12)] = None,
-    currency: Annotated[str | None, typer.Option("--currency", help="ISO 4217, e.g. EUR")] = None,
-    availability: Annotated[
-        list[str] | None, typer.Option("--availability", help="in_stock, out_of_stock, ...")
-    ] = None,
+    currency: CurrencyOption = None,
+    availability: AvailabilityOption = None,
     brand: Annotated[str | None, typer.Option("--brand", help="Equal, ignoring case")] = None,
     category: Annotated[str | None, typer.Option("--category", help="Equal, ignoring case")] = None,
     min_rating: Annotated[float | None, typer.Option("--min-rating", min=0, max=1e4)] = None,
@@ -45,9 +50,7 @@ def products(
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
-    name: Annotated[
-        str | None, typer.Option("--name", help="Only this crawl [default: every crawl]")
-    ] = None,
+    name: EveryCrawlOption = None,
 ) -> None:
     """Stored products matching every filter given, by price, rating or last change (sorted
     by price or rating: those without one are left out). A page ends with the --after key of
