@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -132,6 +133,42 @@ async def test_leases_of_dead_or_expired_workers_return_to_pending(store: SqlSto
     assert (await store.counts(crawl)).by_status == {"pending": 4, "in_progress": 2}
     assert await store.release("alive", NOW + 20) == 2
     assert (await store.counts(crawl)).by_status == {"pending": 6}
+
+
+async def test_a_cancelled_call_that_started_ends_before_its_cancellation_goes_on(
+    store: SqlStore,
+) -> None:
+    # A lease whose caller is cancelled mid-call commits anyway (the thread runs on): the
+    # shutdown's release, which comes next, must come after it or the rows stay leased.
+    started, go = threading.Event(), threading.Event()
+    ended: list[str] = []
+
+    def slow_call() -> None:
+        started.set()
+        go.wait(10)
+        ended.append("committed")
+
+    call = asyncio.create_task(store._run(slow_call))
+    await asyncio.to_thread(started.wait, 10)
+    call.cancel()
+    asyncio.get_running_loop().call_later(0.05, go.set)
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert ended == ["committed"]
+
+    # One that had not started yet never runs.
+    started.clear()
+    go.clear()
+    blocker = asyncio.create_task(store._run(slow_call))
+    await asyncio.to_thread(started.wait, 10)
+    queued = asyncio.create_task(store._run(ended.append, "queued"))
+    await asyncio.sleep(0)
+    queued.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await queued
+    go.set()
+    await blocker
+    assert ended == ["committed", "committed"]
 
 
 async def test_heartbeat_extends_the_workers_leases(store: SqlStore) -> None:

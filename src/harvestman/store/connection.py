@@ -1,7 +1,9 @@
 """What every repository of the SQL store stands on: the engine and the store's threads.
 
 Calls are async; each runs synchronously on the store's own thread(s), so the event loop never
-blocks on the database and SQLite sees a single writer. Writes go through ``transaction``.
+blocks on the database and SQLite sees a single writer. Writes go through ``transaction``. A call
+cancelled once its thread has started it ends before the cancellation goes on (its effects are
+in the database before the caller's cleanup runs); one still queued never runs.
 """
 
 from __future__ import annotations
@@ -62,9 +64,18 @@ class StoreConnection:
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         if self._executor is None:
             raise StoreError("the store is not open: use `async with SqlStore(...)`")
-        loop = asyncio.get_running_loop()
+        work = self._executor.submit(fn, *args)
+        done = asyncio.wrap_future(work)
         try:
-            return await loop.run_in_executor(self._executor, fn, *args)
+            return await asyncio.shield(done)
+        except asyncio.CancelledError:
+            # A call that has started commits whether its caller waits or not: let it end
+            # before the cancellation goes on, so that what follows (a shutdown giving this
+            # worker's leases back, say) comes after it rather than beside it.
+            if not work.cancel():
+                with contextlib.suppress(Exception):
+                    await done
+            raise
         except SQLAlchemyError as exc:
             raise StoreError(f"{type(exc).__name__}: {exc}") from exc
 
