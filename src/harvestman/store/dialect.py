@@ -8,7 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, create_engine, event
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    Table,
+    Text,
+    cast,
+    create_engine,
+    event,
+    func,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 
@@ -85,6 +95,15 @@ def insert(engine: Engine, table: Table) -> Upsert:
 def insert_ignore(engine: Engine, table: Table, *conflict: str) -> Upsert:
     """INSERT ... ON CONFLICT (conflict) DO NOTHING."""
     return insert(engine, table).on_conflict_do_nothing(index_elements=list(conflict))
+
+
+def json_rows(dialect: str, *columns: ColumnElement[Any]) -> ColumnElement[str | None]:
+    """An aggregate of ``columns`` over a group's rows on the ``dialect`` (an engine's
+    ``dialect.name``): one JSON array of arrays, as text (NULL or ``[]`` for no rows), in no
+    set order (SQLite's aggregates take no ORDER BY)."""
+    if dialect == "sqlite":
+        return func.json_group_array(func.json_array(*columns), type_=Text)
+    return cast(func.json_agg(func.json_build_array(*columns)), Text)
 
 
 def lock_suffix(engine: Engine) -> str:
