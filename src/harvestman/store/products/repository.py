@@ -54,7 +54,7 @@ class ProductRepository(StoreConnection):
         one of this query's) and the key of the next page (None at the end)."""
         past = query.parse_key(after) if after is not None else None
         listing = _listing(query.shape(paged=past is not None), self.engine.dialect.name)
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             rows = conn.execute(listing, query.values(past, limit)).all()
         more = len(rows) > limit
         items = [_item(row) for row in rows[:limit]]
@@ -67,7 +67,7 @@ class ProductRepository(StoreConnection):
     def get_product(self, product_id: int) -> dict[str, Any] | None:
         """One product with its description and the parts its extraction skipped."""
         one = _product(self.engine.dialect.name)
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             row = conn.execute(one, {"product_id": product_id}).first()
         if row is None:
             return None
@@ -76,6 +76,10 @@ class ProductRepository(StoreConnection):
         item["description"] = description
         item["errors"] = json.loads(errors) if errors else []
         return item
+
+    def _reading(self) -> Connection:
+        """A connection for one read statement."""
+        return self.engine.connect().execution_options(**dialect.read_options(self.engine))
 
     def product_history(
         self, product_id: int, *, after: int | None = None, limit: int = 200
