@@ -107,7 +107,8 @@ def insert_ignore(engine: Engine, table: Table, *conflict: str) -> Upsert:
 def json_rows(dialect: str, *columns: ColumnElement[Any]) -> ColumnElement[str | None]:
     """An aggregate of ``columns`` over a group's rows on the ``dialect`` (an engine's
     ``dialect.name``): one JSON array of arrays, as text (NULL or ``[]`` for no rows), in no
-    set order (SQLite's aggregates take no ORDER BY)."""
+    set order (SQLite's aggregates take no ORDER BY before 3.44). SQLite's JSON functions are
+    built in since 3.38 and in the usual builds before (Debian's, Python's own)."""
     if dialect == "sqlite":
         return func.json_group_array(func.json_array(*columns), type_=Text)
     return cast(func.json_agg(func.json_build_array(*columns)), Text)
