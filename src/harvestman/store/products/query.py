@@ -6,6 +6,10 @@ and DESC when descending): every order is an index ending in ``id`` (migration 0
 in a list sorted by it: NULLs sort differently on SQLite and PostgreSQL, and a keyset over them
 needs a second range. The cursor key is the last row's sort value and id as one string.
 
+The statement's text depends only on the query's ``Shape`` (which filters, in which form, the
+order, a cursor or not): the store builds it once per shape, with named parameters that
+``ProductQuery.values`` fills for each query.
+
 >>> key = ProductQuery(sort="price").key_of(Decimal("12.5000"), 7)
 >>> key, ProductQuery(sort="price").parse_key(key)
 ('12.5|7', (Decimal('12.5'), 7))
