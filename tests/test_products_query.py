@@ -11,12 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import insert, select
 
 from harvestman import elastic, recrawl
 from harvestman.store import SqlStore
 from harvestman.store.products import ProductQuery
 from harvestman.store.products import history as history_module
 from harvestman.store.products import query as query_module
+from harvestman.store.products.query import INDEXED_CHARS
+from harvestman.store.schema import crawls, images
 from productrows import T0, add_catalogue, catalogue
 from storerows import store_url
 
@@ -157,6 +160,73 @@ def test_a_product_comes_with_its_images_offers_and_sightings(
     assert store.get_product(10**9) is None
     assert store.product_history(10**9) is None
     assert store.product_history(item["id"]) == ([], None)
+
+
+def _shop(store: SqlStore, rows: list[dict[str, Any]]) -> int:
+    """A crawl holding ``rows`` (catalogue rows, changed), without frontier rows or images."""
+    with store.engine.begin() as conn:
+        conn.execute(insert(crawls).values(name="odd", created_at=T0, seeds="[]"))
+        crawl_id = int(conn.execute(select(crawls.c.id).where(crawls.c.name == "odd")).scalar_one())
+    store.load_products(crawl_id, rows)
+    return crawl_id
+
+
+def test_images_come_in_the_order_of_their_positions(store: SqlStore) -> None:
+    crawl_id = _shop(store, catalogue(2))
+    first, second = numbered(store, crawl_id)
+    with store.engine.begin() as conn:
+        conn.execute(insert(images), [
+            {"product_id": first, "position": position, "url": f"https://img.test/{position}",
+             "alt": None, "width": None, "height": 10 * position}
+            for position in (2, 0, 1)
+        ])  # fmt: skip
+
+    items, _ = store.list_products(ProductQuery(crawl_id=crawl_id, sort="changed"))
+    one = store.get_product(first)
+
+    expected = [
+        {"url": f"https://img.test/{n}", "alt": None, "width": None, "height": 10 * n}
+        for n in (0, 1, 2)
+    ]
+    assert {item["id"]: item["images"] for item in items} == {first: expected, second: []}
+    assert one is not None
+    assert one["images"] == expected
+    assert one["seen"]["last_seen_at"] is None  # no frontier row
+
+
+def numbered(store: SqlStore, crawl_id: int) -> list[int]:
+    """The crawl's product ids by their number."""
+    items, _ = store.list_products(ProductQuery(crawl_id=crawl_id), limit=500)
+    return [item["id"] for item in sorted(items, key=lambda item: numbers([item]))]
+
+
+def test_a_parser_name_matches_its_own_versions_literally(store: SqlStore) -> None:
+    rows = catalogue(4)
+    for row, parser in zip(rows, ("a_b@1", "a_b@2", "axb@1", "a%b@1"), strict=True):
+        row["parser"] = parser
+    crawl_id = _shop(store, rows)
+
+    def found(parser: str) -> list[int]:
+        items, _ = store.list_products(ProductQuery(crawl_id=crawl_id, parser=parser))
+        return sorted(numbers(items))
+
+    assert (found("a_b"), found("a%b"), found("a"), found("a_b@2")) == ([0, 1], [3], [], [1])
+
+
+def test_a_brand_longer_than_its_index_is_compared_whole(store: SqlStore) -> None:
+    rows = catalogue(3)
+    long = "B" * INDEXED_CHARS
+    for row, brand in zip(rows, (f"{long}-one", f"{long}-two", long), strict=True):
+        row["brand"] = brand
+    crawl_id = _shop(store, rows)
+
+    def found(brand: str) -> list[int]:
+        items, _ = store.list_products(ProductQuery(crawl_id=crawl_id, brand=brand))
+        return sorted(numbers(items))
+
+    assert found(f"{long.lower()}-ONE") == [0]
+    assert found(long) == [2]
+    assert found(long[:-1]) == []
 
 
 @pytest.mark.parametrize("key", ["x|1", "1.5", "nan|3", "1|0", "1|-4", "inf|2", ""])

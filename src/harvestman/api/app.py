@@ -196,7 +196,11 @@ def create_app(
         max_body_bytes=api_settings.max_body_bytes,
         max_json_depth=api_settings.max_json_depth,
     )
+    # FastAPI tries the routes in this order: the product list, the busiest read, goes first
+    # (behind a dozen routers its matching was ~0.15 ms of a ~2 ms request). No other router
+    # has a path under /api/products.
     routers = (
+        product_routes,
         health,
         sources,
         jobs,
@@ -208,7 +212,6 @@ def create_app(
         parser_routes,
         error_routes,
         search_routes,
-        product_routes,
         login_routes,
         storage_routes,
         control_routes,

@@ -8,7 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, create_engine, event
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    Table,
+    Text,
+    cast,
+    create_engine,
+    event,
+    func,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 
@@ -50,6 +60,13 @@ def write_options(engine: Engine) -> dict[str, Any]:
     return {WRITE_OPTION: "IMMEDIATE"} if is_sqlite(engine) else {}
 
 
+def read_options(engine: Engine) -> dict[str, Any]:
+    """Execution options for a connection that runs one read statement: autocommit on
+    PostgreSQL. One statement sees one snapshot either way, and psycopg otherwise spends a
+    round trip on BEGIN and another on the pool's ROLLBACK, two of a list page's four."""
+    return {} if is_sqlite(engine) else {"isolation_level": "AUTOCOMMIT"}
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.isolation_level = None  # transactions are begun by _sqlite_begin
     # WAL lets readers (stats, export, API) run beside the crawl's writer; NORMAL sync is
@@ -85,6 +102,16 @@ def insert(engine: Engine, table: Table) -> Upsert:
 def insert_ignore(engine: Engine, table: Table, *conflict: str) -> Upsert:
     """INSERT ... ON CONFLICT (conflict) DO NOTHING."""
     return insert(engine, table).on_conflict_do_nothing(index_elements=list(conflict))
+
+
+def json_rows(dialect: str, *columns: ColumnElement[Any]) -> ColumnElement[str | None]:
+    """An aggregate of ``columns`` over a group's rows on the ``dialect`` (an engine's
+    ``dialect.name``): one JSON array of arrays, as text (NULL or ``[]`` for no rows), in no
+    set order (SQLite's aggregates take no ORDER BY before 3.44). SQLite's JSON functions are
+    built in since 3.38 and in the usual builds before (Debian's, Python's own)."""
+    if dialect == "sqlite":
+        return func.json_group_array(func.json_array(*columns), type_=Text)
+    return cast(func.json_agg(func.json_build_array(*columns)), Text)
 
 
 def lock_suffix(engine: Engine) -> str:

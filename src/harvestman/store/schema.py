@@ -284,8 +284,10 @@ products = Table(
     # tie-break. A filter is walked in the order it is most often read in: availability,
     # currency, brand and category by price, a domain by last change. Without that, the planner
     # walked an order's index and filtered: a host's first page read 25,000 rows of 1,000,000.
-    Index("ix_products_price", "price", "id"),
-    Index("ix_products_rating", "rating", "id"),
+    # Price and rating carry the last change: a list filtered by it (``since``) checks it in
+    # the index instead of fetching each walked row (migration 0022).
+    Index("ix_products_price", "price", "id", "updated_at"),
+    Index("ix_products_rating", "rating", "id", "updated_at"),
     Index("ix_products_updated_at", "updated_at", "id"),
     Index("ix_products_availability", "availability", "price", "id"),
     Index("ix_products_currency", "currency", "price", "id"),
@@ -296,6 +298,10 @@ products = Table(
     # the filter ignores case).
     Index("ix_products_brand", func.lower(func.substr(text("brand"), 1, 100)), "price", "id"),
     Index("ix_products_category", func.lower(func.substr(text("category"), 1, 100)), "price", "id"),
+    # A brand by rating too (0022): its ~1,000 rows were fetched and sorted for each page.
+    Index(
+        "ix_products_brand_rating", func.lower(func.substr(text("brand"), 1, 100)), "rating", "id"
+    ),
 )
 
 # Each change of a product's price, currency or availability, and its first sighting, written

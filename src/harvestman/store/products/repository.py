@@ -8,20 +8,20 @@ when its page was last fetched.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, select
-from sqlalchemy.engine import RowMapping
+import orjson
+from sqlalchemy import Connection, Select, and_, bindparam, select
 
 from harvestman.store import dialect
 from harvestman.store.connection import StoreConnection
 from harvestman.store.keyset import Keyset
-from harvestman.store.products.query import ProductQuery
+from harvestman.store.products.query import ProductQuery, Shape
 from harvestman.store.schema import images, product_history, products, urls
 
-_LISTED = tuple(c for c in products.c if c.name not in ("description", "errors"))
 # A product and when its page was last fetched (its frontier row).
 _SEEN = products.outerjoin(
     urls, and_(urls.c.crawl_id == products.c.crawl_id, urls.c.url_hash == products.c.url_hash)
@@ -34,6 +34,14 @@ _PRODUCT_FIELDS = (
     "id", "name", "brand", "category", "sku", "gtin", "mpn", "rating", "best_rating",
     "worst_rating", "review_count", "rating_count", "source", "parser", "confidence",
 )  # fmt: skip
+# An item's columns in the order ``_item`` reads them; then its page's last fetch and images.
+_ITEM_COLUMNS = (
+    *_PRODUCT_FIELDS, *OFFER_FIELDS,
+    "product_url", "page_url", "domain", "crawl_id", "sources", "created_at", "updated_at",
+)  # fmt: skip
+_OFFER_AT = len(_PRODUCT_FIELDS)
+_REST_AT = _OFFER_AT + len(OFFER_FIELDS)
+_IMAGE_FIELDS = ("url", "alt", "width", "height")
 
 
 class ProductRepository(StoreConnection):
@@ -45,37 +53,33 @@ class ProductRepository(StoreConnection):
         """Up to ``limit`` products past the cursor key ``after`` (ValueError when it is not
         one of this query's) and the key of the next page (None at the end)."""
         past = query.parse_key(after) if after is not None else None
-        # The page's last fetch is read in the same statement, one index probe a row (a second
-        # statement for 50 rows cost a round trip and a 100-parameter parse), and joined to the
-        # page once it is cut: a plan that sorts (a brand by rating) joined every match first.
-        with self.engine.connect() as conn:
-            page = query.paged(select(*_LISTED), past, limit).subquery("page")
-            seen = page.outerjoin(
-                urls, and_(urls.c.crawl_id == page.c.crawl_id, urls.c.url_hash == page.c.url_hash)
-            )
-            listed = (
-                select(page, urls.c.last_fetched_at)
-                .select_from(seen)
-                .order_by(*query.order(page.c[query.sort_column.name], page.c.id))
-            )
-            rows = list(conn.execute(listed).mappings())
-            more = len(rows) > limit
-            rows = rows[:limit]
-            items = _complete(conn, rows)
-        return items, query.key_of(rows[-1]) if more else None
+        listing = _listing(query.shape(paged=past is not None), self.engine.dialect.name)
+        with self._reading() as conn:
+            rows = conn.execute(listing, query.values(past, limit)).all()
+        more = len(rows) > limit
+        items = [_item(row) for row in rows[:limit]]
+        if not more:
+            return items, None
+        last = rows[limit - 1]
+        value = last[_ITEM_COLUMNS.index(query.sort_column.name)]
+        return items, query.key_of(value, last[0])
 
     def get_product(self, product_id: int) -> dict[str, Any] | None:
         """One product with its description and the parts its extraction skipped."""
-        with self.engine.connect() as conn:
-            one = select(products, urls.c.last_fetched_at).select_from(_SEEN)
-            rows = list(conn.execute(one.where(products.c.id == product_id)).mappings())
-            if not rows:
-                return None
-            item = _complete(conn, rows)[0]
-        row = rows[0]
-        item["description"] = row["description"]
-        item["errors"] = json.loads(row["errors"]) if row["errors"] else []
+        one = _product(self.engine.dialect.name)
+        with self._reading() as conn:
+            row = conn.execute(one, {"product_id": product_id}).first()
+        if row is None:
+            return None
+        item = _item(row)
+        description, errors = row[-2:]
+        item["description"] = description
+        item["errors"] = json.loads(errors) if errors else []
         return item
+
+    def _reading(self) -> Connection:
+        """A connection for one read statement."""
+        return self.engine.connect().execution_options(**dialect.read_options(self.engine))
 
     def product_history(
         self, product_id: int, *, after: int | None = None, limit: int = 200
@@ -145,34 +149,76 @@ def _copy(conn: Connection, table: str, rows: Sequence[Mapping[str, Any]]) -> No
                 copy.write_row([row[name] for name in names])
 
 
-def _complete(conn: Connection, rows: Sequence[RowMapping]) -> list[dict[str, Any]]:
-    """The API's shape of ``rows`` (with their page's ``last_fetched_at``): images, offers
-    and where each was seen; the images in one more read."""
-    if not rows:
+@functools.lru_cache(maxsize=256)
+def _listing(shape: Shape, backend: str) -> Select[Any]:
+    """The statement of a product query's shape: built and compiled once (SQLAlchemy caches
+    the compiled form by the statement's memoized key), then run with each query's values.
+    Building it each time was a quarter of a page's CPU, most of it the subquery's columns.
+
+    The page is cut first and then joined to each row's frontier row (its last fetch) and
+    images, one index probe a row: a plan that sorts (a brand by rating) joined every match
+    first, and the images in a second statement cost a round trip."""
+    page = shape.page(select(*(products.c[name] for name in _ITEM_COLUMNS), products.c.url_hash))
+    cut = page.subquery("page")
+    seen = cut.outerjoin(
+        urls, and_(urls.c.crawl_id == cut.c.crawl_id, urls.c.url_hash == cut.c.url_hash)
+    )
+    columns = [cut.c[name] for name in _ITEM_COLUMNS]
+    return (
+        select(*columns, urls.c.last_fetched_at, _images_of(cut.c.id, backend))
+        .select_from(seen)
+        .order_by(*shape.order(cut.c[shape.sort_column.name], cut.c.id))
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _product(backend: str) -> Select[Any]:
+    """One product's statement: ``_listing``'s columns, then its description and errors."""
+    columns = [products.c[name] for name in _ITEM_COLUMNS]
+    return (
+        select(*columns, urls.c.last_fetched_at, _images_of(products.c.id, backend),
+               products.c.description, products.c.errors)
+        .select_from(_SEEN)
+        .where(products.c.id == bindparam("product_id"))
+    )  # fmt: skip
+
+
+def _images_of(product_id: Any, backend: str) -> Any:
+    """A product's images as JSON text: [position, url, alt, width, height] each."""
+    pictures = images.c
+    return (
+        select(dialect.json_rows(backend, pictures.position,
+                                 *(pictures[name] for name in _IMAGE_FIELDS)))
+        .where(pictures.product_id == product_id)
+        .scalar_subquery()
+    )  # fmt: skip
+
+
+def _item(row: Sequence[Any]) -> dict[str, Any]:
+    """The API's shape of a row of ``_ITEM_COLUMNS``, its page's last fetch and images."""
+    item = dict(zip(_PRODUCT_FIELDS, row[:_OFFER_AT], strict=True))
+    (product_url, page_url, domain, crawl_id, sources, created_at, updated_at, last_fetched_at,
+     pictures) = row[_REST_AT : _REST_AT + 9]  # fmt: skip
+    item["url"] = product_url or page_url
+    item["domain"] = domain
+    item["crawl_id"] = crawl_id
+    item["sources"] = orjson.loads(sources) if sources else []
+    item["offers"] = [dict(zip(OFFER_FIELDS, row[_OFFER_AT:_REST_AT], strict=True))]
+    item["images"] = _pictures(pictures)
+    item["seen"] = {
+        "page_url": page_url,
+        "first_seen_at": created_at,
+        "changed_at": updated_at,
+        "last_seen_at": last_fetched_at,
+    }
+    return item
+
+
+def _pictures(found: str | None) -> list[dict[str, Any]]:
+    """``_images_of``'s JSON as the API's images, by position."""
+    if not found:
         return []
-    pictures: dict[int, list[dict[str, Any]]] = {}
-    for image in conn.execute(
-        select(images.c.product_id, images.c.url, images.c.alt, images.c.width,
-               images.c.height)
-        .where(images.c.product_id.in_([row["id"] for row in rows]))
-        .order_by(images.c.product_id, images.c.position)
-    ).mappings():  # fmt: skip
-        picture = {k: image[k] for k in ("url", "alt", "width", "height")}
-        pictures.setdefault(image["product_id"], []).append(picture)
-    items = []
-    for row in rows:
-        item = {name: row[name] for name in _PRODUCT_FIELDS}
-        item["url"] = row["product_url"] or row["page_url"]
-        item["domain"] = row["domain"]
-        item["crawl_id"] = row["crawl_id"]
-        item["sources"] = json.loads(row["sources"]) if row["sources"] else []
-        item["offers"] = [{name: row[name] for name in OFFER_FIELDS}]
-        item["images"] = pictures.get(row["id"], [])
-        item["seen"] = {
-            "page_url": row["page_url"],
-            "first_seen_at": row["created_at"],
-            "changed_at": row["updated_at"],
-            "last_seen_at": row["last_fetched_at"],
-        }
-        items.append(item)
-    return items
+    rows = orjson.loads(found)
+    if len(rows) > 1:
+        rows.sort(key=lambda picture: picture[0])
+    return [dict(zip(_IMAGE_FIELDS, picture[1:], strict=True)) for picture in rows]
