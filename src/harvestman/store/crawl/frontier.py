@@ -92,26 +92,23 @@ def insert_urls(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: fl
 def insert_links(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None:
     """Insert URLs without a lastmod (links: the bulk of ingestion).
 
-    The known ones are looked up first, by the unique index, and only the others inserted:
-    past the seen cache, most links a large crawl sends are known (200,000 pages: 1.27
-    million sent for 202,000 rows), and a lookup costs less than an insert that conflicts.
-    ON CONFLICT DO NOTHING, not DO UPDATE, still guards the insert against another worker: a
-    DO UPDATE locks every known row it meets even when its WHERE is false, so two workers
-    ingesting overlapping links deadlocked (measured by bench/pg_frontier.py: 6-8 deadlocks
-    in 15 s with 2 workers) and wrote WAL for each lock. Known rows that are completed and
-    due again go back to pending by their id.
+    ON CONFLICT DO NOTHING, not DO UPDATE: a DO UPDATE locks every known row it meets even
+    when its WHERE is false, so two workers ingesting overlapping links deadlocked (measured
+    by bench/pg_frontier.py: 6-8 deadlocks in 15 s with 2 workers) and wrote WAL for each
+    lock. When the insert added fewer rows than it was given, some were known: those that are
+    completed and due again go back to pending (``make_known_due``). A batch of new URLs only
+    (most of them, with a seen cache that holds the crawl) is not looked up again.
     """
-    known = _known_rows(conn, crawl_id, [row.url_hash for row in rows])
-    fresh = [row for row in rows if row.url_hash not in known] if known else rows
-    if fresh:
-        _insert_ignore(conn, crawl_id, fresh, now)
-    _make_due(conn, _due_ids(known, now), now)
+    added = _insert_ignore(conn, crawl_id, rows, now)
+    if added != len(rows):  # some were known (or the driver cannot tell: -1)
+        make_known_due(conn, crawl_id, [row.url_hash for row in rows], now)
 
 
-def _insert_ignore(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None:
-    """INSERT ... ON CONFLICT DO NOTHING of new rows without a lastmod, compiled once, the
-    rows going to the driver's ``executemany`` as plain tuples: SQLAlchemy's per-row
-    parameter processing cost about as much as SQLite's insert itself (bench/seeds_bench.py).
+def _insert_ignore(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: float) -> int:
+    """INSERT ... ON CONFLICT DO NOTHING of rows without a lastmod, compiled once, the rows
+    going to the driver's ``executemany`` as plain tuples: SQLAlchemy's per-row parameter
+    processing cost about as much as SQLite's insert itself (bench/seeds_bench.py). Returns
+    the rows added, as the driver counts them.
     """
     statement = dialect.insert_ignore(conn.engine, urls, "crawl_id", "url_hash")
     columns = list(pending_row(crawl_id, rows[0], now, None))
@@ -124,11 +121,12 @@ def _insert_ignore(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now:
         params = [in_order(pending_row(crawl_id, row, now, None)) for row in rows]
     else:  # PostgreSQL's named parameters take the dicts as they are
         params = [pending_row(crawl_id, row, now, None) for row in rows]
-    conn.exec_driver_sql(str(compiled), params)
+    return conn.exec_driver_sql(str(compiled), params).rowcount
 
 
 def make_known_due(conn: Connection, crawl_id: int, hashes: Sequence[str], now: float) -> None:
-    """The rows of ``hashes`` that are completed and due again go back to pending now."""
+    """The rows of ``hashes`` that are completed and due again go back to pending now: looked
+    up by the unique index, changed by id."""
     _make_due(conn, _due_ids(_known_rows(conn, crawl_id, hashes), now), now)
 
 
