@@ -4,6 +4,7 @@ rows made due again (``make_expired_due``) and a dead host's pending rows given 
 
 from __future__ import annotations
 
+import doctest
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from sqlalchemy import event
 from conftest import SettingsFactory
 from harvestman.records import NewUrl, Outcome, UrlStatus
 from harvestman.store import SqlStore
+from harvestman.store.crawl import frontier as frontier_store
 from harvestman.urls import host_key, url_hash
 
 
@@ -152,3 +154,9 @@ async def test_links_met_again_are_looked_up_by_key_not_by_status(tmp_path: Path
                 assert "ix_urls_status" not in details
                 assert "ix_urls_lease" not in details
                 assert "sqlite_autoindex_urls_1" in details or "PRIMARY KEY" in details
+
+
+def test_in_lists_come_in_a_few_lengths() -> None:
+    assert doctest.testmod(frontier_store).failed == 0
+    lengths = {len(chunk) for n in range(1, 2000) for chunk in frontier_store.in_chunks([0] * n)}
+    assert lengths == {16, 32, 64, 128, 256, 512}
