@@ -53,6 +53,15 @@ def test_the_compiled_kernel_is_built() -> None:
 
 needs_kernel = pytest.mark.skipif(not COMPILED, reason="harvestman._simhash was not built")
 
+
+@needs_kernel
+def test_a_crawl_with_the_kernel_does_not_import_numpy() -> None:
+    # numpy (its libraries and OpenBLAS's threads) is ~22 MB of a crawl's resident memory.
+    code = "import sys, harvestman.crawl.crawler; print('numpy' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (result.returncode, result.stdout) == (0, "False\n"), result.stderr
+
+
 # Words of every kind the kernel treats apart: short and long (over 8 and 16 bytes, where only
 # the first and last 8 bytes count), upper case, digits, non-ASCII, lone surrogates.
 _WORDS = st.sampled_from(

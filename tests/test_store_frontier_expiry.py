@@ -4,13 +4,18 @@ rows made due again (``make_expired_due``) and a dead host's pending rows given 
 
 from __future__ import annotations
 
+import doctest
 from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from conftest import SettingsFactory
 from harvestman.records import NewUrl, Outcome, UrlStatus
 from harvestman.store import SqlStore
+from harvestman.store.crawl import frontier as frontier_store
 from harvestman.urls import host_key, url_hash
 
 
@@ -94,3 +99,64 @@ async def test_giving_up_a_host_fails_its_pending_rows_and_logs_each(store: SqlS
         ("network", row.url, "dead.test unavailable") for row in dead if row.url != leased[0].url
     )
     assert await store.give_up_host(crawl_id, "dead.test", "HostUnavailable", "x", 701.0, 0) == 0
+
+
+async def test_links_met_again_add_the_new_and_make_only_completed_due_rows_pending(
+    store: SqlStore,
+) -> None:
+    crawl_id = await store.ensure_crawl("c")
+    # 700 rows: more than one IN list of the lookup (512 values at most).
+    done = [new(f"http://h{n % 10}.test/done/{n}") for n in range(600)]
+    later = [new(f"http://h{n % 10}.test/later/{n}") for n in range(100)]
+    await store.add_urls(crawl_id, [*done, *later], 100.0)
+    again = {row.url: 200.0 for row in done} | {row.url: 900.0 for row in later}
+    await complete_all(store, crawl_id, 100.0, again)
+    waiting = new("http://a.test/waiting")
+    await store.add_urls(crawl_id, [waiting], 150.0)
+
+    fresh = [new(f"http://a.test/new/{n}") for n in range(30)]
+    await store.add_urls(crawl_id, [*done, *later, waiting, *fresh, fresh[0]], 300.0)
+
+    states = {
+        row["url"]: (row["status"], row["next_crawl_at"]) for row in store.iter_urls(crawl_id)
+    }
+    assert states == (
+        {row.url: ("pending", 300.0) for row in [*done, *fresh]}
+        | {row.url: ("completed", 900.0) for row in later}
+        | {waiting.url: ("pending", 150.0)}
+    )
+
+
+async def test_links_met_again_are_looked_up_by_key_not_by_status(tmp_path: Path) -> None:
+    """Without statistics, SQLite chose ix_urls_status for a lookup that also filtered on the
+    status, and read every completed row of the crawl for each batch of links."""
+    async with SqlStore(f"sqlite:///{tmp_path / 'plan.db'}") as store:
+        await store.upgrade()
+        crawl_id = await store.ensure_crawl("c")
+        rows = [new(f"http://a.test/{n}") for n in range(20)]
+        await store.add_urls(crawl_id, rows, 100.0)
+        await complete_all(store, crawl_id, 100.0, {row.url: 200.0 for row in rows})
+        statements: list[tuple[str, Any]] = []
+
+        def keep(conn: Any, cursor: Any, sql: str, params: Any, *_: Any) -> None:
+            if sql.lstrip().startswith(("SELECT", "UPDATE")):
+                statements.append((sql, params))
+
+        event.listen(store.engine, "before_cursor_execute", keep)
+        await store.add_urls(crawl_id, [*rows, new("http://a.test/new")], 300.0)
+        event.remove(store.engine, "before_cursor_execute", keep)
+
+        assert statements
+        with store.engine.connect() as conn:
+            for sql, params in statements:
+                plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params).all()
+                details = " / ".join(row[-1] for row in plan)
+                assert "ix_urls_status" not in details
+                assert "ix_urls_lease" not in details
+                assert "sqlite_autoindex_urls_1" in details or "PRIMARY KEY" in details
+
+
+def test_in_lists_come_in_a_few_lengths() -> None:
+    assert doctest.testmod(frontier_store).failed == 0
+    lengths = {len(chunk) for n in range(1, 2000) for chunk in frontier_store.in_chunks([0] * n)}
+    assert lengths == {16, 32, 64, 128, 256, 512}

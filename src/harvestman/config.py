@@ -99,7 +99,7 @@ class Settings(BaseSettings):
     crawl_include: list[str] = Field(default_factory=list, description="URL regexes to keep")
     crawl_exclude: list[str] = Field(default_factory=list, description="URL regexes to drop")
     crawl_seen_cache_size: int = Field(
-        250_000, ge=0, description="recently seen URLs kept in memory (the store holds all)"
+        400_000, ge=0, description="recently seen URLs kept in memory (the store holds all)"
     )
     # A seeds file is streamed into the frontier a chunk at a time; the crawl's record keeps
     # a bounded digest of it (the first seeds and one seed per origin), see crawl/seeding.py.

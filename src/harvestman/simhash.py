@@ -9,12 +9,13 @@ band), and forgets the least recently used pages past its cap.
 
 The fingerprint runs for every page, so it is computed by a compiled kernel
 (``harvestman._simhash``, built from ``_simhash.c`` at install time): about 5 µs for an 8 KB
-sample. Where it could not be built (no C compiler), the numpy version here gives the same
-values in a few dozen array operations; per-word Python work would cost more than the whole
-budget (2,500 words x 30 ns), and inside a crawl the numpy calls cost 150-200 µs a page
-(cache-cold dispatch), which is why the kernel exists. Fingerprints are stable: the same
-text gives the same value on every machine and in every process, so they can be stored and
-compared later; a database keeps them in a signed 64-bit column through :func:`to_signed64`.
+sample. Where it could not be built (no C compiler), the numpy version (simhash_numpy.py,
+imported only then) gives the same values in a few dozen array operations; per-word Python
+work would cost more than the whole budget (2,500 words x 30 ns), and inside a crawl the numpy
+calls cost 150-200 µs a page (cache-cold dispatch), which is why the kernel exists.
+Fingerprints are stable: the same text gives the same value on every machine and in every
+process, so they can be stored and compared later; a database keeps them in a signed 64-bit
+column through :func:`to_signed64`.
 """
 
 from __future__ import annotations
@@ -22,11 +23,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Final
 
-import numpy as np
-
 try:
     from harvestman._simhash import simhash64_utf8 as _kernel
-except ImportError:  # built without a C compiler: the numpy version below
+except ImportError:  # built without a C compiler: the numpy version (simhash_numpy.py)
     _kernel = None
 
 __all__ = [
@@ -47,34 +46,6 @@ _BANDS: Final = 4
 _BAND_BITS: Final = 16
 _BAND_MASK: Final = (1 << _BAND_BITS) - 1
 _MASK64: Final = (1 << 64) - 1
-
-_U64 = np.uint64
-# UTF-8 bytes of word characters map to themselves (ASCII letters lower-cased), all others to 0.
-# Non-ASCII letters keep their case: str.lower() costs 40 µs on a 14,000-character text with
-# one accented letter, about half of the whole fingerprint.
-_WORD_BYTES: Final = bytes(
-    (b | 0x20 if 0x41 <= b <= 0x5A else b) if chr(b).isalnum() or b >= 0x80 else 0
-    for b in range(256)
-)
-_PAD: Final = bytes(8)
-# _LOW_BYTES[k]: the low k bytes of a 64-bit word (k >= 8: all of them).
-_LOW_BYTES: Final = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [_MASK64], dtype="<u8")
-_EIGHT: Final = np.intp(8)
-# Even, so that head * _HEAD_WEIGHT + tail (head == tail for words up to 8 bytes) stays odd
-# times the word: distinct short words keep distinct values.
-_HEAD_WEIGHT: Final = _U64(0x27D4EB2F165667C6)
-# Odd multipliers (golden ratio, xxHash prime 2) that weigh the three words of a shingle.
-_K1: Final = _U64(0x9E3779B97F4A7C15)
-_K2: Final = _U64(0xC2B2AE3D27D4EB4F)
-# The splitmix64 finalizer: every output bit depends on every input bit.
-_MIX1: Final = _U64(0xBF58476D1CE4E5B9)
-_MIX2: Final = _U64(0x94D049BB133111EB)
-_S30, _S27, _S31 = _U64(30), _U64(27), _U64(31)
-_PLANE_SHIFTS: Final = np.arange(8, dtype=_U64)[:, None]
-_LOW_BIT_OF_EACH_BYTE: Final = _U64(0x0101010101010101)
-_CHUNK: Final = 255  # byte lanes count up to 255 without carrying into their neighbour
-_CHUNK_STARTS: Final = np.arange(0, 1 << 20, _CHUNK)
-
 
 COMPILED: Final = _kernel is not None
 """Whether :func:`simhash64` runs the compiled kernel (else its numpy version)."""
@@ -103,60 +74,14 @@ def simhash64(text: str) -> int:
 
 
 def _simhash64_numpy(utf8: bytes) -> int:
-    """:func:`simhash64` of UTF-8 text in numpy: the reference the compiled kernel matches."""
-    data = utf8.translate(_WORD_BYTES)
-    buffer = np.frombuffer(b"\0" + data + _PAD, dtype=np.uint8)
-    is_word = buffer != 0
-    edges = np.flatnonzero(is_word[1:] != is_word[:-1])
-    if not edges.size:
-        return 0
-    starts = edges[0::2]
-    ends = edges[1::2]
-    # The 8 bytes at every offset of the text, read in place (unaligned, little-endian); a
-    # word's bytes are followed by a 0 byte, so masking its length keeps the word alone.
-    windows = np.ndarray((len(data),), dtype="<u8", buffer=buffer, offset=1, strides=(1,))
-    masks = _LOW_BYTES.take(ends - starts, mode="clip")
-    words = windows.take(starts)
-    words &= masks
-    words *= _HEAD_WEIGHT
-    tails = windows.take(np.maximum(ends - _EIGHT, starts))
-    tails &= masks
-    words += tails
-    if words.size < 3:
-        words = np.concatenate((words, np.zeros(3 - words.size, dtype="<u8")))
-    features = words[:-2] * _K1
-    features += words[1:-1] * _K2
-    features += words[2:]
-    features ^= features >> _S30
-    features *= _MIX1
-    features ^= features >> _S27
-    features *= _MIX2
-    features ^= features >> _S31
-    return _majority(features)
+    """:func:`simhash64` of UTF-8 text in numpy: the reference the compiled kernel matches.
 
-
-def _majority(features: np.ndarray) -> int:
-    """The int whose bit ``i`` is set when more than half of ``features`` have bit ``i`` set.
-
-    Bit-sliced counting: plane ``j`` holds bit ``j`` of every byte of every feature as a 0/1
-    byte lane, so adding planes counts 8 bit positions per lane at once; lanes are summed in
-    chunks of 255 features so that no lane overflows into the next. (A numpy call costs about
-    a microsecond here whatever its size: fewer, larger calls win.)
+    numpy is imported here, on first use, not with this module: it is 22 MB of a crawl's
+    resident memory (its libraries and OpenBLAS's threads) that the kernel never needs.
     """
-    count = features.size
-    planes = np.right_shift(features, _PLANE_SHIFTS)  # (8, count): one call, not eight
-    planes &= _LOW_BIT_OF_EACH_BYTE
-    chunk_starts = (
-        _CHUNK_STARTS[: -(-count // _CHUNK)]
-        if count <= _CHUNK_STARTS[-1]
-        else np.arange(0, count, _CHUNK)
-    )
-    chunks = np.add.reduceat(planes, chunk_starts, axis=1)
-    # counts[j, b]: how many features have bit 8 * b + j set.
-    counts = chunks.view(np.uint8).reshape(8, -1, 8).sum(axis=1)
-    # Packing along j puts bit 8 * b + j at bit j of byte b: the little-endian fingerprint.
-    packed = np.packbits(counts > count // 2, axis=0, bitorder="little")
-    return int.from_bytes(packed.tobytes(), "little")
+    from harvestman.simhash_numpy import simhash64_numpy
+
+    return simhash64_numpy(utf8)
 
 
 def sample_text(text: str, max_chars: int = 8192) -> str:

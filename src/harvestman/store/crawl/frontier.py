@@ -6,9 +6,10 @@ PostgreSQL, leases come back through ``locked_ids``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
-from typing import Any
+from operator import itemgetter
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     Connection,
@@ -40,8 +41,10 @@ _NEXT_DUE_SQL = (
     " WHERE crawl_id = :crawl_id AND status = 'pending' AND host = :host"
 )
 
-# Hashes per re-crawl UPDATE: well under SQLite's limit of 32,766 bound parameters.
-_RECRAWL_CHUNK = 5000
+T = TypeVar("T")
+
+# Values per IN list of a lookup or UPDATE, at most.
+_IN_CHUNK = 512
 
 
 def insert_urls(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None:
@@ -57,7 +60,7 @@ def insert_urls(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: fl
     dated = [row for row in rows if row.lastmod is not None]
     plain = [row for row in rows if row.lastmod is None]
     if plain:
-        _insert_links(conn, crawl_id, plain, now)
+        insert_links(conn, crawl_id, plain, now)
     if not dated:
         return
     stmt = dialect.insert(conn.engine, urls)
@@ -86,37 +89,112 @@ def insert_urls(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: fl
     )
 
 
-def _insert_links(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None:
+def insert_links(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None:
     """Insert URLs without a lastmod (links: the bulk of ingestion).
 
     ON CONFLICT DO NOTHING, not DO UPDATE: a DO UPDATE locks every known row it meets even
     when its WHERE is false, so two workers ingesting overlapping links deadlocked (measured
     by bench/pg_frontier.py: 6-8 deadlocks in 15 s with 2 workers) and wrote WAL for each
-    lock. Known rows that are completed and due again go back to pending by their hash.
+    lock. When the insert added fewer rows than it was given, some were known: those that are
+    completed and due again go back to pending (``make_known_due``). A batch of new URLs only
+    (most of them, with a seen cache that holds the crawl) is not looked up again.
     """
-    insert = dialect.insert(conn.engine, urls).on_conflict_do_nothing(
-        index_elements=["crawl_id", "url_hash"]
-    )
-    conn.execute(
-        insert,
-        [pending_row(crawl_id, row, now, None) for row in rows],
-    )
-    make_known_due(conn, crawl_id, [row.url_hash for row in rows], now)
+    added = _insert_ignore(conn, crawl_id, rows, now)
+    if added != len(rows):  # some were known (or the driver cannot tell: -1)
+        make_known_due(conn, crawl_id, [row.url_hash for row in rows], now)
+
+
+def _insert_ignore(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: float) -> int:
+    """INSERT ... ON CONFLICT DO NOTHING of rows without a lastmod, compiled once, the rows
+    going to the driver's ``executemany`` as plain tuples: SQLAlchemy's per-row parameter
+    processing cost about as much as SQLite's insert itself (bench/seeds_bench.py). Returns
+    the rows added, as the driver counts them.
+    """
+    statement = dialect.insert_ignore(conn.engine, urls, "crawl_id", "url_hash")
+    columns = list(pending_row(crawl_id, rows[0], now, None))
+    compiled = statement.compile(dialect=conn.dialect, column_keys=columns)
+    params: list[Any]
+    if compiled.positiontup is not None:  # SQLite's qmark: the values in the statement's order
+        # Each row's dict is dropped as soon as its tuple is made: a seeds chunk's dicts
+        # would be ~6 MB more at the peak.
+        in_order = itemgetter(*compiled.positiontup)
+        params = [in_order(pending_row(crawl_id, row, now, None)) for row in rows]
+    else:  # PostgreSQL's named parameters take the dicts as they are
+        params = [pending_row(crawl_id, row, now, None) for row in rows]
+    return conn.exec_driver_sql(str(compiled), params).rowcount
 
 
 def make_known_due(conn: Connection, crawl_id: int, hashes: Sequence[str], now: float) -> None:
-    """The rows of ``hashes`` that are completed and due again go back to pending now."""
-    for start in range(0, len(hashes), _RECRAWL_CHUNK):
+    """The rows of ``hashes`` that are completed and due again go back to pending now: looked
+    up by the unique index, changed by id."""
+    _make_due(conn, _due_ids(_known_rows(conn, crawl_id, hashes), now), now)
+
+
+def _known_rows(
+    conn: Connection, crawl_id: int, hashes: Sequence[str]
+) -> dict[str, tuple[int, str, float]]:
+    """The rows of ``hashes`` in the crawl's frontier: hash -> (id, status, next_crawl_at).
+
+    Only crawl_id and url_hash in the WHERE: with ``status`` there too, SQLite (no
+    statistics) chose ``ix_urls_status`` and read every completed row of the crawl for each
+    chunk, 21 % of a 200,000-page crawl's CPU.
+    """
+    found: dict[str, tuple[int, str, float]] = {}
+    for chunk in in_chunks(hashes):
+        result = conn.execute(
+            select(urls.c.url_hash, urls.c.id, urls.c.status, urls.c.next_crawl_at).where(
+                urls.c.crawl_id == crawl_id, urls.c.url_hash.in_(chunk)
+            )
+        )
+        for url_hash, row_id, status, due in result:
+            found[url_hash] = (row_id, status, due)
+    return found
+
+
+def _due_ids(known: dict[str, tuple[int, str, float]], now: float) -> list[int]:
+    completed = UrlStatus.COMPLETED.value
+    return sorted(
+        row_id for row_id, status, due in known.values() if status == completed and due <= now
+    )
+
+
+def _make_due(conn: Connection, ids: Sequence[int], now: float) -> None:
+    """Rows ``ids`` back to pending now, if still completed and due (locked in id order)."""
+    for chunk in in_chunks(ids):
         conn.execute(
             update(urls)
             .where(
-                urls.c.crawl_id == crawl_id,
-                urls.c.url_hash.in_(hashes[start : start + _RECRAWL_CHUNK]),
-                urls.c.status == UrlStatus.COMPLETED.value,
-                urls.c.next_crawl_at <= now,
+                # By id alone in the subquery: the planner then reads the rows by their key.
+                locked_ids(
+                    urls.c.id.in_(chunk),
+                    urls.c.status == UrlStatus.COMPLETED.value,
+                    urls.c.next_crawl_at <= now,
+                )
             )
             .values(status=UrlStatus.PENDING.value, next_crawl_at=now, attempts=0, updated_at=now)
         )
+
+
+def in_chunks(values: Sequence[T]) -> Iterator[list[T]]:
+    """``values`` in IN lists of a few lengths only (16, 32, ... 512: the last list repeats
+    its last value up to the next of them).
+
+    SQLite's driver keeps its last 128 prepared statements, and an IN list of another length
+    is another statement: one of ~1,000 values holds ~250 KB, and a batch's new links (never
+    twice the same count) filled the cache with them (measured: 33 MB for 128).
+
+    >>> [len(chunk) for chunk in in_chunks(list(range(600)))]
+    [512, 128]
+    >>> list(in_chunks([1, 2, 3]))[0][-14:]
+    [3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3]
+    """
+    for start in range(0, len(values), _IN_CHUNK):
+        chunk = list(values[start : start + _IN_CHUNK])
+        size = 16
+        while size < len(chunk):
+            size *= 2
+        chunk.extend(chunk[-1:] * (size - len(chunk)))
+        yield chunk
 
 
 def pending_row(crawl_id: int, row: NewUrl, now: float, lastmod: float | None) -> dict[str, Any]:
