@@ -73,7 +73,7 @@ class ValidateStep:
 
     def run(self, work: PageWork) -> None:
         result, record = work.result, work.record
-        verdict = self.validator.validate(
+        verdict = work.verdict or self.validator.validate(
             result.status, result.headers, result.body, work.page.text
         )
         record.validation_status = verdict.status.value
@@ -173,11 +173,13 @@ class NearDuplicateStep:
         return cls(stats, settings.near_duplicate_distance) if settings.near_duplicates else None
 
     def run(self, work: PageWork) -> None:
-        text = work.page.text
-        if not text:
-            return
+        fingerprint = work.fingerprint  # made ahead, from the text it no longer has
+        if fingerprint is None:
+            text = work.page.text
+            if not text:
+                return
+            fingerprint = simhash64(sample_text(text))
         request, record = work.request, work.record
-        fingerprint = simhash64(sample_text(text))
         record.simhash = to_signed64(fingerprint)
         index = self.by_host.get(request.host)
         if index is None:
@@ -223,10 +225,12 @@ class ProductsStep:
     def run(self, work: PageWork) -> None:
         if not work.is_success:
             return
-        result = work.result
-        scan = scan_products(
-            result.body, result.final_url, charset=result.charset, max_price=self.max_price
-        )
+        scan = work.scan
+        if scan is None:
+            result = work.result
+            scan = scan_products(
+                result.body, result.final_url, charset=result.charset, max_price=self.max_price
+            )
         if scan.rejected:
             self.stats.inc("extract/products/rejected", scan.rejected)
         if scan.products:
