@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +135,21 @@ def response(number: int) -> FetchResult:
     return FetchResult(url, url, 200, headers, body, "text/html", None)
 
 
-async def test_a_killed_page_process_hands_its_pages_back_and_another_takes_its_place() -> None:
+def event_loop_of(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
+    if name == "uvloop":  # what the CLI runs on when it is installed
+        return pytest.importorskip("uvloop").new_event_loop  # type: ignore[no-any-return]
+    return asyncio.new_event_loop
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_killed_page_process_hands_its_pages_back_and_another_takes_its_place(
+    loop: str,
+) -> None:
+    with asyncio.Runner(loop_factory=event_loop_of(loop)) as runner:
+        runner.run(kill_a_page_process())
+
+
+async def kill_a_page_process() -> None:
     spec = AnalysisSpec(validate_min_bytes=500, products_max_price=None, keep_text=False)
     inline = PageAnalyzer(spec)
     stats = Stats()

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 import os
 import pickle
@@ -46,7 +45,6 @@ from harvestman.stats import Stats
 log = logging.getLogger(__name__)
 
 _STOP_TIMEOUT = 5.0  # seconds a process has to exit once its input ends
-_PIPE_BYTES = 1024 * 1024  # Linux's default /proc/sys/fs/pipe-max-size
 
 
 class _PageProcess(asyncio.SubprocessProtocol):
@@ -63,10 +61,6 @@ class _PageProcess(asyncio.SubprocessProtocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.SubprocessTransport, transport)
-        for fd in (0, 1):
-            pipe = self.transport.get_pipe_transport(fd)
-            if pipe is not None:
-                _widen(pipe.get_extra_info("pipe").fileno())
 
     def send(self, message: object) -> None:
         assert self.transport is not None
@@ -218,21 +212,28 @@ class PageWorkers:
         loop = asyncio.get_running_loop()
         try:
             while len(self.running) < self.processes and not self.given_up:
-                _, worker = await loop.subprocess_exec(
-                    _PageProcess,
-                    sys.executable,
-                    "-m",
-                    "harvestman.pageprocess",
-                    stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=None,
-                    env=_child_environment(),
-                )
+                worker = await self._spawn(loop)
                 worker.send(self.spec)
                 self.running.append(worker)
                 self.stats.inc("parse/processes_started")
+        except Exception:  # not started: the crawl goes on inline rather than retry for ever
+            self.given_up = True
+            log.exception("page processes could not start: pages are analyzed inline")
         finally:
             self.starting = None
+
+    async def _spawn(self, loop: asyncio.AbstractEventLoop) -> _PageProcess:
+        _, worker = await loop.subprocess_exec(
+            _PageProcess,
+            sys.executable,
+            "-m",
+            "harvestman.pageprocess",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=None,
+            env=_child_environment(),
+        )
+        return worker
 
     def _lost(self, worker: _PageProcess) -> None:
         """A process died: its pages went inline; another takes its place, unless it died
@@ -252,13 +253,6 @@ class PageWorkers:
             log.warning(
                 "a page process ended; its pages were analyzed inline, another takes its place"
             )
-
-
-def _widen(fd: int) -> None:
-    """A pipe of 1 MB instead of 64 KB: three pages filled the default one, and every full
-    pipe is one more wake-up and partial write each way (Linux; elsewhere left as it is)."""
-    with contextlib.suppress(AttributeError, OSError):
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
 
 
 def _child_environment() -> dict[str, str]:
