@@ -160,7 +160,7 @@ async def kill_a_page_process() -> None:
         analysis.page.text = ""  # the spec does not keep it
         return analysis
 
-    async with PageWorkers(spec, stats, processes=1, start_after=0) as workers:
+    async with PageWorkers(spec, stats, processes=1, start_after=0, max_waiting=1000) as workers:
         await workers.start()
         [pid] = page_processes()
         # All 300 are written to the process before any reply is read; it is killed on the
@@ -218,3 +218,16 @@ async def test_a_crawl_whose_page_process_is_killed_loses_no_page(
     titles = [page["title"] for page in pooled_rows[1] if page["status_code"] == 200]
     assert sorted(titles) == sorted(f"Page {n}" for n in range(60))
     assert pooled.crawler.stats["parse/processes_lost"] == 1
+
+
+async def test_pages_beyond_what_a_process_has_queued_are_analyzed_inline() -> None:
+    spec = AnalysisSpec(keep_text=False)
+    stats = Stats()
+    pages = [response(number) for number in range(20)]
+    async with PageWorkers(spec, stats, processes=1, start_after=0, max_waiting=5) as workers:
+        await workers.start()
+        # All 20 are handed over in one turn of the loop, before any reply can be read.
+        answers = await asyncio.gather(*(workers.analyze(page) for page in pages))
+
+    assert [answer is not None for answer in answers] == [True] * 5 + [False] * 15
+    assert (stats["parse/in_processes"], stats["parse/inline_behind"]) == (5, 15)
