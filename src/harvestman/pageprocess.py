@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import struct
 import sys
 from typing import BinaryIO, Final
@@ -59,6 +60,9 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
 
 
 def main() -> None:
+    # Ctrl-C reaches the terminal's whole process group: the crawler stops on it and closes
+    # this process's stdin, which ends it; a KeyboardInterrupt here would only print a trace.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not break a frame
     serve(sys.stdin.buffer, replies)
