@@ -45,12 +45,14 @@ from harvestman.stats import Stats
 log = logging.getLogger(__name__)
 
 _STOP_TIMEOUT = 5.0  # seconds a process has to exit once its input ends
-# Pages queued at the least busy process beyond which a page is analyzed inline. A process
-# keeps up on its own core (~400 us a page against the crawler's ~650); on a busy machine the
-# scheduler may give it a third of a core, and 64 pages then waited ~58 ms each for it while
-# the crawler's process idled (measured at load ~7: with this, 316 and 332 pages/s against
-# inline's 302 and 276; without it, below inline). 16 pages are ~6 ms of its work.
-MAX_WAITING = 16
+# Pages waiting on the least busy process beyond which a page is analyzed inline. On a busy
+# machine the scheduler may give the process a third of a core: 64 pages then waited ~58 ms
+# each for it while the crawler's process idled (load ~7: 736 pages/s against inline's 902).
+# The count includes answers not read yet, which a busy crawler's process reads once per turn
+# of its loop, so a low bound feeds itself: with 16, 56% of the pages went inline at load ~4,
+# with 48 21%, for the same pages/s (670/641, 701/649; no bound 685/628), and a crawler's
+# process that is the bound on a quiet machine should not be given pages a process would do.
+MAX_WAITING = 48
 
 
 class _PageProcess(asyncio.SubprocessProtocol):
