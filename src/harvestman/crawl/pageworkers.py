@@ -9,11 +9,11 @@ URL, status, headers, body and charset; it comes back as its
 :class:`~harvestman.analysis.PageAnalysis`.
 
 The channel is a pair of pipes per process, written and read by the event loop's own protocol:
-no thread, one write and about one read per page. Measured on the benchmark's pages (~20 KB,
-~300 µs of analysis each), the crawler's process pays ~60 µs a page for it.
-``concurrent.futures.ProcessPoolExecutor`` was tried first: its manager and feeder threads cost
-the crawler's process ~200 µs a page (wake-ups, locks, a selector per wait), and
-``asyncio.StreamReader`` ~180 (it moves its whole buffer for every frame it takes out).
+no thread, one write and about one read per page (~130 µs of the crawler's main thread a page
+under cProfile, which inflates it). ``concurrent.futures.ProcessPoolExecutor`` was tried first:
+in a 20,000-page crawl its manager and feeder threads cost the crawler's process ~250 µs a page
+more (wake-ups, locks, a selector per wait). An ``asyncio.StreamReader`` on the pipe measured
+the same as this protocol, which takes each read's frames out of its buffer at once.
 
 The processes start once a crawl has analyzed ``start_after`` pages inline, so a small crawl
 (and the test suite's hundreds of them) never pays for their start. A process that dies loses
