@@ -14,7 +14,8 @@ nginx, crawled by
   storage) in ``bench/out/venvs/crawlee``.
 
 The peers' virtualenvs are made and filled from PyPI on first use. Each crawler is a child
-process measured with ``os.wait4`` (user + system CPU, peak RSS) and wall time; the crawlers
+process measured with ``os.wait4`` (user + system CPU, its waited children's included) and
+wall time, its process tree's peak RSS sampled from /proc (``bench/proctree.py``); the crawlers
 run interleaved, ``--rounds`` times, the order turning by one each round. Every run must find
 exactly the manifest's pages (and blocked URLs); the table gives medians, then each round's
 figures and Harvestman's ratios to each peer.
@@ -56,7 +57,8 @@ from synthsite import SiteParams, describe, load_or_generate
 
 PEERS = REPO / "bench" / "peers"
 VENVS = OUT / "venvs"
-CRAWLERS = ("harvestman", "minimal", "scrapy", "crawlee")
+CRAWLERS = ("harvestman", "minimal", "scrapy", "crawlee", "harvestman-inline")
+DEFAULT_CRAWLERS = CRAWLERS[:4]
 # What each peer's virtualenv holds (pip requirement) and the distribution named in the table.
 PEER_PACKAGES = {
     "scrapy": ("scrapy>=2,<3", "scrapy"),
@@ -121,7 +123,7 @@ def command_for(
     crawler: str, args: argparse.Namespace, seeds: list[str], run: Path
 ) -> tuple[list[str], dict[str, str] | None]:
     common = ["--concurrency", "64", "--max-depth", str(args.max_depth)]
-    if crawler == "harvestman":
+    if crawler.startswith("harvestman"):
         command = [
             *harvestman_argv(args.harvestman),
             "crawl",
@@ -137,7 +139,10 @@ def command_for(
             "--output",
             str(run / "pages.jsonl"),
         ]
-        return command, harvestman_env()
+        env = harvestman_env()
+        if crawler == "harvestman-inline":  # without page processes, for a before/after
+            env["HARVESTMAN_PARSE_PROCESSES"] = "0"
+        return command, env
     script = {
         "minimal": "minimal.py",
         "scrapy": "scrapy_spider.py",
@@ -161,7 +166,7 @@ def check(crawler: str, run: Path, manifest: dict[str, object]) -> tuple[int, in
     hosts: list[dict[str, list[str]]] = manifest["hosts"]  # type: ignore[assignment]
     allowed = {path for host in hosts for path in host["allowed_paths"]}
     denied = {path for host in hosts for path in host["denied_paths"]}
-    if crawler == "harvestman":
+    if crawler.startswith("harvestman"):
         statuses, _, completed = read_store(run / "harvestman.db")
         written = output_urls(run / "pages.jsonl")
         blocked = statuses.get("blocked", 0)
@@ -218,6 +223,7 @@ def crawl_once(
         f"load {os.getloadavg()[0]:.1f}  {note}",
         flush=True,
     )
+    print(f"           CPU by thread: {measured.cpu_breakdown()}", flush=True)
     return result
 
 
@@ -261,7 +267,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--page-bytes", type=int, default=20_000)
     parser.add_argument("--max-depth", type=int, default=20)
     parser.add_argument(
-        "--only", default=",".join(CRAWLERS), help=f"comma-separated, of {','.join(CRAWLERS)}"
+        "--only",
+        default=",".join(DEFAULT_CRAWLERS),
+        help=f"comma-separated, of {','.join(CRAWLERS)}",
     )
     parser.add_argument(
         "--harvestman",
@@ -308,7 +316,10 @@ def main() -> int:
 
 
 def compare(args: argparse.Namespace) -> bool:
-    labels = {"harvestman": "Harvestman (default settings, everything stored)"}
+    labels = {
+        "harvestman": "Harvestman (default settings, everything stored)",
+        "harvestman-inline": "Harvestman, parse_processes 0 (pages analyzed inline)",
+    }
     found = versions()
     labels["minimal"] = (
         f"minimal (aiohttp {found['aiohttp']} + selectolax {found['selectolax']}"

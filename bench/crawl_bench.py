@@ -17,7 +17,8 @@ Two runs, both on 127.0.0.1 only:
 
 The site is generated once per parameter set and cached under ``bench/out/``; each run starts
 from a fresh database in ``bench/out/runs/<mode>/``. The crawler runs as a child process and is
-measured with ``os.wait4``: wall time, user + system CPU and peak RSS of the crawler alone.
+measured with ``os.wait4`` (wall time, user + system CPU of the crawler and the children it
+waited for) and sampled from /proc (peak RSS of its whole process tree, CPU by thread).
 
     python bench/crawl_bench.py
     python bench/crawl_bench.py --hosts 200 --delay 1
@@ -43,12 +44,13 @@ import time
 import urllib.request
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from proctree import TreeSampler, TreeUsage
 from serve import StaticServer, start_server
 from synthsite import SiteParams, describe, load_or_generate
 
@@ -61,13 +63,27 @@ POLITENESS_SHARE = 0.9
 
 @dataclass
 class Measured:
-    """What ``os.wait4`` says about the finished crawler."""
+    """What ``os.wait4`` says about the finished crawler, and its process tree's usage.
+
+    ``user`` and ``system`` include the children the crawler waited for (its page processes);
+    ``max_rss_mb`` is the peak of the tree's summed RSS (``bench/proctree.py``), or the
+    crawler's own ``ru_maxrss`` if that is larger (a peak between two samples).
+    """
 
     returncode: int
     wall: float
     user: float
     system: float
     max_rss_mb: float
+    tree: TreeUsage = field(default_factory=TreeUsage)
+
+    def cpu_breakdown(self) -> str:
+        """The CPU by thread of the crawler's process and of its child processes."""
+        parts = [f"{name} {cpu:.1f}" for name, cpu in sorted(
+            self.tree.threads.items(), key=lambda item: -item[1]) if cpu >= 0.05]  # fmt: skip
+        children = sorted(self.tree.descendants.values(), key=lambda item: -item[1])
+        parts += [f"child {name} {cpu:.1f}" for name, cpu in children if cpu >= 0.05]
+        return ", ".join(parts)
 
     @property
     def cpu(self) -> float:
@@ -194,15 +210,16 @@ def run_measured(
         timer = threading.Timer(timeout, stop)
         timer.daemon = True
         timer.start()
+        sampler = TreeSampler(process.pid).start()
         try:
             _, status, usage = os.wait4(process.pid, 0)
         finally:
             timer.cancel()
+            tree = sampler.stop()
         wall = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
-    return Measured(
-        process.returncode, wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024
-    )
+    max_rss = max(usage.ru_maxrss / 1024, tree.peak_rss_mb)
+    return Measured(process.returncode, wall, usage.ru_utime, usage.ru_stime, max_rss, tree)
 
 
 def read_store(db: Path) -> tuple[dict[str, int], int, list[str]]:
@@ -313,8 +330,12 @@ def report_throughput(
         f"crawler CPU      {measured.cpu:.1f} s (user {measured.user:.1f} + sys "
         f"{measured.system:.1f}), {measured.cpu / measured.wall:.0%} of a core"
     )
+    print(f"CPU by thread    {measured.cpu_breakdown()}")
     print(f"server CPU       {server_cpu:.1f} s")
-    print(f"peak RSS         {measured.max_rss_mb:.0f} MB")
+    print(
+        f"peak RSS         {measured.max_rss_mb:.0f} MB"
+        f" (process tree, {measured.tree.max_processes} process(es) at most)"
+    )
     print(f"completed        {done} / expected {expected_allowed}")
     print(f"blocked          {blocked} / expected {expected_denied}")
     print(f"other statuses   {others or 'none'}")

@@ -94,6 +94,16 @@ class Settings(BaseSettings):
     crawl_max_depth: int = Field(3, ge=0, le=1000, description="link hops from a seed")
     crawl_concurrency: int = Field(32, ge=1, le=4096, description="requests in flight in total")
     crawl_max_links_per_page: int = Field(1000, ge=0, le=100_000)
+    parse_processes: int = Field(
+        default_factory=lambda: 1 if (os.cpu_count() or 1) >= 2 else 0,
+        ge=0,
+        le=64,
+        description="processes that parse and analyze pages (0: in the crawler's; default: 1 "
+        "with two cores or more)",
+    )
+    parse_processes_after: int = Field(
+        500, ge=0, description="pages analyzed in the crawler's process before they start"
+    )
     crawl_visited_ttl: float = Field(7 * 86400.0, ge=0, description="re-crawl after (seconds)")
     crawl_allow_domains: list[str] = Field(default_factory=list)
     crawl_include: list[str] = Field(default_factory=list, description="URL regexes to keep")

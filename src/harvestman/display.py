@@ -97,6 +97,12 @@ def summary_table(engine: Crawler, counts: CrawlCounts) -> Group:
     errors = stats.by_prefix("fetch/error")
     if errors:
         run.add_row("errors", ", ".join(f"{name}: {n:,}" for name, n in sorted(errors.items())))
+    if stats["parse/processes_started"]:  # parse_processes: where the pages were analyzed
+        run.add_row(
+            "page processes",
+            f"{stats['parse/in_processes']:,} pages, {stats['parse/inline_behind']:,} inline "
+            f"(queue full), {stats['parse/processes_lost']:,} lost",
+        )
     total = Table(title="store", show_header=False, title_justify="left")
     total.add_column()
     total.add_column(justify="right")

@@ -62,7 +62,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from harvestman.blockpages import HEAD_BYTES, BlockMark, header_value, identify, served_by
 from harvestman.charset import decode_html
-from harvestman.fetch import looks_like_html, parse_content_type
+from harvestman.mediatypes import looks_like_html, parse_content_type
 from harvestman.parse import _HIDDEN, _visible_text
 
 __all__ = [

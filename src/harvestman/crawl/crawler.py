@@ -150,9 +150,10 @@ class Crawler:
         run.frontier = wiring.frontier(self.worker_id)
         wiring.writer.coordinator = self.coordinator
         cookie_jar = await wiring.session.load()
+        workers = wiring.page_workers()
         with contextlib.ExitStack() as keep:
-            handler = wiring.handler(wiring.exchange_steps(keep), wiring.images(keep))
-            async with wiring.fetcher(cookie_jar) as fetcher:
+            handler = wiring.handler(wiring.exchange_steps(keep), wiring.images(keep), workers)
+            async with wiring.fetcher(cookie_jar) as fetcher, workers or contextlib.nullcontext():
                 run.robots = wiring.robots(fetcher, self.coordinator)
                 check_hop = wiring.redirect_check(run.robots)
                 pages = wiring.page_fetcher(fetcher)

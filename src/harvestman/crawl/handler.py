@@ -24,6 +24,7 @@ from harvestman.validate import VerdictStatus
 
 if TYPE_CHECKING:
     from harvestman.crawl.images import ImageStep
+    from harvestman.crawl.pageworkers import PageWorkers
     from harvestman.crawl.steps import ValidateStep
 
 Handled = tuple[Outcome, list[NewUrl]]
@@ -46,6 +47,7 @@ class RequestHandler:
         refusals: ValidateStep | None = None,
         images: ImageStep | None = None,
         image_max_bytes: int | None = None,
+        workers: PageWorkers | None = None,
     ) -> None:
         self.run = run
         self.outcomes = outcomes
@@ -58,6 +60,7 @@ class RequestHandler:
         self.refusals = refusals  # judges error responses: a block page's vendor is recorded
         self.images = images  # makes the outcome of an image row (crawl_images)
         self.image_max_bytes = image_max_bytes
+        self.workers = workers  # analyze pages in page processes (parse_processes)
 
     async def handle(
         self, request: CrawlRequest, fetcher: PageFetcher, check_hop: HopCheck, hosts: HostSlots
@@ -152,7 +155,10 @@ class RequestHandler:
             self._observe(request, result.status, None)
             return outcome, []
         # An image row while images are off (queued by an earlier run): done, not a page.
-        exchange.outcome, exchange.new_urls = self.pipeline.handle(request, result)
+        analysis = None
+        if self.workers is not None and self.pipeline.parses(request, result):
+            analysis = await self.workers.analyze(result)
+        exchange.outcome, exchange.new_urls = self.pipeline.handle(request, result, analysis)
         _not_a_page(request, exchange.outcome)
         # Told after validation: a block page served with 200 counts against the host.
         self._observe(request, result.status, _refused(exchange.outcome))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from harvestman.analysis import PageAnalysis
 from harvestman.crawl.discovery import Discovery
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.work import PageWork, Step
@@ -111,8 +112,23 @@ class PagePipeline:
         content by definition."""
         return self.parse_empty and result.status not in (204, 205)
 
-    def handle(self, request: CrawlRequest, result: FetchResult) -> tuple[Outcome, list[NewUrl]]:
-        """The outcome of a response below 400 and the URLs it revealed."""
+    def parses(self, request: CrawlRequest, result: FetchResult) -> bool:
+        """Whether :meth:`handle` parses this response (a page's HTML, not a 304)."""
+        return (
+            request.kind == "page"
+            and result.status != 304
+            and result.is_html
+            and bool(result.body or self._judges_empty(result))
+        )
+
+    def handle(
+        self, request: CrawlRequest, result: FetchResult, analysis: PageAnalysis | None = None
+    ) -> tuple[Outcome, list[NewUrl]]:
+        """The outcome of a response below 400 and the URLs it revealed.
+
+        ``analysis``: the page's, made ahead in a page process (None: the page is parsed here
+        and each step computes what it needs).
+        """
         outcomes = self.outcomes
         if result.status == 304:  # unchanged since the stored ETag / Last-Modified
             self.count("fetch/not_modified")
@@ -132,15 +148,18 @@ class PagePipeline:
         if request.kind != "page":
             return self.listings.read(request, result)
         record = outcomes.page_record(request, result)
-        if not (result.is_html and (result.body or self._judges_empty(result))):
+        if not self.parses(request, result):
             return outcomes.completed(request, result, record, outcomes.visited_ttl), []
-        page = parse_html(
-            result.body,
-            result.final_url,
-            charset=result.charset,
-            normalizer=self.normalizer,
-            max_links=self.max_links,
-        )
+        if analysis is not None:
+            page = analysis.page
+        else:
+            page = parse_html(
+                result.body,
+                result.final_url,
+                charset=result.charset,
+                normalizer=self.normalizer,
+                max_links=self.max_links,
+            )
         self.count("parse/pages")
         record.charset = page.encoding
         record.content_hash = page.content_hash
@@ -150,6 +169,10 @@ class PagePipeline:
         record.lang = page.lang
         record.links_count = len(page.links)
         work = PageWork(request, result, record, page)
+        if analysis is not None:
+            work.verdict = analysis.verdict
+            work.fingerprint = analysis.fingerprint
+            work.scan = analysis.products
         for step in self.steps:
             if work.outcome is not None:  # rejected by validation
                 if work.halted:

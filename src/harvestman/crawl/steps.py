@@ -8,7 +8,7 @@ import logging
 import math
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
 from harvestman.config import Settings
 from harvestman.crawl.outcomes import Outcomes
@@ -21,9 +21,11 @@ from harvestman.extract.rollouts import parse_rollout
 from harvestman.fetch import FetchResult
 from harvestman.records import CrawlRequest, Outcome, ParserRollout, UrlStatus
 from harvestman.recrawl import RecrawlRule
-from harvestman.simhash import NearDuplicateIndex, sample_text, simhash64, to_signed64
 from harvestman.stats import Stats
 from harvestman.validate import Validator, Verdict, VerdictStatus
+
+if TYPE_CHECKING:
+    from harvestman.simhash import NearDuplicateIndex
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +75,7 @@ class ValidateStep:
 
     def run(self, work: PageWork) -> None:
         result, record = work.result, work.record
-        verdict = self.validator.validate(
+        verdict = work.verdict or self.validator.validate(
             result.status, result.headers, result.body, work.page.text
         )
         record.validation_status = verdict.status.value
@@ -164,24 +166,33 @@ class NearDuplicateStep:
     on_rejected: ClassVar[bool] = False
 
     def __init__(self, stats: Stats, max_distance: int) -> None:
+        # Imported here: the SimHash fallback loads numpy (17 MB of RSS, ~0.1 s of start-up),
+        # which only a crawl with near-duplicates on needs.
+        from harvestman.simhash import NearDuplicateIndex, sample_text, simhash64, to_signed64
+
         self.stats = stats
         self.max_distance = max_distance
         self.by_host: dict[str, NearDuplicateIndex] = {}
+        self.new_index = NearDuplicateIndex
+        self.simhash64, self.sample_text = simhash64, sample_text
+        self.to_signed64 = to_signed64
 
     @classmethod
     def from_settings(cls, settings: Settings, stats: Stats) -> Self | None:
         return cls(stats, settings.near_duplicate_distance) if settings.near_duplicates else None
 
     def run(self, work: PageWork) -> None:
-        text = work.page.text
-        if not text:
-            return
+        fingerprint = work.fingerprint  # made ahead, from the text it no longer has
+        if fingerprint is None:
+            text = work.page.text
+            if not text:
+                return
+            fingerprint = self.simhash64(self.sample_text(text))
         request, record = work.request, work.record
-        fingerprint = simhash64(sample_text(text))
-        record.simhash = to_signed64(fingerprint)
+        record.simhash = self.to_signed64(fingerprint)
         index = self.by_host.get(request.host)
         if index is None:
-            index = self.by_host[request.host] = NearDuplicateIndex(max_distance=self.max_distance)
+            index = self.by_host[request.host] = self.new_index(max_distance=self.max_distance)
         original = index.add(request.url_hash, fingerprint)
         if original is not None and original != request.url_hash:
             record.near_duplicate_of = original
@@ -223,10 +234,12 @@ class ProductsStep:
     def run(self, work: PageWork) -> None:
         if not work.is_success:
             return
-        result = work.result
-        scan = scan_products(
-            result.body, result.final_url, charset=result.charset, max_price=self.max_price
-        )
+        scan = work.scan
+        if scan is None:
+            result = work.result
+            scan = scan_products(
+                result.body, result.final_url, charset=result.charset, max_price=self.max_price
+            )
         if scan.rejected:
             self.stats.inc("extract/products/rejected", scan.rejected)
         if scan.products:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import aiohttp
 
+from harvestman.analysis import AnalysisSpec
 from harvestman.archive import RawArchive, WarcWriter
 from harvestman.archive.images import ImageArchive
 from harvestman.archive.location import archive_location
@@ -50,6 +51,7 @@ from harvestman.crawl.ingest import IngestLimit
 from harvestman.crawl.liveness import Liveness, WatchdogLimits
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.pages import ListingReader, PagePipeline
+from harvestman.crawl.pageworkers import PageWorkers
 from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.session import Session
 from harvestman.crawl.steps import (
@@ -293,8 +295,26 @@ class Wiring:
         archive.check()
         return ImageStep(archive, self.run, self.outcomes, max_pixels=settings.image_max_pixels)
 
+    def page_workers(self) -> PageWorkers | None:
+        """The page processes (parse_processes; an async context manager that ends them);
+        None: pages are analyzed in the crawler's process."""
+        settings = self.settings
+        if settings.parse_processes < 1:
+            return None
+        # The page's text comes back only for the steps that read it (site parsers may).
+        keep_text = settings.store_text or self.parsers is not None
+        return PageWorkers(
+            AnalysisSpec.from_settings(settings, keep_text=keep_text),
+            self.run.stats,
+            processes=settings.parse_processes,
+            start_after=settings.parse_processes_after,
+        )
+
     def handler(
-        self, exchange_steps: Sequence[ExchangeStep], images: ImageStep | None = None
+        self,
+        exchange_steps: Sequence[ExchangeStep],
+        images: ImageStep | None = None,
+        workers: PageWorkers | None = None,
     ) -> RequestHandler:
         return RequestHandler(
             self.run,
@@ -308,6 +328,7 @@ class Wiring:
             refusals=self.validate,
             images=images,
             image_max_bytes=self.settings.image_max_bytes,
+            workers=workers,
         )
 
     def host_slots(self, frontier: Frontier, coordinator: Coordinator) -> HostSlots:

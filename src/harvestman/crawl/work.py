@@ -10,8 +10,9 @@ from harvestman.parse import Page
 from harvestman.records import CrawlRequest, NewUrl, Outcome, PageRecord
 
 if TYPE_CHECKING:
-    from harvestman.extract.products import Product
+    from harvestman.extract.products import Product, ProductScan
     from harvestman.recrawl import RecrawlRule
+    from harvestman.validate import Verdict
 
 
 @dataclass(slots=True)
@@ -21,6 +22,9 @@ class PageWork:
     A step adds to ``record`` (the ``crawled_pages`` row), ``new_urls``, ``products`` or
     ``extracted``. Validation may decide the outcome itself (``outcome``): a rejected page then
     only meets the steps that run on rejected pages, and ``halted`` ends the pipeline.
+
+    ``verdict``, ``fingerprint`` and ``scan`` are what a page process computed ahead for the
+    steps (:mod:`harvestman.analysis`); None: the step computes it.
     """
 
     request: CrawlRequest
@@ -34,6 +38,9 @@ class PageWork:
     follow: bool = True  # False: the page's links are not followed (a near-duplicate)
     outcome: Outcome | None = None  # decided by validation (a rejected page)
     halted: bool = False
+    verdict: Verdict | None = None
+    fingerprint: int | None = None
+    scan: ProductScan | None = None
 
     @property
     def is_success(self) -> bool:

@@ -1,0 +1,281 @@
+"""Page processes: the page analysis (:mod:`harvestman.analysis`) off the crawler's process.
+
+Everything a crawl does shares one GIL: fetching, the page steps and the store's writer thread
+used about one core of two, the parse and the scans of each page a third of it. The analysis
+is a pure function of the response, so ``parse_processes`` child processes
+(:mod:`harvestman.pageprocess`, which loads the parsers and nothing else) do it while the
+crawler's process fetches, runs the stateful steps and writes the store. A page travels as its
+URL, status, headers, body and charset; it comes back as its
+:class:`~harvestman.analysis.PageAnalysis`.
+
+The channel is a pair of pipes per process, written and read by the event loop's own protocol:
+no thread, one write and about one read per page (~130 µs of the crawler's main thread a page
+under cProfile, which inflates it). ``concurrent.futures.ProcessPoolExecutor`` was tried first:
+in a 20,000-page crawl its manager and feeder threads cost the crawler's process ~250 µs a page
+more (wake-ups, locks, a selector per wait). An ``asyncio.StreamReader`` on the pipe measured
+the same as this protocol, which takes each read's frames out of its buffer at once.
+
+The processes start once a crawl has analyzed ``start_after`` pages inline, so a small crawl
+(and the test suite's hundreds of them) never pays for their start. A process that dies loses
+no page: each page it held is analyzed inline instead, and a new process takes its place (if
+one dies before answering a single page, the crawl stops starting them and stays inline).
+Pages in flight are bounded by the crawl's concurrency, and so is what the pipes buffer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import pickle
+import sys
+from pathlib import Path
+from types import TracebackType
+from typing import cast
+
+from multidict import CIMultiDict
+
+import harvestman
+from harvestman.analysis import AnalysisSpec, PageAnalysis
+from harvestman.fetch import FetchResult
+from harvestman.pageprocess import HEADER, frame
+from harvestman.stats import Stats
+
+log = logging.getLogger(__name__)
+
+_STOP_TIMEOUT = 5.0  # seconds a process has to exit once its input ends
+# Pages waiting on the least busy process beyond which a page is analyzed inline. On a busy
+# machine the scheduler may give the process a third of a core: 64 pages then waited ~58 ms
+# each for it while the crawler's process idled (load ~7: 736 pages/s against inline's 902).
+# The count includes answers not read yet, which a busy crawler's process reads once per turn
+# of its loop, so a low bound feeds itself: with 16, 56% of the pages went inline at load ~4,
+# with 48 21%, for the same pages/s (670/641, 701/649; no bound 685/628), and a crawler's
+# process that is the bound on a quiet machine should not be given pages a process would do.
+MAX_WAITING = 48
+
+
+class _PageProcess(asyncio.SubprocessProtocol):
+    """One page process: its stdin, and the pages it holds (number -> the crawler's future),
+    each answered from its stdout. When its stdout ends, the pages it still held get None."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.SubprocessTransport | None = None
+        self.waiting: dict[int, asyncio.Future[PageAnalysis | None]] = {}
+        self.buffer = bytearray()
+        self.answered = 0
+        self.is_gone = False  # its replies ended: the process exited, or is about to
+        self.exited = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.SubprocessTransport, transport)
+
+    def send(self, message: object) -> None:
+        assert self.transport is not None
+        requests = cast(asyncio.WriteTransport, self.transport.get_pipe_transport(0))
+        requests.write(frame(message))
+
+    def pipe_data_received(self, fd: int, data: bytes | bytearray) -> None:
+        buffer = self.buffer
+        buffer += data
+        start, size, header = 0, len(buffer), HEADER
+        while size - start >= header.size:
+            end = start + header.size + header.unpack_from(buffer, start)[0]
+            if end > size:
+                break
+            number, analysis = pickle.loads(buffer[start + header.size : end])
+            start = end
+            self.answered += 1
+            future = self.waiting.pop(number, None)
+            if future is not None and not future.done():
+                future.set_result(analysis)
+        del buffer[:start]  # once per read, not once per frame
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self._end()
+
+    def process_exited(self) -> None:
+        self._end()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+    def _end(self) -> None:
+        self.is_gone = True
+        waiting, self.waiting = self.waiting, {}
+        for future in waiting.values():
+            if not future.done():
+                future.set_result(None)
+
+    async def stop(self) -> None:
+        """Close its stdin (it exits at the end of its input); kill it if it does not."""
+        transport = self.transport
+        if transport is None:
+            return
+        requests = transport.get_pipe_transport(0)
+        if requests is not None:
+            requests.close()
+        try:
+            async with asyncio.timeout(_STOP_TIMEOUT):
+                await self.exited
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                transport.kill()
+            await self.exited
+        transport.close()
+
+
+class PageWorkers:
+    """``processes`` page processes, started after ``start_after`` pages.
+
+    :meth:`analyze` returns None for a page to analyze inline (the processes not started yet,
+    ``max_waiting`` pages already queued at each, or the one that held the page lost). An async
+    context manager: leaving it ends the processes.
+    """
+
+    def __init__(
+        self,
+        spec: AnalysisSpec,
+        stats: Stats,
+        *,
+        processes: int,
+        start_after: int,
+        max_waiting: int = MAX_WAITING,
+    ) -> None:
+        if processes < 1:
+            raise ValueError(f"page processes must be at least 1, not {processes}")
+        self.spec = spec
+        self.stats = stats
+        self.processes = processes
+        self.start_after = start_after
+        self.max_waiting = max_waiting
+        self.inline = 0  # pages analyzed inline before the processes started
+        self.running: list[_PageProcess] = []
+        self.ended: list[_PageProcess] = []  # lost, stopped (reaped) with the rest
+        self.starting: asyncio.Task[None] | None = None
+        self.numbers = 0
+        self.given_up = False
+
+    async def __aenter__(self) -> PageWorkers:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        self.given_up = True  # no new process from here on
+        if self.starting is not None:
+            self.starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.starting
+        workers = [*self.running, *self.ended]
+        self.running, self.ended = [], []
+        for worker in workers:
+            await worker.stop()
+
+    @property
+    def pids(self) -> list[int]:
+        """The running page processes' ids."""
+        return [
+            worker.transport.get_pid() for worker in self.running if worker.transport is not None
+        ]
+
+    async def start(self) -> None:
+        """Start the processes now (a crawl has them start after ``start_after`` pages)."""
+        if self.starting is None:
+            self.starting = asyncio.create_task(self._start(), name="page-processes")
+        await self.starting
+
+    async def analyze(self, result: FetchResult) -> PageAnalysis | None:
+        """The page's analysis from a page process; None: analyze it inline."""
+        if self.given_up:
+            return None
+        if len(self.running) < self.processes:
+            if self.inline < self.start_after:
+                self.inline += 1
+                return None
+            if self.starting is None:
+                self.starting = asyncio.create_task(self._start(), name="page-processes")
+            if not self.running:
+                return None  # still starting: this page is not held up for it
+        worker = min(self.running, key=lambda running: len(running.waiting))
+        if worker.is_gone:
+            self._lost(worker)
+            return None
+        if len(worker.waiting) >= self.max_waiting:  # behind: the page is sooner done here
+            self.stats.inc("parse/inline_behind")
+            return None
+        self.numbers += 1
+        future: asyncio.Future[PageAnalysis | None] = asyncio.get_running_loop().create_future()
+        worker.waiting[self.numbers] = future
+        headers = CIMultiDict(result.headers)  # a response's headers are a view: not picklable
+        worker.send(
+            (self.numbers, result.final_url, result.status, headers, result.body, result.charset)
+        )
+        analysis = await future
+        if analysis is not None:
+            self.stats.inc("parse/in_processes")
+        elif worker.is_gone:
+            self._lost(worker)
+        return analysis
+
+    async def _start(self) -> None:
+        """Start processes up to ``processes`` (a start takes a while: pages go inline
+        meanwhile)."""
+        loop = asyncio.get_running_loop()
+        try:
+            while len(self.running) < self.processes and not self.given_up:
+                worker = await self._spawn(loop)
+                worker.send(self.spec)
+                self.running.append(worker)
+                self.stats.inc("parse/processes_started")
+        except Exception:  # not started: the crawl goes on inline rather than retry for ever
+            self.given_up = True
+            log.exception("page processes could not start: pages are analyzed inline")
+        finally:
+            self.starting = None
+
+    async def _spawn(self, loop: asyncio.AbstractEventLoop) -> _PageProcess:
+        _, worker = await loop.subprocess_exec(
+            _PageProcess,
+            sys.executable,
+            "-m",
+            "harvestman.pageprocess",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=None,
+            env=_child_environment(),
+        )
+        return worker
+
+    def _lost(self, worker: _PageProcess) -> None:
+        """A process died: its pages went inline; another takes its place, unless it died
+        before answering anything (it would again)."""
+        if worker not in self.running:
+            return  # another of its pages got here first
+        self.running.remove(worker)
+        self.ended.append(worker)
+        self.stats.inc("parse/processes_lost")
+        if worker.answered == 0:
+            self.given_up = True
+            log.warning(
+                "a page process ended before its first page: pages are analyzed in the "
+                "crawler's process from now on"
+            )
+        else:
+            log.warning(
+                "a page process ended; its pages were analyzed inline, another takes its place"
+            )
+
+
+def _child_environment() -> dict[str, str]:
+    """This environment, with the directory harvestman was imported from first on the child's
+    path (a checkout's ``src`` that only this process's ``sys.path`` knows)."""
+    source = str(Path(harvestman.__file__).resolve().parents[1])
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": f"{source}{os.pathsep}{path}" if path else source}

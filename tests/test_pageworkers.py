@@ -1,0 +1,233 @@
+"""Page processes: a crawl that analyzes its pages in them stores what an inline crawl stores,
+and a page process killed with SIGKILL loses no page."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from conftest import SettingsFactory, serve
+from harvestman.analysis import AnalysisSpec, PageAnalysis, PageAnalyzer
+from harvestman.crawl.pageworkers import PageWorkers
+from harvestman.fetch import FetchResult
+from harvestman.stats import Stats
+from support.crawling import Crawled, crawl
+from testsite import TestSite
+
+FIXTURES = Path(__file__).parent / "fixtures" / "products"
+PRODUCT_PAGES = ["google_executive_anvil.html", "three_forms.html", "validation.html"]
+PARAGRAPH = "<p>A page of the shop with enough words in it to count as a real page of text.</p>"
+# Columns that say when, how fast or under which id, not what was found.
+VARYING = {
+    "id", "crawl_id", "page_id", "parent_id", "fetched_at", "crawl_duration_ms", "next_crawl_at",
+    "lease_until", "leased_by", "discovered_at", "updated_at", "last_fetched_at", "created_at",
+    "priority", "depth", "discovered_via",
+}  # fmt: skip
+POOL = {"parse_processes": 1, "parse_processes_after": 0}
+INLINE = {"parse_processes": 0}
+
+
+def stored(crawled: Crawled) -> tuple[list[dict[str, Any]], ...]:
+    """The crawl's URL rows, pages and products without what varies from run to run, sorted."""
+    store = crawled.crawler.store
+    crawl_id = crawled.crawler.crawl_id
+    products = list(store.iter_products(crawl_id))  # type: ignore[attr-defined]
+
+    def kept(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        found = [{k: v for k, v in row.items() if k not in VARYING} for row in rows]
+        return sorted(found, key=repr)
+
+    return kept(crawled.rows), kept(crawled.pages), kept(products)
+
+
+async def crawl_kept(settings: Any, seed: str) -> tuple[Crawled, tuple[list[dict[str, Any]], ...]]:
+    crawled = await crawl(settings, seed)
+    store = crawled.crawler.store
+    try:
+        return crawled, stored(crawled)
+    finally:
+        store.engine.dispose()  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+async def shop() -> AsyncIterator[str]:
+    """A root linking to product pages and to a page that validation rejects."""
+
+    async def handle(request: web.Request) -> web.Response:
+        if request.path == "/":
+            links = "".join(f'<a href="/p/{name}">{name}</a> ' for name in PRODUCT_PAGES)
+            body = f"<html><title>Shop</title><body>{PARAGRAPH}{links}<a href=/shell>x</a>"
+        elif request.path == "/shell":
+            body = "<html><title>x</title><body><div id=app></div></body></html>"
+        elif request.path.removeprefix("/p/") in PRODUCT_PAGES:
+            html = (FIXTURES / request.path.removeprefix("/p/")).read_text()
+            body = html.replace("</body>", PARAGRAPH + "</body>")
+        else:
+            raise web.HTTPNotFound()
+        return web.Response(text=body, content_type="text/html")
+
+    async with serve(handle) as port:
+        yield f"http://127.0.0.1:{port}/"
+
+
+@pytest.mark.parametrize(
+    "features",
+    [{}, {"near_duplicates": True, "store_text": True, "crawl_max_links_per_page": 5}],
+    ids=["defaults", "text-simhash-link-cap"],
+)
+async def test_a_crawl_with_page_processes_stores_what_an_inline_crawl_stores(
+    site: TestSite, make_settings: SettingsFactory, tmp_path: Path, features: dict[str, Any]
+) -> None:
+    def settings(name: str, **values: Any) -> Any:
+        url = f"sqlite:///{tmp_path / name}"
+        return make_settings(database_url=url, crawl_max_depth=5, **features, **values)
+
+    inline, inline_rows = await crawl_kept(settings("inline.db", **INLINE), site.url("/"))
+    site.reset_counts()  # the pages that fail once fail again
+    pooled, pooled_rows = await crawl_kept(settings("pool.db", **POOL), site.url("/"))
+
+    assert pooled_rows == inline_rows
+    assert inline.crawler.stats["parse/in_processes"] == 0
+    assert pooled.crawler.stats["parse/processes_started"] == 1
+    assert pooled.crawler.stats["parse/in_processes"] > 0
+
+
+async def test_products_and_rejections_are_the_same_from_page_processes(
+    shop: str, make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    def settings(name: str, **values: Any) -> Any:
+        return make_settings(database_url=f"sqlite:///{tmp_path / name}", **values)
+
+    _, (_, inline_pages, inline_products) = await crawl_kept(settings("i.db", **INLINE), shop)
+    pooled, (_, pooled_pages, pooled_products) = await crawl_kept(settings("p.db", **POOL), shop)
+
+    assert (pooled_pages, pooled_products) == (inline_pages, inline_products)
+    assert len(inline_products) >= len(PRODUCT_PAGES)
+    assert {page["rejection_reason"] for page in pooled_pages} == {None, "too_small"}
+    assert pooled.crawler.stats["parse/in_processes"] > 0
+
+
+def page_processes() -> list[int]:
+    """The page processes this process started."""
+    found = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if b"harvestman.pageprocess" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(int(child))
+    return found
+
+
+def response(number: int) -> FetchResult:
+    url = f"http://127.0.0.1:9/p/{number}.html"
+    body = (
+        f"<html><title>Page {number}</title><body>{PARAGRAPH}"
+        + "".join(f'<a href="/p/{number * 10 + n}.html">next</a>' for n in range(10))
+    ).encode()
+    headers = CIMultiDictProxy(CIMultiDict({"Content-Type": "text/html"}))
+    return FetchResult(url, url, 200, headers, body, "text/html", None)
+
+
+def event_loop_of(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
+    if name == "uvloop":  # what the CLI runs on when it is installed
+        return pytest.importorskip("uvloop").new_event_loop  # type: ignore[no-any-return]
+    return asyncio.new_event_loop
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_killed_page_process_hands_its_pages_back_and_another_takes_its_place(
+    loop: str,
+) -> None:
+    with asyncio.Runner(loop_factory=event_loop_of(loop)) as runner:
+        runner.run(kill_a_page_process())
+
+
+async def kill_a_page_process() -> None:
+    spec = AnalysisSpec(validate_min_bytes=500, products_max_price=None, keep_text=False)
+    inline = PageAnalyzer(spec)
+    stats = Stats()
+    pages = [response(number) for number in range(300)]
+
+    def expected(result: FetchResult) -> PageAnalysis:
+        analysis = inline.analyze(result.final_url, 200, result.headers, result.body, None)
+        analysis.page.text = ""  # the spec does not keep it
+        return analysis
+
+    async with PageWorkers(spec, stats, processes=1, start_after=0, max_waiting=1000) as workers:
+        await workers.start()
+        [pid] = page_processes()
+        # All 300 are written to the process before any reply is read; it is killed on the
+        # first reply, long before it could analyze the rest.
+        tasks = [asyncio.ensure_future(workers.analyze(page)) for page in pages]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        os.kill(pid, signal.SIGKILL)
+        answers = await asyncio.gather(*tasks)
+
+        handed_back = [page for page, answer in zip(pages, answers, strict=True) if answer is None]
+        assert handed_back  # these the crawler analyzes inline
+        for page, answer in zip(pages, answers, strict=True):
+            assert answer is None or answer == expected(page)
+        assert stats["parse/processes_lost"] == 1
+
+        assert await workers.analyze(pages[1]) is None  # while another process starts
+        await workers.start()
+        assert await workers.analyze(pages[1]) == expected(pages[1])
+        assert stats["parse/processes_started"] == 2
+        assert page_processes() != [pid]
+    assert page_processes() == []  # leaving the workers ends their processes
+
+
+@pytest.fixture
+async def killing_site() -> AsyncIterator[str]:
+    """60 pages in a chain of tens; serving /p/30 kills the crawler's page processes."""
+
+    async def handle(request: web.Request) -> web.Response:
+        path = request.path.removeprefix("/p/")
+        number = 0 if request.path == "/" else int(path) if path.isdigit() else 60
+        if number >= 60:  # robots.txt and sitemap.xml too
+            raise web.HTTPNotFound()
+        if number == 30:  # the crawl with page processes started its one at the root
+            for pid in page_processes():
+                os.kill(pid, signal.SIGKILL)
+        links = "".join(f'<a href="/p/{n}">{n}</a> ' for n in range(number + 1, number + 11))
+        body = f"<html><title>Page {number}</title><body>{PARAGRAPH}{links}</body></html>"
+        return web.Response(text=body, content_type="text/html")
+
+    async with serve(handle) as port:
+        yield f"http://127.0.0.1:{port}/"
+
+
+async def test_a_crawl_whose_page_process_is_killed_loses_no_page(
+    killing_site: str, make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    def settings(name: str, **values: Any) -> Any:
+        url = f"sqlite:///{tmp_path / name}"
+        return make_settings(database_url=url, crawl_max_depth=60, crawl_concurrency=4, **values)
+
+    _, inline_rows = await crawl_kept(settings("inline.db", **INLINE), killing_site)
+    pooled, pooled_rows = await crawl_kept(settings("pool.db", **POOL), killing_site)
+
+    assert pooled_rows == inline_rows
+    titles = [page["title"] for page in pooled_rows[1] if page["status_code"] == 200]
+    assert sorted(titles) == sorted(f"Page {n}" for n in range(60))
+    assert pooled.crawler.stats["parse/processes_lost"] == 1
+
+
+async def test_pages_beyond_what_a_process_has_queued_are_analyzed_inline() -> None:
+    spec = AnalysisSpec(keep_text=False)
+    stats = Stats()
+    pages = [response(number) for number in range(20)]
+    async with PageWorkers(spec, stats, processes=1, start_after=0, max_waiting=5) as workers:
+        await workers.start()
+        # All 20 are handed over in one turn of the loop, before any reply can be read.
+        answers = await asyncio.gather(*(workers.analyze(page) for page in pages))
+
+    assert [answer is not None for answer in answers] == [True] * 5 + [False] * 15
+    assert (stats["parse/in_processes"], stats["parse/inline_behind"]) == (5, 15)
