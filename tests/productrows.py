@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import insert, select
 
 from harvestman.store import SqlStore
+from harvestman.store.transaction import transaction
 from harvestman.store.schema import crawls, images, products, urls
 
 HOSTS = ("shop-a.test", "www.shop-b.test", "shop-c.test")
@@ -43,12 +44,12 @@ def catalogue(count: int) -> list[dict[str, Any]]:
 def add_catalogue(store: SqlStore, count: int, crawl: str = "shop") -> int:
     """A crawl holding ``catalogue(count)``, a frontier row per page (fetched at T0 + 1) and
     one image on every product whose number is even; returns the crawl's id."""
-    with store.engine.begin() as conn:
+    with transaction(store.engine) as conn:
         conn.execute(insert(crawls).values(name=crawl, created_at=T0, seeds="[]"))
         crawl_id = conn.execute(select(crawls.c.id).where(crawls.c.name == crawl)).scalar_one()
     rows = catalogue(count)
     store.load_products(crawl_id, rows)
-    with store.engine.begin() as conn:
+    with transaction(store.engine) as conn:
         conn.execute(insert(urls), [
             {"crawl_id": crawl_id, "url_hash": row["url_hash"], "url": row["page_url"],
              "host": row["page_url"].split("/")[2], "status": "completed",

@@ -19,6 +19,7 @@ from dashboard.browser import CHROMIUM, require_chromium, screenshot_path
 from dashboard.server import Served, serve_dashboard, wait_ready
 from harvestman.store import SqlStore
 from harvestman.store.schema import product_history, products
+from harvestman.store.transaction import transaction
 from productrows import T0, add_catalogue
 
 pytestmark = [
@@ -51,7 +52,7 @@ async def dashboard(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[t
             await wait_ready(served)
             async with SqlStore(f"sqlite:///{workdir / 'crawl.db'}") as store:
                 add_catalogue(store, 12)
-                with store.engine.begin() as conn:
+                with transaction(store.engine) as conn:
                     kettle = conn.execute(
                         select(products.c.id).where(products.c.name == "Product 4")
                     ).scalar_one()
