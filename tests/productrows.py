@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import insert, select
 
 from harvestman.store import SqlStore
-from harvestman.store.transaction import transaction
 from harvestman.store.schema import crawls, images, products, urls
+from harvestman.store.transaction import transaction
 
 HOSTS = ("shop-a.test", "www.shop-b.test", "shop-c.test")
 BRANDS = ("Acme", "Globex", "Initech", None)
