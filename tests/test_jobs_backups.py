@@ -3,7 +3,6 @@ keeps a week of them, and ``GET /metrics`` reports the last success and the fail
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,29 +13,12 @@ from sqlalchemy import Engine
 from apiclient import running_api
 from conftest import SettingsFactory
 from harvestman.config import Settings
-from harvestman.jobs import ExecutionResult, ExecutionStatus, Job, JobStore, Scheduler
-from harvestman.jobs.records import Execution, Source
+from harvestman.jobs import JobStore, Scheduler
 from harvestman.store.lifecycle.backups import BackupRun, backup_summary, record_backup
 from harvestman.store.lifecycle.schedule import BackupSchedule
 from harvestman.store.schema import backups
 from storerows import DAY, NOW, add_crawl, add_page, add_url, open_store, table_rows
-
-HOUR = 3600.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class IdleRunner:
-    async def run(
-        self, job: Job, source: Source, execution: Execution, stop: asyncio.Event
-    ) -> ExecutionResult:
-        return ExecutionResult(status=ExecutionStatus.COMPLETED)
+from support.scheduling import HOUR, Clock, IdleRunner
 
 
 def fill(engine: Engine) -> None:

@@ -2,36 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
 
-from harvestman.jobs import ExecutionResult, ExecutionStatus, Job, JobStore, Scheduler
-from harvestman.jobs.records import Execution, Source
+from harvestman.jobs import JobStore, Scheduler
 from harvestman.lifecycle import RetentionRules
 from harvestman.store.schema import urls
-from storerows import DAY, NOW, add_crawl, add_url, open_store, table_rows
-
-HOUR = 3600.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class IdleRunner:
-    async def run(
-        self, job: Job, source: Source, execution: Execution, stop: asyncio.Event
-    ) -> ExecutionResult:
-        return ExecutionResult(status=ExecutionStatus.COMPLETED)
-
+from storerows import DAY, add_crawl, add_url, open_store, table_rows
+from support.scheduling import HOUR, Clock, IdleRunner
 
 RULES = RetentionRules(
     completed_after=7 * DAY,
