@@ -218,9 +218,6 @@ def pending_row(crawl_id: int, row: NewUrl, now: float, lastmod: float | None) -
     }
 
 
-_KNOWN_CHUNK = 500  # hashes per IN list: well under SQLite's bound-parameter limit
-
-
 class FrontierRepository(StoreConnection):
     """The ``urls`` rows as a queue: add, find the hosts with work, lease, release, recover."""
 
@@ -229,8 +226,7 @@ class FrontierRepository(StoreConnection):
         the event loop; ``POST /api/frontier/add`` reports the new URLs only)."""
         found: set[str] = set()
         with self.engine.connect() as conn, conn.begin():
-            for start in range(0, len(hashes), _KNOWN_CHUNK):
-                chunk = list(hashes[start : start + _KNOWN_CHUNK])
+            for chunk in in_chunks(hashes):
                 found.update(
                     conn.execute(
                         select(urls.c.url_hash).where(
