@@ -32,12 +32,18 @@ CHAIN = 12  # pages of a chain site: /0 -> /1 -> ... -> /11
 
 
 def chain_handler(
-    seen: list[tuple[float, str]], on_request: Callable[[int], None] | None = None
+    seen: list[tuple[float, str]],
+    on_request: Callable[[int], None] | None = None,
+    held: asyncio.Event | None = None,
 ) -> Callable[[web.Request], object]:
+    """The chain; with ``held``, a request after the fourth is answered once it is set."""
+
     async def handle(request: web.Request) -> web.Response:
         seen.append((time.time(), request.path))
         if on_request is not None:
             on_request(len(seen))
+        if held is not None and len(seen) > 4:
+            await held.wait()
         if request.path == "/robots.txt":
             raise web.HTTPNotFound()
         step = int(request.path.strip("/") or 0)
@@ -103,11 +109,13 @@ async def test_a_running_crawl_takes_a_new_delay_within_the_settings_ttl(
     seen: list[tuple[float, str]] = []
     changed = asyncio.Event()
 
+    taken = asyncio.Event()  # the chain waits for the change: it cannot end before it
+
     def on_request(count: int) -> None:
         if count == 4:  # robots.txt and three pages went at the crawl's own pace (no delay)
             changed.set()
 
-    async with serve(chain_handler(seen, on_request)) as port:
+    async with serve(chain_handler(seen, on_request, taken)) as port:
         host = f"127.0.0.1:{port}"
         settings = make_settings(
             database_url=database_url,
@@ -129,6 +137,7 @@ async def test_a_running_crawl_takes_a_new_delay_within_the_settings_ttl(
                 while crawler.wiring.run.frontier.delay_of(host) != delay:  # noqa: ASYNC110
                     await asyncio.sleep(0.01)
             applied_at = time.time()
+            taken.set()
             await asyncio.wait_for(running, 60)
 
     later = [at for at, _ in seen if at > applied_at]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 
@@ -199,3 +200,17 @@ async def test_a_crawler_stopped_while_it_starts_ends_without_fetching(
         await crawler.run()
     assert crawler.stopped_early
     assert site.log == []
+
+
+async def test_outcomes_are_written_at_once_when_the_frontier_has_nothing_else(
+    site: TestSite, make_settings: SettingsFactory
+) -> None:
+    # A batch would wait a minute: only the frontier's starving can bring each level's links to
+    # the store. The crawl ends with the same sets as with the suite's short flush interval.
+    settings = make_settings(store_flush_interval=60.0)
+    engine, rows, _ = await asyncio.wait_for(crawl(settings, [site.url("/")]), 120)
+
+    states = by_status(site, rows)
+    assert states.get("completed") == EXPECTED["completed"]
+    assert states.get("blocked") == EXPECTED["blocked"]
+    assert set(states) == {"completed", "failed", "blocked"}

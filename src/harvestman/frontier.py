@@ -108,6 +108,10 @@ class Frontier:
         self.hosts: dict[str, HostQueue] = {}
         self.in_flight = 0  # handed out by next() and not yet settled
         self.leased = 0
+        # next() is waiting with nothing buffered, leasing or due: only outcomes not yet
+        # written (their links, their settling) can bring work, so they should not wait.
+        self.starved = False
+        self.on_starved: Callable[[], None] | None = None
         self._ready: list[tuple[float, int, int, HostQueue]] = []
         self._seq = itertools.count()
         self._wake = asyncio.Event()
@@ -217,9 +221,16 @@ class Frontier:
                 return None
             timeout = self._seconds_to_next_event(now)
             self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await self._wake.wait()
+            if timeout is None and not self._lease_wanted and not self._leases_running:
+                self.starved = True
+                if self.on_starved is not None:
+                    self.on_starved()
+            try:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(timeout):
+                        await self._wake.wait()
+            finally:
+                self.starved = False
 
     def release(
         self, request: CrawlRequest, *, fetched: bool = True, not_before: float = 0.0

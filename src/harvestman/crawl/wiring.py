@@ -206,7 +206,7 @@ class Wiring:
 
     def frontier(self, worker_id: str) -> Frontier:
         settings = self.settings
-        return Frontier(
+        frontier = Frontier(
             self.run.store,
             self.run.crawl_id,
             worker_id,
@@ -217,6 +217,8 @@ class Wiring:
             on_host_dry=self.archives.host_ran_dry if self.archives is not None else None,
             clock=self.run.clock,
         )
+        frontier.on_starved = self.writer.starved
+        return frontier
 
     def exchange_steps(self, keep: contextlib.ExitStack) -> list[ExchangeStep]:
         """The exchange steps, their files opened for the run in ``keep``."""

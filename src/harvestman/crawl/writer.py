@@ -1,8 +1,10 @@
 """Outcomes and new URLs go to the store in batches; the frontier then learns of new work.
 
-A batch is written when ``batch_size`` outcomes wait or every ``flush_interval`` seconds. A
-failed write is retried (the store may be restarting) until the crawl closes, when it gives up
-after ``FLUSH_RETRIES``: the leases expire and the URLs come back.
+A batch is written when ``batch_size`` outcomes wait, every ``flush_interval`` seconds, or at
+once while the frontier starves (nothing buffered, leasing or due: at a crawl's start and end,
+the next work is the links of the outcomes waiting here). A failed write is retried (the store
+may be restarting) until the crawl closes, when it gives up after ``FLUSH_RETRIES``: the leases
+expire and the URLs come back.
 """
 
 from __future__ import annotations
@@ -68,7 +70,14 @@ class BatchWriter:
             self.run.stats.inc("fetch/failed")
         elif outcome.status is UrlStatus.COMPLETED:
             self.run.stats.inc("fetch/pages")
-        if len(self.outcomes) >= self.batch_size:
+        if len(self.outcomes) >= self.batch_size or (
+            self.run.has_frontier and self.run.frontier.starved
+        ):
+            self.flush_now.set()
+
+    def starved(self) -> None:
+        """The frontier has nothing to hand out: what waits here is all that can bring work."""
+        if self.outcomes or self.new_urls:
             self.flush_now.set()
 
     def add_urls(self, rows: list[NewUrl]) -> None:
