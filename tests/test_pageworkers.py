@@ -4,6 +4,7 @@ and a page process killed with SIGKILL loses no page."""
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import signal
 from collections.abc import AsyncIterator, Callable
@@ -160,7 +161,9 @@ async def kill_a_page_process() -> None:
         analysis.page.text = ""  # the spec does not keep it
         return analysis
 
-    async with PageWorkers(spec, stats, processes=1, start_after=0, max_waiting=1000) as workers:
+    async with PageWorkers(
+        spec, stats, processes=1, start_after=0, max_queue_wait=math.inf
+    ) as workers:
         await workers.start()
         [pid] = page_processes()
         # All 300 are written to the process before any reply is read; it is killed on the
@@ -220,14 +223,35 @@ async def test_a_crawl_whose_page_process_is_killed_loses_no_page(
     assert pooled.crawler.stats["parse/processes_lost"] == 1
 
 
-async def test_pages_beyond_what_a_process_has_queued_are_analyzed_inline() -> None:
+async def test_pages_go_inline_while_a_process_is_behind_and_back_once_it_caught_up() -> None:
     spec = AnalysisSpec(keep_text=False)
     stats = Stats()
-    pages = [response(number) for number in range(20)]
-    async with PageWorkers(spec, stats, processes=1, start_after=0, max_waiting=5) as workers:
+    pages = [response(number) for number in range(4)]
+    # Any wait in the queue counts as behind: the first answer's (a few µs) is enough.
+    async with PageWorkers(spec, stats, processes=1, start_after=0, max_queue_wait=0.0) as workers:
         await workers.start()
-        # All 20 are handed over in one turn of the loop, before any reply can be read.
+        [pid] = page_processes()
+        assert await workers.analyze(pages[0]) is not None  # it held nothing: not behind
+        os.kill(pid, signal.SIGSTOP)  # it cannot answer: what it holds stays held
+        try:
+            held = asyncio.ensure_future(workers.analyze(pages[1]))
+            await asyncio.sleep(0)  # handed over: sent, not answered
+            assert await workers.analyze(pages[2]) is None  # behind, and holding a page
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert await held is not None
+        assert await workers.analyze(pages[3]) is not None  # holds nothing: caught up
+    assert (stats["parse/in_processes"], stats["parse/inline_behind"]) == (3, 1)
+
+
+async def test_a_process_that_keeps_up_gets_every_page() -> None:
+    spec = AnalysisSpec(keep_text=False)
+    stats = Stats()
+    pages = [response(number) for number in range(40)]
+    async with PageWorkers(spec, stats, processes=1, start_after=0) as workers:
+        await workers.start()
+        # All 40 in one turn of the loop: none was answered yet, so none can be behind.
         answers = await asyncio.gather(*(workers.analyze(page) for page in pages))
 
-    assert [answer is not None for answer in answers] == [True] * 5 + [False] * 15
-    assert (stats["parse/in_processes"], stats["parse/inline_behind"]) == (5, 15)
+    assert all(answer is not None for answer in answers)
+    assert (stats["parse/in_processes"], stats["parse/inline_behind"]) == (40, 0)

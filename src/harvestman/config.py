@@ -104,6 +104,13 @@ class Settings(BaseSettings):
     parse_processes_after: int = Field(
         500, ge=0, description="pages analyzed in the crawler's process before they start"
     )
+    parse_processes_max_queue_wait: float = Field(
+        0.1,
+        ge=0,
+        le=60,
+        description="seconds pages may wait in a page process's queue before the crawler's "
+        "process analyzes pages itself until it has caught up",
+    )
     crawl_visited_ttl: float = Field(7 * 86400.0, ge=0, description="re-crawl after (seconds)")
     crawl_allow_domains: list[str] = Field(default_factory=list)
     crawl_include: list[str] = Field(default_factory=list, description="URL regexes to keep")

@@ -101,7 +101,7 @@ def summary_table(engine: Crawler, counts: CrawlCounts) -> Group:
         run.add_row(
             "page processes",
             f"{stats['parse/in_processes']:,} pages, {stats['parse/inline_behind']:,} inline "
-            f"(queue full), {stats['parse/processes_lost']:,} lost",
+            f"(process behind), {stats['parse/processes_lost']:,} lost",
         )
     total = Table(title="store", show_header=False, title_justify="left")
     total.add_column()

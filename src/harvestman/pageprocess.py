@@ -3,9 +3,11 @@
 The crawler (:mod:`harvestman.crawl.pageworkers`) starts it with pipes on its stdin and
 stdout. Each message either way is a frame: a 4-byte big-endian length, then a pickle. The
 first frame in is the :class:`~harvestman.analysis.AnalysisSpec`; each next one a page,
-``(number, url, status, headers, body, charset)``, answered by ``(number, analysis)``, in
-order (``analysis`` None: the analysis raised, and the crawler analyzes that page itself, so
-that the error surfaces there as it always did). The process ends when its stdin closes.
+``(number, sent, url, status, headers, body, charset)``, answered by ``(number, analysis,
+waited)``, in order (``analysis`` None: the analysis raised, and the crawler analyzes that page
+itself, so that the error surfaces there as it always did; ``waited``: seconds from ``sent``, the
+crawler's ``time.monotonic()``, a clock all processes share, to the start of its analysis, which
+tells the crawler how far behind this process is). The process ends when its stdin closes.
 
 It imports the parsers and nothing of the crawler, and its stdout carries frames only: what
 would be printed there goes to stderr.
@@ -18,6 +20,7 @@ import pickle
 import signal
 import struct
 import sys
+import time
 from typing import BinaryIO, Final
 
 from harvestman.analysis import AnalysisSpec, PageAnalysis, PageAnalyzer
@@ -49,13 +52,14 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
     assert isinstance(spec, AnalysisSpec)
     analyzer = PageAnalyzer(spec)
     while (data := read_frame(requests)) is not None:
-        number, url, status, headers, body, charset = pickle.loads(data)
+        number, sent, url, status, headers, body, charset = pickle.loads(data)
+        waited = time.monotonic() - sent
         analysis: PageAnalysis | None
         try:
             analysis = analyzer.analyze(url, status, headers, body, charset)
         except Exception:
             analysis = None
-        replies.write(frame((number, analysis)))
+        replies.write(frame((number, analysis, waited)))
         replies.flush()
 
 

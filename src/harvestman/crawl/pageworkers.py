@@ -30,6 +30,7 @@ import logging
 import os
 import pickle
 import sys
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import cast
@@ -45,14 +46,18 @@ from harvestman.stats import Stats
 log = logging.getLogger(__name__)
 
 _STOP_TIMEOUT = 5.0  # seconds a process has to exit once its input ends
-# Pages waiting on the least busy process beyond which a page is analyzed inline. On a busy
-# machine the scheduler may give the process a third of a core: 64 pages then waited ~58 ms
-# each for it while the crawler's process idled (load ~7: 736 pages/s against inline's 902).
-# The count includes answers not read yet, which a busy crawler's process reads once per turn
-# of its loop, so a low bound feeds itself: with 16, 56% of the pages went inline at load ~4,
-# with 48 21%, for the same pages/s (670/641, 701/649; no bound 685/628), and a crawler's
-# process that is the bound on a quiet machine should not be given pages a process would do.
-MAX_WAITING = 48
+# How long the pages a process answers last waited in its queue (from being sent to the start
+# of their analysis, as the process reports it) before the crawler's process analyzes pages
+# itself until that process has caught up. On a busy machine the scheduler may give the
+# process a third of a core: 64 pages then waited ~58 ms each for it while the crawler's
+# process idled (load ~7: 736 pages/s against inline's 902). A count of the pages held was the
+# first bound (48): it counts answers sitting unread in the pipe too, which a busy crawler's
+# process reads once per turn of its loop, and on a quiet machine it sent a fifth of the pages
+# inline (4,083 of 20,000) while the process was busy 40% of the time: 1,556-1,773 pages/s
+# against 1,653-1,889 with no bound, paired rounds. Pages do wait in a process's queue on a
+# quiet 2-core machine too (pages come in bursts, and four busy threads share two cores): with
+# 0.02 s 6,976 pages went inline, with 0.05 s 467, with 0.1 s 122.
+MAX_QUEUE_WAIT = 0.1
 
 
 class _PageProcess(asyncio.SubprocessProtocol):
@@ -64,6 +69,7 @@ class _PageProcess(asyncio.SubprocessProtocol):
         self.waiting: dict[int, asyncio.Future[PageAnalysis | None]] = {}
         self.buffer = bytearray()
         self.answered = 0
+        self.queue_wait = 0.0  # what the last page it answered waited in its queue (seconds)
         self.is_gone = False  # its replies ended: the process exited, or is about to
         self.exited = asyncio.get_running_loop().create_future()
 
@@ -83,7 +89,7 @@ class _PageProcess(asyncio.SubprocessProtocol):
             end = start + header.size + header.unpack_from(buffer, start)[0]
             if end > size:
                 break
-            number, analysis = pickle.loads(buffer[start + header.size : end])
+            number, analysis, self.queue_wait = pickle.loads(buffer[start + header.size : end])
             start = end
             self.answered += 1
             future = self.waiting.pop(number, None)
@@ -129,8 +135,9 @@ class PageWorkers:
     """``processes`` page processes, started after ``start_after`` pages.
 
     :meth:`analyze` returns None for a page to analyze inline (the processes not started yet,
-    ``max_waiting`` pages already queued at each, or the one that held the page lost). An async
-    context manager: leaving it ends the processes.
+    each still holding pages behind which its last answered ones waited over ``max_queue_wait``
+    seconds, or the one that held the page lost). An async context manager: leaving it ends the
+    processes.
     """
 
     def __init__(
@@ -140,7 +147,7 @@ class PageWorkers:
         *,
         processes: int,
         start_after: int,
-        max_waiting: int = MAX_WAITING,
+        max_queue_wait: float = MAX_QUEUE_WAIT,
     ) -> None:
         if processes < 1:
             raise ValueError(f"page processes must be at least 1, not {processes}")
@@ -148,7 +155,7 @@ class PageWorkers:
         self.stats = stats
         self.processes = processes
         self.start_after = start_after
-        self.max_waiting = max_waiting
+        self.max_queue_wait = max_queue_wait
         self.inline = 0  # pages analyzed inline before the processes started
         self.running: list[_PageProcess] = []
         self.ended: list[_PageProcess] = []  # lost, stopped (reaped) with the rest
@@ -207,7 +214,8 @@ class PageWorkers:
         if worker.is_gone:
             self._lost(worker)
             return None
-        if len(worker.waiting) >= self.max_waiting:  # behind: the page is sooner done here
+        if worker.waiting and worker.queue_wait > self.max_queue_wait:
+            # Behind: the page is sooner done here. Once it holds nothing it is caught up.
             self.stats.inc("parse/inline_behind")
             return None
         self.numbers += 1
@@ -215,7 +223,15 @@ class PageWorkers:
         worker.waiting[self.numbers] = future
         headers = CIMultiDict(result.headers)  # a response's headers are a view: not picklable
         worker.send(
-            (self.numbers, result.final_url, result.status, headers, result.body, result.charset)
+            (
+                self.numbers,
+                time.monotonic(),
+                result.final_url,
+                result.status,
+                headers,
+                result.body,
+                result.charset,
+            )
         )
         analysis = await future
         if analysis is not None:

@@ -310,6 +310,7 @@ class Wiring:
             self.run.stats,
             processes=settings.parse_processes,
             start_after=settings.parse_processes_after,
+            max_queue_wait=settings.parse_processes_max_queue_wait,
         )
 
     def handler(
