@@ -208,7 +208,7 @@ async def test_outcomes_are_written_at_once_when_the_frontier_has_nothing_else(
     # A batch would wait a minute: only the frontier's starving can bring each level's links to
     # the store. The crawl ends with the same sets as with the suite's short flush interval.
     settings = make_settings(store_flush_interval=60.0)
-    engine, rows, _ = await asyncio.wait_for(crawl(settings, [site.url("/")]), 120)
+    _, rows, _ = await asyncio.wait_for(crawl(settings, [site.url("/")]), 120)
 
     states = by_status(site, rows)
     assert states.get("completed") == EXPECTED["completed"]
