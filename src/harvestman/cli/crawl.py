@@ -25,7 +25,7 @@ from harvestman.cli.options import (
     RedisOption,
     VerboseOption,
 )
-from harvestman.cli.runtime import log, run, setup_logging
+from harvestman.cli.runtime import collect_after_start, log, run, setup_logging
 from harvestman.cli.stores import open_store
 from harvestman.errors import ConfigError
 
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 PRIORITIES = {"high": 3, "normal": 2, "low": 1}
 
 
+@collect_after_start
 def crawl(
     urls: Annotated[list[str] | None, typer.Argument(help="Seed URLs", show_default=False)] = None,
     seeds_file: Annotated[
@@ -241,6 +242,7 @@ async def _crawl(
         return 130 if interrupted else 0
 
 
+@collect_after_start
 def worker(
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
