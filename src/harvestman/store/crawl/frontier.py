@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
-from operator import itemgetter
 from typing import Any, TypeVar
 
 from sqlalchemy import (
@@ -26,6 +25,7 @@ from sqlalchemy import (
 from harvestman.errors import error_category
 from harvestman.records import CrawlRequest, NewUrl, UrlStatus
 from harvestman.store import dialect
+from harvestman.store.bulk import execute_many
 from harvestman.store.connection import StoreConnection
 from harvestman.store.schema import error_logs, urls
 from harvestman.store.transaction import locked_ids
@@ -105,23 +105,15 @@ def insert_links(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: f
 
 
 def _insert_ignore(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: float) -> int:
-    """INSERT ... ON CONFLICT DO NOTHING of rows without a lastmod, compiled once, the rows
-    going to the driver's ``executemany`` as plain tuples: SQLAlchemy's per-row parameter
-    processing cost about as much as SQLite's insert itself (bench/seeds_bench.py). Returns
-    the rows added, as the driver counts them.
+    """INSERT ... ON CONFLICT DO NOTHING of rows without a lastmod, through the driver's
+    executemany (``store.bulk``; a seeds chunk's dicts are dropped one by one, ~6 MB less at the
+    peak). Returns the rows added, as the driver counts them.
     """
     statement = dialect.insert_ignore(conn.engine, urls, "crawl_id", "url_hash")
     columns = list(pending_row(crawl_id, rows[0], now, None))
-    compiled = statement.compile(dialect=conn.dialect, column_keys=columns)
-    params: list[Any]
-    if compiled.positiontup is not None:  # SQLite's qmark: the values in the statement's order
-        # Each row's dict is dropped as soon as its tuple is made: a seeds chunk's dicts
-        # would be ~6 MB more at the peak.
-        in_order = itemgetter(*compiled.positiontup)
-        params = [in_order(pending_row(crawl_id, row, now, None)) for row in rows]
-    else:  # PostgreSQL's named parameters take the dicts as they are
-        params = [pending_row(crawl_id, row, now, None) for row in rows]
-    return conn.exec_driver_sql(str(compiled), params).rowcount
+    return execute_many(
+        conn, statement, columns, (pending_row(crawl_id, row, now, None) for row in rows)
+    )
 
 
 def make_known_due(conn: Connection, crawl_id: int, hashes: Sequence[str], now: float) -> None:

@@ -13,6 +13,7 @@ from harvestman.errors import RobotsDenied, error_category
 from harvestman.records import NewUrl, Outcome
 from harvestman.recrawl import RecrawlRule
 from harvestman.store import dialect, isolation, parsed
+from harvestman.store.bulk import execute_many
 from harvestman.store.connection import StoreConnection
 from harvestman.store.crawl.frontier import insert_urls
 from harvestman.store.crawl.images import (
@@ -30,6 +31,11 @@ _PAGE_COLUMNS = (
     "crawl_duration_ms", "fetched_at", "error_class", "error", "validation_status",
     "rejection_reason", "simhash", "near_duplicate_of", "proxy", "archive_path", "text",
     "main_text",
+)  # fmt: skip
+# The parameters of the batch's update of its urls rows.
+_URL_PARAMS = (
+    "row_id", "new_status", "new_next", "new_attempts", "fetched_at", "code", "err_class", "err",
+    "hash", "new_etag", "new_lm",
 )  # fmt: skip
 
 
@@ -68,7 +74,8 @@ class OutcomeRepository(StoreConnection):
         # In id order, the order every statement that waits on urls rows locks them in (see
         # store.transaction.locked_ids): a batch write and a lease extension once deadlocked.
         outcomes = sorted(outcomes, key=lambda o: o.request.id)
-        conn.execute(
+        execute_many(
+            conn,
             update(urls)
             .where(urls.c.id == bindparam("row_id"))
             .values(
@@ -87,7 +94,8 @@ class OutcomeRepository(StoreConnection):
                 etag=func.coalesce(bindparam("new_etag"), urls.c.etag),
                 last_modified=func.coalesce(bindparam("new_lm"), urls.c.last_modified),
             ),
-            [
+            _URL_PARAMS,
+            (
                 {
                     "row_id": o.request.id,
                     "new_status": o.status.value,
@@ -102,7 +110,7 @@ class OutcomeRepository(StoreConnection):
                     "new_lm": o.last_modified,
                 }
                 for o in outcomes
-            ],
+            ),
         )
         self._write_errors(conn, crawl_id, outcomes, now)
         self._write_products(conn, crawl_id, [o for o in outcomes if o.products is not None], now)
@@ -135,13 +143,15 @@ class OutcomeRepository(StoreConnection):
             row["redirects"] = json.dumps(page.redirects) if page.redirects else None
             rows.append(row)
             per_host[page.host] = per_host.get(page.host, 0) + 1
-        conn.execute(stmt, rows)
-        conn.execute(
+        execute_many(conn, stmt, list(rows[0]), rows)
+        execute_many(
+            conn,
             update(domains)
             .where(domains.c.host == bindparam("h"))
             .values(page_count=domains.c.page_count + bindparam("n"), updated_at=now),
+            ("h", "n"),
             # Host order: two workers counting pages of the same hosts must not deadlock.
-            [{"h": host, "n": n} for host, n in sorted(per_host.items())],
+            ({"h": host, "n": n} for host, n in sorted(per_host.items())),
         )
 
     def _write_errors(
