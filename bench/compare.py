@@ -200,13 +200,38 @@ def check(crawler: str, run: Path, manifest: dict[str, object]) -> tuple[int, in
     return len(set(found) & allowed), blocked, exact, note.strip()
 
 
+def phases(access_log: Path | None, started: float, wall: float) -> str:
+    """Where a run's wall time went, from the server's access log: before its first request
+    (start-up, robots.txt), from the first request to the last, and from the last to its exit."""
+    if access_log is None or not access_log.exists():
+        return "no access log"
+    stamps = []
+    for line in access_log.read_text().splitlines():
+        stamp = float(line.split(" ", 1)[0])
+        if stamp >= started:
+            stamps.append(stamp)
+    if len(stamps) < 2:
+        return f"{len(stamps)} request(s) logged"
+    first, last = min(stamps), max(stamps)
+    return (
+        f"start-up {first - started:.2f} s, requests {last - first:.2f} s "
+        f"({len(stamps) / (last - first):,.0f}/s), end {started + wall - last:.2f} s"
+    )
+
+
 def crawl_once(
-    crawler: str, args: argparse.Namespace, seeds: list[str], manifest: dict[str, object], tag: str
+    crawler: str,
+    args: argparse.Namespace,
+    seeds: list[str],
+    manifest: dict[str, object],
+    tag: str,
+    access_log: Path | None,
 ) -> Run:
     run = OUT / "runs" / "compare" / f"{crawler}-{tag}"
     shutil.rmtree(run, ignore_errors=True)
     run.mkdir(parents=True)
     command, env = command_for(crawler, args, seeds, run)
+    started = time.time()
     measured = run_measured(command, run / "crawler.log", args.timeout, env=env)
     if measured.returncode != 0:
         tail = (run / "crawler.log").read_text(errors="replace").splitlines()[-5:]
@@ -224,6 +249,7 @@ def crawl_once(
         flush=True,
     )
     print(f"           CPU by thread: {measured.cpu_breakdown()}", flush=True)
+    print(f"           phases: {phases(access_log, started, measured.wall)}", flush=True)
     return result
 
 
@@ -338,7 +364,7 @@ def compare(args: argparse.Namespace) -> bool:
     print(f"site             {describe(manifest)}")
     hosts: list[dict[str, object]] = manifest["hosts"]  # type: ignore[assignment]
     with start_server(
-        [site / str(host["dir"]) for host in hosts], access_log=False, prefer=args.server
+        [site / str(host["dir"]) for host in hosts], access_log=True, prefer=args.server
     ) as server:
         seeds = [f"http://127.0.0.1:{port}/" for port in server.ports]
         print(f"server           {server.name} on {', '.join(seeds)}")
@@ -350,7 +376,9 @@ def compare(args: argparse.Namespace) -> bool:
             print(f"round {round_ + 1} of {args.rounds}: {', '.join(order)}", flush=True)
             for crawler in order:
                 runs[crawler].append(
-                    crawl_once(crawler, args, seeds, manifest, f"round-{round_ + 1}")
+                    crawl_once(
+                        crawler, args, seeds, manifest, f"round-{round_ + 1}", server.access_log
+                    )
                 )
             if round_ + 1 < args.rounds:  # so that a sitting cut short still has its medians
                 print(f"medians after {round_ + 1} round(s):", end="")
