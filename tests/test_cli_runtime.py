@@ -46,3 +46,18 @@ def test_a_command_that_fails_leaves_the_collector_as_it_found_it() -> None:
         assert not gc.isenabled()  # it was off before: it stays off
     finally:
         gc.enable()
+
+
+def test_the_console_script_leaves_what_it_made_frozen_for_the_exit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harvestman.cli import main
+
+    monkeypatch.setattr("sys.argv", ["harvestman", "--help"])
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            main()
+        assert exit_.value.code == 0
+        assert gc.get_freeze_count() > 0  # the interpreter's last collection skips them
+    finally:
+        gc.unfreeze()
