@@ -54,10 +54,9 @@ ROWS = [{"id": n, "name": f"thing {n}", "size": n / 2, "note": None} for n in ra
 
 
 def test_inserts_and_updates_write_what_sqlalchemy_writes(engine: Engine) -> None:
-    columns = ["id", "name", "size", "note"]
     with engine.begin() as conn:
         # A generator: each row is read once.
-        added = execute_many(conn, things.insert(), columns, (dict(row) for row in ROWS))
+        added = execute_many(conn, things.insert(), (dict(row) for row in ROWS))
     assert added in (5, -1)  # -1: the driver cannot tell (psycopg's executemany)
     assert contents(engine) == [(n, f"thing {n}", n / 2, None, None, None) for n in range(1, 6)]
 
@@ -69,7 +68,7 @@ def test_inserts_and_updates_write_what_sqlalchemy_writes(engine: Engine) -> Non
     )
     changes = [{"more": 1.0, "new_note": f"n{n}", "row_id": n} for n in (2, 4)]
     with engine.begin() as conn:
-        assert execute_many(conn, statement, ["more", "new_note", "row_id"], changes) in (2, -1)
+        assert execute_many(conn, statement, changes) in (2, -1)
     rows = contents(engine)
     assert rows[1] == (2, "thing 2", 2.0, "n2", 7.5, None)
     assert rows[3] == (4, "thing 4", 3.0, "n4", 7.5, None)
@@ -78,15 +77,15 @@ def test_inserts_and_updates_write_what_sqlalchemy_writes(engine: Engine) -> Non
     # One parameter: a one-value tuple per row for a positional driver.
     one = update(things).where(things.c.id == bindparam("row_id")).values(note="one")
     with engine.begin() as conn:
-        assert execute_many(conn, one, ["row_id"], [{"row_id": 5}]) in (1, -1)
-        assert execute_many(conn, one, ["row_id"], []) == 0
+        assert execute_many(conn, one, [{"row_id": 5}]) in (1, -1)
+        assert execute_many(conn, one, []) == 0
     assert contents(engine)[4][3] == "one"
 
 
 def test_values_are_converted_as_their_types_ask(engine: Engine) -> None:
     rows = [{"id": 1, "name": "a", "extra": {"k": [1, 2]}, "size": 3}]
     with engine.begin() as conn:
-        execute_many(conn, things.insert(), ["id", "name", "extra", "size"], rows)
+        execute_many(conn, things.insert(), rows)
     assert contents(engine) == [(1, "a", 3.0, None, None, {"k": [1, 2]})]
     with engine.connect() as conn:  # stored as JSON, not as a Python repr
         assert conn.execute(select(things.c.extra["k"][1])).scalar_one() == 2
@@ -94,13 +93,11 @@ def test_values_are_converted_as_their_types_ask(engine: Engine) -> None:
 
 def test_an_expanding_parameter_is_left_to_sqlalchemy(engine: Engine) -> None:
     with engine.begin() as conn:
-        execute_many(
-            conn, things.insert(), ["id", "name"], [{"id": n, "name": "x"} for n in (1, 2, 3)]
-        )
+        execute_many(conn, things.insert(), [{"id": n, "name": "x"} for n in (1, 2, 3)])
         statement = (
             update(things)
             .where(things.c.id.in_(bindparam("ids", expanding=True)))
             .values(note="in")
         )
-        execute_many(conn, statement, ["ids"], [{"ids": [1, 3]}])
+        execute_many(conn, statement, [{"ids": [1, 3]}])
     assert [row[3] for row in contents(engine)] == ["in", None, "in"]

@@ -12,6 +12,7 @@ list) runs through ``Connection.execute`` instead.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
@@ -21,46 +22,64 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.dml import UpdateBase
 
 
-def execute_many(
-    conn: Connection,
-    statement: UpdateBase,
-    columns: Sequence[str],
-    rows: Iterable[Mapping[str, Any]],
-) -> int:
-    """Run ``statement`` once for each of ``rows`` (dicts keyed by ``columns``, every row the
-    same keys); the driver's row count (-1: it cannot tell, as psycopg after an executemany).
-    Rows are read one at a time: each dict may be dropped as soon as its values are handed
-    over."""
-    compiled = statement.compile(dialect=conn.dialect, column_keys=list(columns))
+def execute_many(conn: Connection, statement: UpdateBase, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Run ``statement`` once for each of ``rows`` (dicts, every one with the first one's keys);
+    the driver's row count (-1: it cannot tell, as psycopg after an executemany). Rows are read
+    one at a time: each dict may be dropped as soon as its values are handed over."""
+    remaining = iter(rows)
+    first = next(remaining, None)
+    if first is None:
+        return 0
+    columns = list(first)
+    compiled = statement.compile(dialect=conn.dialect, column_keys=columns)
     assert isinstance(compiled, SQLCompiler)
     if compiled.post_compile_params:  # expanded per execution: SQLAlchemy's to do
-        return conn.execute(statement, list(rows)).rowcount
+        return conn.execute(statement, [first, *remaining]).rowcount
     # Values bound in the statement itself (``updated_at=now``) are every row's.
     fixed = {key: value for key, value in compiled.params.items() if key not in columns}
     convert = _bind_processors(conn, compiled)
-    params: list[Any]
-    if compiled.positiontup is not None:
-        order = compiled.positiontup
-        pick = itemgetter(*order)
-        at = [(index, convert[key]) for index, key in enumerate(order) if key in convert]
-        one = len(order) == 1
-        params = []
-        for row in rows:
-            picked = pick({**fixed, **row} if fixed else row)
-            values = [picked] if one else list(picked)
-            for index, processor in at:
-                values[index] = processor(values[index])
-            params.append(tuple(values))
-    else:
-        params = []
-        for row in rows:
-            named = {**fixed, **row}
-            for key, processor in convert.items():
-                named[key] = processor(named[key])
-            params.append(named)
-    if not params:
-        return 0
+    order = compiled.positiontup
+    to_params = _named(convert) if order is None else _positional(order, convert)
+    params = [
+        to_params({**fixed, **row} if fixed else row)
+        for row in itertools.chain((first,), remaining)
+    ]
     return conn.exec_driver_sql(str(compiled), params).rowcount
+
+
+def _positional(
+    order: Sequence[str], convert: Mapping[str, Callable[[Any], Any]]
+) -> Callable[[Mapping[str, Any]], Any]:
+    """A row's values as a tuple in the statement's order (SQLite's qmark), converted."""
+    pick = itemgetter(*order)
+    if len(order) == 1:
+        key = order[0]
+        return lambda row: (convert[key](row[key]) if key in convert else row[key],)
+    at = [(index, convert[key]) for index, key in enumerate(order) if key in convert]
+    if not at:
+        return pick
+
+    def values(row: Mapping[str, Any]) -> tuple[Any, ...]:
+        picked = list(pick(row))
+        for index, processor in at:
+            picked[index] = processor(picked[index])
+        return tuple(picked)
+
+    return values
+
+
+def _named(
+    convert: Mapping[str, Callable[[Any], Any]],
+) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A row's values as a dict (PostgreSQL's named parameters), converted."""
+
+    def values(row: Mapping[str, Any]) -> dict[str, Any]:
+        named = dict(row)
+        for key, processor in convert.items():
+            named[key] = processor(named[key])
+        return named
+
+    return values
 
 
 def _bind_processors(conn: Connection, compiled: SQLCompiler) -> dict[str, Callable[[Any], Any]]:

@@ -110,10 +110,7 @@ def _insert_ignore(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now:
     peak). Returns the rows added, as the driver counts them.
     """
     statement = dialect.insert_ignore(conn.engine, urls, "crawl_id", "url_hash")
-    columns = list(pending_row(crawl_id, rows[0], now, None))
-    return execute_many(
-        conn, statement, columns, (pending_row(crawl_id, row, now, None) for row in rows)
-    )
+    return execute_many(conn, statement, (pending_row(crawl_id, row, now, None) for row in rows))
 
 
 def make_known_due(conn: Connection, crawl_id: int, hashes: Sequence[str], now: float) -> None:

@@ -32,11 +32,6 @@ _PAGE_COLUMNS = (
     "rejection_reason", "simhash", "near_duplicate_of", "proxy", "archive_path", "text",
     "main_text",
 )  # fmt: skip
-# The parameters of the batch's update of its urls rows.
-_URL_PARAMS = (
-    "row_id", "new_status", "new_next", "new_attempts", "fetched_at", "code", "err_class", "err",
-    "hash", "new_etag", "new_lm",
-)  # fmt: skip
 
 
 class OutcomeRepository(StoreConnection):
@@ -94,7 +89,6 @@ class OutcomeRepository(StoreConnection):
                 etag=func.coalesce(bindparam("new_etag"), urls.c.etag),
                 last_modified=func.coalesce(bindparam("new_lm"), urls.c.last_modified),
             ),
-            _URL_PARAMS,
             (
                 {
                     "row_id": o.request.id,
@@ -143,13 +137,12 @@ class OutcomeRepository(StoreConnection):
             row["redirects"] = json.dumps(page.redirects) if page.redirects else None
             rows.append(row)
             per_host[page.host] = per_host.get(page.host, 0) + 1
-        execute_many(conn, stmt, list(rows[0]), rows)
+        execute_many(conn, stmt, rows)
         execute_many(
             conn,
             update(domains)
             .where(domains.c.host == bindparam("h"))
             .values(page_count=domains.c.page_count + bindparam("n"), updated_at=now),
-            ("h", "n"),
             # Host order: two workers counting pages of the same hosts must not deadlock.
             ({"h": host, "n": n} for host, n in sorted(per_host.items())),
         )
