@@ -22,6 +22,9 @@ figures and Harvestman's ratios to each peer.
 
     python bench/compare.py                     # 3 rounds of the four crawlers
     python bench/compare.py --large --frontier  # also the 200,000-page and frontier runs
+
+With ``--large`` each round ends with Harvestman on the 200,000-page site (10 hosts), so that
+its median and the 20,000-page one come from the same stretch of the sitting.
 """
 
 from __future__ import annotations
@@ -254,6 +257,8 @@ def crawl_once(
 
 
 def print_table(runs: dict[str, list[Run]], labels: dict[str, str]) -> None:
+    if not runs:
+        return
     print()
     print("| crawler | pages/s | CPU s | peak RSS | exact |")
     print("|---|---:|---:|---:|---|")
@@ -277,12 +282,68 @@ def print_table(runs: dict[str, list[Run]], labels: dict[str, str]) -> None:
             )
 
 
-def run_crawl_bench(args: argparse.Namespace, *extra: str) -> None:
-    """``crawl_bench.py`` with ``extra`` arguments and this run's ``--harvestman``."""
+def run_crawl_bench(args: argparse.Namespace, *extra: str) -> dict[str, str]:
+    """``crawl_bench.py`` with ``extra`` arguments and this run's ``--harvestman``; its
+    output is printed as it comes, and its ``name   value`` lines are returned by name."""
     command = [sys.executable, str(REPO / "bench" / "crawl_bench.py"), *extra]
     command += ["--harvestman", args.harvestman, "--timeout", str(args.timeout)]
     print(f"\n$ {shlex.join(command)}", flush=True)
-    subprocess.run(command, env=harvestman_env(), check=False)
+    figures: dict[str, str] = {}
+    with subprocess.Popen(
+        command, env=harvestman_env(), stdout=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            print(line, end="", flush=True)
+            name, _, value = line.partition("  ")
+            if value:
+                figures.setdefault(name.strip(), value.strip())
+    return figures
+
+
+@dataclass
+class LargeRun:
+    """One 200,000-page run of Harvestman, as ``crawl_bench.py`` printed it."""
+
+    rate: float
+    rss_mb: float
+    exact: bool
+
+    @classmethod
+    def of(cls, figures: dict[str, str]) -> LargeRun:
+        def number(name: str) -> float:
+            try:
+                return float(figures.get(name, "0").split()[0].replace(",", ""))
+            except ValueError:
+                return 0.0
+
+        verdict = next((value for name, value in figures.items() if "pages/s >=" in value), "")
+        return cls(number("pages/s"), number("peak RSS"), "exact counts: yes" in verdict)
+
+
+def large_run(args: argparse.Namespace) -> LargeRun:
+    run = LargeRun.of(run_crawl_bench(args, "--hosts", "10", "--pages", "200000", "--throughput"))
+    print(
+        f"  200,000 pages  {run.rate:7.0f} pages/s  RSS {run.rss_mb:4.0f} MB  "
+        f"{'exact' if run.exact else 'NOT EXACT'}  load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    return run
+
+
+def print_large(large: list[LargeRun], runs: dict[str, list[Run]]) -> None:
+    """The 200,000-page runs' median against Harvestman's 20,000-page median."""
+    rate = statistics.median(run.rate for run in large)
+    rss = max(run.rss_mb for run in large)
+    line = (
+        f"200,000 pages over 10 hosts: {', '.join(f'{run.rate:,.0f}' for run in large)} "
+        f"pages/s, median {rate:,.0f}; peak RSS at most {rss:.0f} MB; "
+        f"{sum(run.exact for run in large)} / {len(large)} runs exact"
+    )
+    if runs.get("harvestman"):
+        small = statistics.median(run.rate for run in runs["harvestman"])
+        line += f"; x{rate / small:.2f} Harvestman's 20,000-page median ({small:,.0f})"
+    print(line, flush=True)
 
 
 def parse_args() -> argparse.Namespace:
@@ -305,7 +366,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=1200.0, help="interrupt a crawl after")
     parser.add_argument("--server", choices=["auto", "nginx", "python"], default="auto")
     parser.add_argument(
-        "--large", action="store_true", help="then Harvestman on 200,000 pages over 10 hosts"
+        "--large",
+        action="store_true",
+        help="each round also runs Harvestman on 200,000 pages over 10 hosts",
     )
     parser.add_argument(
         "--frontier",
@@ -328,10 +391,8 @@ def parse_args() -> argparse.Namespace:
 def main() -> int:
     args = parse_args()
     print(f"started          {time.strftime('%Y-%m-%d %H:%M:%S')}, load {os.getloadavg()}")
-    if not args.no_table:
+    if not args.no_table or args.large:
         compare(args)
-    if args.large:
-        run_crawl_bench(args, "--hosts", "10", "--pages", "200000", "--throughput")
     if args.frontier:
         for extra in (0, args.frontier):
             run_crawl_bench(
@@ -342,6 +403,8 @@ def main() -> int:
 
 
 def compare(args: argparse.Namespace) -> bool:
+    if args.no_table:
+        args.crawlers = []
     labels = {
         "harvestman": "Harvestman (default settings, everything stored)",
         "harvestman-inline": "Harvestman, parse_processes 0 (pages analyzed inline)",
@@ -370,8 +433,9 @@ def compare(args: argparse.Namespace) -> bool:
         print(f"server           {server.name} on {', '.join(seeds)}")
         print(f"harvestman       {args.harvestman} (PYTHONPATH {REPO / 'src'})")
         runs: dict[str, list[Run]] = {name: [] for name in args.crawlers}
+        large: list[LargeRun] = []
         for round_ in range(args.rounds):
-            turn = round_ % len(args.crawlers)
+            turn = round_ % max(1, len(args.crawlers))
             order = args.crawlers[turn:] + args.crawlers[:turn]
             print(f"round {round_ + 1} of {args.rounds}: {', '.join(order)}", flush=True)
             for crawler in order:
@@ -380,12 +444,20 @@ def compare(args: argparse.Namespace) -> bool:
                         crawler, args, seeds, manifest, f"round-{round_ + 1}", server.access_log
                     )
                 )
+            if args.large:
+                large.append(large_run(args))
             if round_ + 1 < args.rounds:  # so that a sitting cut short still has its medians
                 print(f"medians after {round_ + 1} round(s):", end="")
                 print_table(runs, labels)
+                if large:
+                    print_large(large, runs)
     print(f"medians of {args.rounds} round(s):", end="")
     print_table(runs, labels)
-    return all(run.exact for done in runs.values() for run in done)
+    if large:
+        print_large(large, runs)
+    return all(run.exact for done in runs.values() for run in done) and all(
+        run.exact for run in large
+    )
 
 
 if __name__ == "__main__":
