@@ -4,12 +4,17 @@ and a page process killed with SIGKILL loses no page."""
 from __future__ import annotations
 
 import asyncio
+import io
 import math
 import os
+import pickle
+import select
 import signal
+import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from aiohttp import web
@@ -19,9 +24,14 @@ from conftest import SettingsFactory, serve
 from harvestman.analysis import AnalysisSpec, PageAnalysis, PageAnalyzer
 from harvestman.crawl.pageworkers import PageWorkers
 from harvestman.fetch import FetchResult
+from harvestman.pageprocess import HEADER, FrameReader, frame
+from harvestman.pageprocess import serve as serve_pages
 from harvestman.stats import Stats
 from support.crawling import Crawled, crawl
 from testsite import TestSite
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "products"
 PRODUCT_PAGES = ["google_executive_anvil.html", "three_forms.html", "validation.html"]
@@ -255,3 +265,68 @@ async def test_a_process_that_keeps_up_gets_every_page() -> None:
 
     assert all(answer is not None for answer in answers)
     assert (stats["parse/in_processes"], stats["parse/inline_behind"]) == (40, 0)
+
+
+class Replies(io.BytesIO):
+    """A page process's output that keeps each write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+
+    def write(self, data: ReadableBuffer) -> int:
+        self.writes.append(bytes(data))
+        return super().write(data)
+
+
+def page_frame(number: int) -> bytes:
+    page = response(number)
+    headers = CIMultiDict(page.headers)
+    return frame((number, time.monotonic(), page.final_url, 200, headers, page.body, None))
+
+
+def answered(data: bytes) -> list[int]:
+    """The page numbers a page process's output answers, in order (each with an analysis)."""
+    numbers, start = [], 0
+    while start < len(data):
+        end = start + HEADER.size + HEADER.unpack_from(data, start)[0]
+        number, analysis, _ = pickle.loads(data[start + HEADER.size : end])
+        assert isinstance(analysis, PageAnalysis)
+        numbers.append(number)
+        start = end
+    return numbers
+
+
+def test_a_page_process_writes_the_answers_of_waiting_pages_together() -> None:
+    read_end, write_end = os.pipe()
+    with os.fdopen(write_end, "wb") as requests:  # 20 pages wait before it reads the first
+        requests.write(frame(AnalysisSpec(keep_text=False)))
+        requests.write(b"".join(page_frame(number) for number in range(20)))
+    replies = Replies()
+    serve_pages(read_end, replies)
+    os.close(read_end)
+
+    assert [answered(data) for data in replies.writes] == [
+        list(range(8)), list(range(8, 16)), list(range(16, 20))
+    ]  # fmt: skip
+
+
+def test_a_page_process_holds_no_answer_back_while_it_waits_for_pages() -> None:
+    read_end, write_end = os.pipe()
+    replies_read, replies_write = os.pipe()
+    with os.fdopen(replies_write, "wb") as replies:
+        serving = threading.Thread(target=serve_pages, args=(read_end, replies))
+        serving.start()
+        answers = FrameReader(replies_read)
+        with os.fdopen(write_end, "wb", buffering=0) as requests:
+            requests.write(frame(AnalysisSpec(keep_text=False)))
+            for number in range(3):  # the next page goes only once this one is answered
+                requests.write(page_frame(number))
+                # Held back, it would never come: fail then instead of waiting for ever.
+                assert select.select([replies_read], [], [], 60)[0], "the answer was held back"
+                data = answers.next()
+                assert data is not None
+                assert answered(HEADER.pack(len(data)) + data) == [number]
+        serving.join()
+    os.close(read_end)
+    os.close(replies_read)

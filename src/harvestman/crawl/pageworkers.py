@@ -9,11 +9,13 @@ URL, status, headers, body and charset; it comes back as its
 :class:`~harvestman.analysis.PageAnalysis`.
 
 The channel is a pair of pipes per process, written and read by the event loop's own protocol:
-no thread, one write and about one read per page (~130 µs of the crawler's main thread a page
-under cProfile, which inflates it). ``concurrent.futures.ProcessPoolExecutor`` was tried first:
-in a 20,000-page crawl its manager and feeder threads cost the crawler's process ~250 µs a page
-more (wake-ups, locks, a selector per wait). An ``asyncio.StreamReader`` on the pipe measured
-the same as this protocol, which takes each read's frames out of its buffer at once.
+no thread; the pages sent in one turn of the event loop go in one write, and a process writes
+the answers it has while more pages wait for it in one go (``pageprocess.MAX_HELD_ANSWERS``),
+so that neither side wakes up once per page. ``concurrent.futures.ProcessPoolExecutor`` was
+tried first: in a 20,000-page crawl its manager and feeder threads cost the crawler's process
+~250 µs a page more (wake-ups, locks, a selector per wait). An ``asyncio.StreamReader`` on
+the pipe measured the same as this protocol, which takes each read's frames out of its buffer
+at once.
 
 The processes start once a crawl has analyzed ``start_after`` pages inline, so a small crawl
 (and the test suite's hundreds of them) never pays for their start. A process that dies loses
@@ -68,6 +70,7 @@ class _PageProcess(asyncio.SubprocessProtocol):
         self.transport: asyncio.SubprocessTransport | None = None
         self.waiting: dict[int, asyncio.Future[PageAnalysis | None]] = {}
         self.buffer = bytearray()
+        self.outgoing: list[bytes] = []  # frames sent in this turn of the loop, not yet written
         self.answered = 0
         self.queue_wait = 0.0  # what the last page it answered waited in its queue (seconds)
         self.is_gone = False  # its replies ended: the process exited, or is about to
@@ -77,9 +80,17 @@ class _PageProcess(asyncio.SubprocessProtocol):
         self.transport = cast(asyncio.SubprocessTransport, transport)
 
     def send(self, message: object) -> None:
+        # The pages of one turn of the loop go in one write: one wake-up of the process.
+        if not self.outgoing:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self.outgoing.append(frame(message))
+
+    def flush(self) -> None:
+        outgoing, self.outgoing = self.outgoing, []
         assert self.transport is not None
-        requests = cast(asyncio.WriteTransport, self.transport.get_pipe_transport(0))
-        requests.write(frame(message))
+        requests = self.transport.get_pipe_transport(0)
+        if outgoing and requests is not None and not requests.is_closing():
+            cast(asyncio.WriteTransport, requests).write(b"".join(outgoing))
 
     def pipe_data_received(self, fd: int, data: bytes | bytearray) -> None:
         buffer = self.buffer
@@ -118,6 +129,7 @@ class _PageProcess(asyncio.SubprocessProtocol):
         transport = self.transport
         if transport is None:
             return
+        self.flush()
         requests = transport.get_pipe_transport(0)
         if requests is not None:
             requests.close()
