@@ -24,7 +24,7 @@ from conftest import SettingsFactory, serve
 from harvestman.analysis import AnalysisSpec, PageAnalysis, PageAnalyzer
 from harvestman.crawl.pageworkers import PageWorkers
 from harvestman.fetch import FetchResult
-from harvestman.pageprocess import HEADER, FrameReader, frame
+from harvestman.pageprocess import FrameReader, Frames, frame
 from harvestman.pageprocess import serve as serve_pages
 from harvestman.stats import Stats
 from support.crawling import Crawled, crawl
@@ -285,16 +285,25 @@ def page_frame(number: int) -> bytes:
     return frame((number, time.monotonic(), page.final_url, 200, headers, page.body, None))
 
 
-def answered(data: bytes) -> list[int]:
-    """The page numbers a page process's output answers, in order (each with an analysis)."""
-    numbers, start = [], 0
-    while start < len(data):
-        end = start + HEADER.size + HEADER.unpack_from(data, start)[0]
-        number, analysis, _ = pickle.loads(data[start + HEADER.size : end])
+def answered(*answers: bytes) -> list[int]:
+    """The page numbers answered by these answer pickles, in order (each with an analysis)."""
+    numbers = []
+    for answer in answers:
+        number, analysis, _ = pickle.loads(answer)
         assert isinstance(analysis, PageAnalysis)
         numbers.append(number)
-        start = end
     return numbers
+
+
+def answers_in(data: bytes) -> list[bytes]:
+    """The answer pickles of a page process's output."""
+    frames = Frames()
+    frames.feed(data)
+    found = []
+    while (answer := frames.pop()) is not None:
+        found.append(answer)
+    assert not frames.buffer[frames.start :], "a partial frame"
+    return found
 
 
 def test_a_page_process_writes_the_answers_of_waiting_pages_together() -> None:
@@ -306,7 +315,7 @@ def test_a_page_process_writes_the_answers_of_waiting_pages_together() -> None:
     serve_pages(read_end, replies)
     os.close(read_end)
 
-    assert [answered(data) for data in replies.writes] == [
+    assert [answered(*answers_in(data)) for data in replies.writes] == [
         list(range(8)), list(range(8, 16)), list(range(16, 20))
     ]  # fmt: skip
 
@@ -324,9 +333,9 @@ def test_a_page_process_holds_no_answer_back_while_it_waits_for_pages() -> None:
                 requests.write(page_frame(number))
                 # Held back, it would never come: fail then instead of waiting for ever.
                 assert select.select([replies_read], [], [], 60)[0], "the answer was held back"
-                data = answers.next()
-                assert data is not None
-                assert answered(HEADER.pack(len(data)) + data) == [number]
+                answer = answers.next()
+                assert answer is not None
+                assert answered(answer) == [number]
         serving.join()
     os.close(read_end)
     os.close(replies_read)

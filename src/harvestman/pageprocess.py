@@ -40,43 +40,59 @@ MAX_HELD_ANSWERS: Final = 8
 _READ_SIZE: Final = 1 << 18
 
 
-class FrameReader:
-    """The frames of a pipe, read in large chunks: :meth:`next` returns the next one's pickle
-    (None at the end of the stream), :meth:`ready` whether one is there without waiting."""
+class Frames:
+    """Frames arriving in pieces: :meth:`feed` the bytes as they come, :meth:`pop` each whole
+    frame's pickle (None until the next one is whole). What was popped is dropped once per
+    feed, not once per frame."""
 
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
+    def __init__(self) -> None:
         self.buffer = bytearray()
         self.start = 0
-        self.ended = False
 
-    def _complete(self) -> int:
-        """The end of the first whole frame in the buffer, or 0."""
+    def feed(self, data: bytes | bytearray) -> None:
+        if self.start:
+            del self.buffer[: self.start]
+            self.start = 0
+        self.buffer += data
+
+    def whole(self) -> int:
+        """The end of the next whole frame in the buffer, or 0."""
         buffer, start = self.buffer, self.start
         if len(buffer) - start < HEADER.size:
             return 0
         end = start + HEADER.size + HEADER.unpack_from(buffer, start)[0]
         return end if end <= len(buffer) else 0
 
-    def ready(self) -> bool:
-        """A whole frame is buffered, or the pipe has bytes (a read would not block)."""
-        if self._complete():
-            return True
-        return bool(select.select([self.fd], [], [], 0)[0])
-
-    def next(self) -> bytes | None:
-        while not (end := self._complete()):
-            if self.ended:
-                return None
-            del self.buffer[: self.start]
-            self.start = 0
-            chunk = os.read(self.fd, _READ_SIZE)
-            if not chunk:
-                self.ended = True
-            self.buffer += chunk
+    def pop(self) -> bytes | None:
+        end = self.whole()
+        if not end:
+            return None
         with memoryview(self.buffer) as view:
             data = bytes(view[self.start + HEADER.size : end])
         self.start = end
+        return data
+
+
+class FrameReader:
+    """The frames of a pipe, read in large chunks: :meth:`next` returns the next one's pickle
+    (None at the end of the stream), :meth:`ready` whether one is there without waiting."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.frames = Frames()
+        self.ended = False
+
+    def ready(self) -> bool:
+        """A whole frame is buffered, or the pipe has bytes (a read would not block)."""
+        return bool(self.frames.whole() or select.select([self.fd], [], [], 0)[0])
+
+    def next(self) -> bytes | None:
+        while (data := self.frames.pop()) is None:
+            if self.ended:
+                return None
+            chunk = os.read(self.fd, _READ_SIZE)
+            self.ended = not chunk
+            self.frames.feed(chunk)
         return data
 
 
@@ -95,11 +111,15 @@ def serve(requests: int, replies: BinaryIO) -> None:
     assert isinstance(spec, AnalysisSpec)
     analyzer = PageAnalyzer(spec)
     held: list[bytes] = []
+
+    def write_held() -> None:
+        replies.write(b"".join(held))
+        replies.flush()
+        held.clear()
+
     while True:
         if held and (len(held) >= MAX_HELD_ANSWERS or not reader.ready()):
-            replies.write(b"".join(held))
-            replies.flush()
-            held.clear()
+            write_held()
         data = reader.next()
         if data is None:
             break
@@ -112,8 +132,7 @@ def serve(requests: int, replies: BinaryIO) -> None:
             analysis = None
         held.append(frame((number, analysis, waited)))
     if held:
-        replies.write(b"".join(held))
-        replies.flush()
+        write_held()
 
 
 def main() -> None:

@@ -42,7 +42,7 @@ from multidict import CIMultiDict
 import harvestman
 from harvestman.analysis import AnalysisSpec, PageAnalysis
 from harvestman.fetch import FetchResult
-from harvestman.pageprocess import HEADER, frame
+from harvestman.pageprocess import Frames, frame
 from harvestman.stats import Stats
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class _PageProcess(asyncio.SubprocessProtocol):
     def __init__(self) -> None:
         self.transport: asyncio.SubprocessTransport | None = None
         self.waiting: dict[int, asyncio.Future[PageAnalysis | None]] = {}
-        self.buffer = bytearray()
+        self.frames = Frames()  # its answers, as they arrive
         self.outgoing: list[bytes] = []  # frames sent in this turn of the loop, not yet written
         self.answered = 0
         self.queue_wait = 0.0  # what the last page it answered waited in its queue (seconds)
@@ -93,20 +93,14 @@ class _PageProcess(asyncio.SubprocessProtocol):
             cast(asyncio.WriteTransport, requests).write(b"".join(outgoing))
 
     def pipe_data_received(self, fd: int, data: bytes | bytearray) -> None:
-        buffer = self.buffer
-        buffer += data
-        start, size, header = 0, len(buffer), HEADER
-        while size - start >= header.size:
-            end = start + header.size + header.unpack_from(buffer, start)[0]
-            if end > size:
-                break
-            number, analysis, self.queue_wait = pickle.loads(buffer[start + header.size : end])
-            start = end
+        frames = self.frames
+        frames.feed(data)
+        while (answer := frames.pop()) is not None:
+            number, analysis, self.queue_wait = pickle.loads(answer)
             self.answered += 1
             future = self.waiting.pop(number, None)
             if future is not None and not future.done():
                 future.set_result(analysis)
-        del buffer[:start]  # once per read, not once per frame
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 1:

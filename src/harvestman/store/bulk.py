@@ -51,10 +51,12 @@ def _positional(
     order: Sequence[str], convert: Mapping[str, Callable[[Any], Any]]
 ) -> Callable[[Mapping[str, Any]], Any]:
     """A row's values as a tuple in the statement's order (SQLite's qmark), converted."""
-    pick = itemgetter(*order)
-    if len(order) == 1:
+    pick: Callable[[Mapping[str, Any]], Any]
+    if len(order) == 1:  # itemgetter of one key gives the value, not a tuple
         key = order[0]
-        return lambda row: (convert[key](row[key]) if key in convert else row[key],)
+        pick = lambda row: (row[key],)  # noqa: E731
+    else:
+        pick = itemgetter(*order)
     at = [(index, convert[key]) for index, key in enumerate(order) if key in convert]
     if not at:
         return pick
