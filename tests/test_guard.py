@@ -24,6 +24,7 @@ from harvestman.patterns import compile_pattern
 from harvestman.render import Renderer
 from harvestman.store import SqlStore
 from harvestman.urls import Scope
+from proxyservers import HttpProxy
 
 UA = "Harvestman-test/1.0"
 SECRET_BODY = "the secret of the other port"
@@ -280,6 +281,32 @@ async def test_fetcher_refuses_private_hops_and_admits_the_origin(secret: Hits) 
                 await fetcher.fetch(f"http://localhost:{secret.port}/direct")
     assert refused.value.url == f"http://127.0.0.1:{secret.port}/x"
     assert (dict(home.hits), dict(secret.hits)) == ({"/none": 1, "/go": 1}, {})
+
+
+async def test_a_proxy_is_sent_the_normalized_url_the_guard_checked(secret: Hits) -> None:
+    site = Hits({"/page": html()})
+    async with serve(site.handle) as port, HttpProxy() as proxy:
+        guard = NetworkGuard()
+        await guard.admit_url(f"http://127.0.0.1:{port}/")
+        async with Fetcher(user_agent=UA, guard=guard) as fetcher:
+            # A proxy that decodes hosts would reach 127.0.0.1's other port with the first.
+            for written in (
+                f"http://%31%32%37.0.0.1:{secret.port}/x",
+                f"http://127%2e0%2e0%2e1:{secret.port}/x",
+                f"http://0x7f.1:{secret.port}/x",
+                f"http://[64:ff9b::7f00:1]:{secret.port}/x",
+            ):
+                with pytest.raises(AddressRefused) as refused:
+                    await fetcher.fetch(written, proxy=proxy.url)
+                assert refused.value.url == written
+            with pytest.raises(AddressRefused, match="does not resolve here"):
+                await fetcher.fetch(f"http://nowhere.invalid:{port}/", proxy=proxy.url)
+            sent = await fetcher.fetch(
+                f"http://%31%32%37.0.0.1:{port}/page?utm_source=x#top", proxy=proxy.url
+            )
+    assert sent.status == 200
+    assert proxy.targets == [f"http://127.0.0.1:{port}/page"]
+    assert (dict(secret.hits), dict(site.hits)) == ({}, {"/page": 1})
 
 
 # -- crawls -------------------------------------------------------------------------------------

@@ -174,22 +174,30 @@ class NetworkGuard:
         if refusal is not None:
             raise AddressRefused(refusal, url, host=host)
 
-    async def check_url(self, url: str) -> None:
+    async def check_url(self, url: str, *, for_proxy: str | None = None) -> None:
         """Resolve ``url``'s host now and raise AddressRefused if any address is refused.
 
         Ahead of the connection, so not proof against DNS rebinding: the connection itself is
         guarded by :class:`GuardedResolver`. A host that does not resolve passes (the fetch
-        records the failure).
+        records the failure), unless ``url`` is about to go to a proxy, which would resolve
+        the name its own way: ``for_proxy`` (the URL as requested) says so, and then such a
+        host is refused too, and refusals name ``for_proxy``.
         """
         target = _host_port(url)
         if target is None:
+            if for_proxy is not None:
+                raise AddressRefused(f"{url[:200]!r} has no host and port to check", for_proxy)
             return
         host, port = target
         if self.is_allowed_host(host):
             return
-        for address in await resolve_addresses(host):
+        found = await resolve_addresses(host)
+        if not found and for_proxy is not None:
+            why = f"{host} does not resolve here, so it is not sent to a proxy to resolve"
+            raise AddressRefused(why, for_proxy, host=host)
+        for address in found:
             if not self.is_allowed(address, port):
-                raise AddressRefused(_refusal(host, address, port), url, host=host)
+                raise AddressRefused(_refusal(host, address, port), for_proxy or url, host=host)
 
     def resolver(self) -> GuardedResolver:
         """A fresh aiohttp resolver applying this guard (one per connector)."""
