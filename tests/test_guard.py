@@ -433,16 +433,6 @@ def test_settings_bound_pattern_length(make_settings: SettingsFactory) -> None:
 # -- the renderer -------------------------------------------------------------------------------
 
 
-async def test_the_renderer_asks_the_guard_for_every_request() -> None:
-    guard = NetworkGuard()
-    guard.admit(ip("127.0.0.1"), 8089)
-    renderer = Renderer(user_agent=UA, guard=guard)
-    assert await renderer.is_refused("http://127.0.0.1:8089/app.js") is False
-    assert await renderer.is_refused("http://127.0.0.1:6379/") is True
-    assert await renderer.is_refused("http://[::1]:8089/") is True
-    assert await renderer.is_refused("data:text/plain,hi") is False
-
-
 async def test_seeds_admit_literal_and_localhost_origins_but_not_dns_answers() -> None:
     guard = NetworkGuard()
     await guard.admit_url("http://127.0.0.1:8089/")
