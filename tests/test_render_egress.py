@@ -112,6 +112,8 @@ for (const scheme of ['ws', 'wss']) {{
     ws.onopen = () => note('ws-open');
   }} catch (e) {{}}
 }}
+try {{ new WebSocket('ws://localhost:{port}/ws-by-name'); }} catch (e) {{}}
+try {{ new WebTransport('https://127.0.0.1:{port}/webtransport'); }} catch (e) {{}}
 try {{
   const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{port}'}},
       {{urls: 'turn:127.0.0.1:{port}?transport=udp', username: 'u', credential: 'c'}}]}});
@@ -142,6 +144,9 @@ class Site:
         if request.path == "/attack":
             page = ATTACK.format(secret=secret, port=self.internal.port)
             return web.Response(text=page, content_type="text/html")
+        if request.path in LATER:
+            page = LATER[request.path].format(secret=secret)
+            return web.Response(text=page, content_type="text/html")
         if request.path == "/app":
             # A crawler's fetch sees an app shell; a browser's navigation is sent inside.
             if request.headers.get("Sec-Fetch-Mode") == "navigate":
@@ -150,6 +155,15 @@ class Site:
         return web.Response(status=404, text="no")
 
 
+# Pages that move the browser inside after they loaded.
+LATER = {
+    "/meta": "<html><head><meta http-equiv=refresh content='0;url={secret}/meta'></head></html>",
+    "/script": "<html><body><script>location.href = '{secret}/script';</script></body></html>",
+    "/form": (
+        "<html><body><form id=f method=post action='{secret}/form'><input name=a value=b>"
+        "</form><script>f.submit()</script></body></html>"
+    ),
+}
 SHELL = (
     "<html><head><title>Loading</title></head><body>"
     "<noscript>Please enable JavaScript to use this app.</noscript><div id=root></div>"
@@ -229,6 +243,19 @@ async def test_a_navigation_redirected_inside_fails_the_render(
     assert "the browser was refused" in error
     assert f"127.0.0.1 port {internal.port} is a non-public address" in error
     assert internal.hits == 0
+
+
+@pytest.mark.parametrize("path", sorted(LATER))
+async def test_a_page_that_moves_inside_after_it_loaded_fails_the_render(
+    site: Site, internal: Internal, path: str
+) -> None:
+    guard = NetworkGuard()
+    guard.admit(ipaddress.ip_address("127.0.0.1"), site.port)
+    html, error, _ = await render(guard, site.url(path))
+    assert internal.hits == 0
+    assert html is None
+    assert error is not None
+    assert f"the browser was refused 127.0.0.1 port {internal.port}" in error
 
 
 async def test_a_crawl_does_not_store_the_page_a_navigation_redirect_reaches(

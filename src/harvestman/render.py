@@ -37,7 +37,7 @@ from harvestman.errors import HarvestmanError
 from harvestman.guard import NetworkGuard
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, Playwright, Route
+    from playwright.async_api import Browser, Playwright, Response, Route
 
 log = logging.getLogger(__name__)
 
@@ -120,15 +120,25 @@ class Renderer:
         try:
             await context.route("**/*", self._route)
             page = await context.new_page()
+            # Every document the main frame loads, the first and any the page moves on to
+            # (a redirect, a meta refresh, a script's navigation, a form): when the last one is
+            # a refusal of the proxy, the DOM is that refusal, no page of the site.
+            refused: list[str | None] = [None]
+
+            def note(response: Response) -> None:
+                request = response.request
+                if request.is_navigation_request() and request.frame == page.main_frame:
+                    refused[0] = response.headers.get(REFUSED_HEADER.lower())
+
+            page.on("response", note)
             response = await page.goto(url, wait_until="load", timeout=self.timeout_ms)
             if self.settle_ms:
                 # Scripts often fetch their data after "load"; idle network means it arrived.
                 with contextlib.suppress(Exception):
                     await page.wait_for_load_state("networkidle", timeout=self.settle_ms)
-            refused = response.headers.get(REFUSED_HEADER.lower()) if response else None
-            if refused is not None:
-                raise RenderError(f"rendering {url}: the browser was refused {refused}")
             html = (await page.content()).encode("utf-8", "surrogatepass")
+            if refused[0] is not None:
+                raise RenderError(f"rendering {url}: the browser was refused {refused[0]}")
         finally:
             await context.close()
         if len(html) > self.max_bytes:
