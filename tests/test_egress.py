@@ -65,7 +65,7 @@ async def sites() -> AsyncIterator[tuple[Target, Target]]:
 async def proxy(sites: tuple[Target, Target]) -> AsyncIterator[EgressProxy]:
     guard = NetworkGuard()
     guard.admit(ipaddress.ip_address("127.0.0.1"), sites[0].port)
-    async with EgressProxy(guard, connect_timeout=5.0) as running:
+    async with EgressProxy(guard, timeout=5.0) as running:
         yield running
 
 
@@ -100,7 +100,7 @@ async def raw(proxy: EgressProxy, head: bytes) -> bytes:
     writer.write(head)
     await writer.drain()
     try:
-        return await asyncio.wait_for(reader.read(4096), 5)
+        return await asyncio.wait_for(reader.read(), 5)
     finally:
         writer.close()
 
@@ -148,3 +148,26 @@ async def test_what_is_not_an_allowed_http_target_is_refused_with_a_reason(
     assert reason in answer.partition(b"\r\n\r\n")[2]
     assert dict(internal.hits) == {}
     assert proxy.counts == Counter({"refused": 1})
+
+
+async def test_a_target_that_never_answers_holds_nothing_past_the_timeout() -> None:
+    silent: list[asyncio.StreamWriter] = []
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        silent.append(writer)  # accepts, reads nothing, answers nothing, never closes
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    guard = NetworkGuard([f"127.0.0.1:{port}"])
+    try:
+        async with EgressProxy(guard, timeout=0.2) as proxy:
+            plain = b"GET http://127.0.0.1:%d/ HTTP/1.1\r\nHost: x\r\n\r\n" % port
+            tunnel = b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\n" % port
+            assert await raw(proxy, plain) == b""  # closed: no answer came
+            assert await raw(proxy, tunnel) == b"HTTP/1.1 200 \r\n\r\n"  # then closed
+    finally:
+        for writer in silent:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+    assert len(silent) == 2

@@ -80,13 +80,14 @@ _MAX_HEAD = 64 * 1024  # a request or response head larger than this is refused
 class EgressProxy:
     """The guarded forward proxy; an async context manager listening on 127.0.0.1:``port``.
 
-    ``connect_timeout`` bounds resolving and connecting to a target. ``counts`` tallies
-    ``allowed`` and ``refused`` connections (the renderer's figures, and the tests').
+    ``timeout`` bounds resolving and connecting to a target, and how long a connection may
+    stay silent (a target that neither answers nor closes holds nothing past it). ``counts``
+    tallies ``allowed`` and ``refused`` connections (the renderer's figures, and the tests').
     """
 
-    def __init__(self, guard: NetworkGuard, *, connect_timeout: float = 30.0) -> None:
+    def __init__(self, guard: NetworkGuard, *, timeout: float = 30.0) -> None:
         self.guard = guard
-        self.connect_timeout = connect_timeout
+        self.timeout = timeout
         self.port = 0
         self.counts: Counter[str] = Counter()
         self._resolver: GuardedResolver | None = None
@@ -126,7 +127,13 @@ class EgressProxy:
         try:
             await self._serve(reader, writer)
         # The browser closes connections whenever it likes; the client going away ends it.
-        except (OSError, asyncio.IncompleteReadError, h11.ProtocolError, asyncio.CancelledError):
+        except (
+            OSError,
+            TimeoutError,
+            asyncio.IncompleteReadError,
+            h11.ProtocolError,
+            asyncio.CancelledError,
+        ):
             pass
         finally:
             self._tasks.discard(task)
@@ -135,7 +142,7 @@ class EgressProxy:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         client = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_HEAD)
         while True:
-            event = await _next_event(client, reader)
+            event = await _next_event(client, reader, self.timeout)
             if not isinstance(event, h11.Request):
                 return
             if event.method == b"CONNECT":
@@ -155,7 +162,7 @@ class EgressProxy:
         writer: asyncio.StreamWriter,
     ) -> None:
         authority = request.target.decode("ascii", "replace")
-        if not isinstance(await _next_event(client, reader), h11.EndOfMessage):
+        if not isinstance(await _next_event(client, reader, self.timeout), h11.EndOfMessage):
             return  # a CONNECT with a body: not one a browser sends
         try:
             host, port = _authority(authority)
@@ -167,7 +174,13 @@ class EgressProxy:
             writer.write(client.send(h11.Response(status_code=200, headers=[])))
             await writer.drain()
             up_writer.write(client.trailing_data[0])
-            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+            downward = asyncio.create_task(_pipe(up_reader, writer, self.timeout))
+            try:
+                await _pipe(reader, up_writer, self.timeout)
+                up_writer.close()  # the browser is done with the tunnel: so is its target
+                await downward
+            finally:
+                downward.cancel()
         finally:
             up_writer.close()
 
@@ -203,7 +216,7 @@ class EgressProxy:
                 )
             )
             while True:  # the request body, as it comes
-                event = await _next_event(client, reader)
+                event = await _next_event(client, reader, self.timeout)
                 if isinstance(event, h11.Data):
                     up_writer.write(upstream.send(event))
                 elif isinstance(event, h11.EndOfMessage):
@@ -213,7 +226,7 @@ class EgressProxy:
                     return False
             await up_writer.drain()
             while True:  # the response, as it comes
-                event = await _next_event(upstream, up_reader)
+                event = await _next_event(upstream, up_reader, self.timeout)
                 if isinstance(event, h11.InformationalResponse):
                     continue  # 100 Continue and the like: the browser is sent the final answer
                 if isinstance(event, h11.Response):
@@ -245,7 +258,7 @@ class EgressProxy:
             raise _Refused(f"{host[:200]!r} is not a host name or address ({exc.reason})") from None
         name = normalized.raw_host or ""
         try:
-            async with asyncio.timeout(self.connect_timeout):
+            async with asyncio.timeout(self.timeout):
                 results = await self._resolver.resolve(name, port, socket.AF_UNSPEC)
                 last: OSError | None = None
                 for result in results:
@@ -259,7 +272,7 @@ class EgressProxy:
         except AddressRefused as exc:
             raise _Refused(str(exc)) from None
         except TimeoutError:
-            why = f"{name} port {port}: no connection within {self.connect_timeout:g} s"
+            why = f"{name} port {port}: no connection within {self.timeout:g} s"
             raise _Refused(why) from None
         except OSError as exc:  # the name does not resolve
             raise _Refused(f"{name} port {port}: {exc}") from None
@@ -279,12 +292,15 @@ class _Refused(Exception):
         self.reason = reason
 
 
-async def _next_event(connection: h11.Connection, reader: asyncio.StreamReader) -> object:
+async def _next_event(
+    connection: h11.Connection, reader: asyncio.StreamReader, idle: float
+) -> object:
+    """The connection's next h11 event; TimeoutError after ``idle`` s of silence."""
     while True:
         event = connection.next_event()
         if event is not h11.NEED_DATA:
             return event
-        connection.receive_data(await reader.read(_READ))
+        connection.receive_data(await asyncio.wait_for(reader.read(_READ), idle))
 
 
 async def _answer_refused(
@@ -328,13 +344,13 @@ def _bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-    """Copy until end of stream; a reset connection is an end of stream too."""
+async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, idle: float) -> None:
+    """Copy until end of stream; a reset connection or ``idle`` s of silence end it too."""
     try:
-        while data := await source.read(_READ):
+        while data := await asyncio.wait_for(source.read(_READ), idle):
             sink.write(data)
             await sink.drain()
-    except OSError:
+    except (OSError, TimeoutError):
         pass
     finally:
         if sink.can_write_eof() and not sink.is_closing():

@@ -164,7 +164,7 @@ class Renderer:
             args = ["--no-sandbox", "--disable-dev-shm-usage"]
             if self.guard is not None:
                 if self._proxy is None:
-                    proxy = EgressProxy(self.guard, connect_timeout=self.timeout_ms / 1000)
+                    proxy = EgressProxy(self.guard, timeout=self.timeout_ms / 1000)
                     self._proxy = await proxy.__aenter__()
                 args += [f"--proxy-server={self._proxy.url}", *BROWSER_ARGS]
             try:
