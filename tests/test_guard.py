@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import ipaddress
+import json
 import socket
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -395,6 +396,39 @@ async def test_the_allow_list_admits_what_a_seed_links_to(
         )
         await crawl(settings, [f"http://127.0.0.1:{port}/"])
     assert secret.hits["/ok"] == 1
+
+
+def product_page(image: str) -> Answer:
+    data = {"@context": "https://schema.org", "@type": "Product", "name": "Mug", "image": [image]}
+    body = (
+        f'<html><head><title>Mug</title><script type="application/ld+json">{json.dumps(data)}'
+        f"</script></head><body><p>{'words ' * 200}</p></body></html>"
+    )
+    return lambda: web.Response(text=body, content_type="text/html")
+
+
+async def test_an_image_url_goes_to_the_proxy_only_as_the_guard_checked_it(
+    make_settings: SettingsFactory, secret: Hits
+) -> None:
+    written = f"http://%31%32%37.0.0.1:{secret.port}/x.png"
+    site = Hits({"/": product_page(written)})
+    async with serve(site.handle) as port, HttpProxy() as proxy:
+        settings = make_settings(
+            discovery_sitemaps=False,
+            crawl_images=True,
+            proxy_urls=[proxy.url],
+        )
+        _, rows, _ = await crawl(settings, [f"http://127.0.0.1:{port}/"])
+    image = next(r for r in rows if r["kind"] == "image")
+    assert (image["url"], image["status"], image["error_class"]) == (
+        written,
+        "failed",
+        "AddressRefused",
+    )
+    assert dict(secret.hits) == {}
+    # The proxy carried the site's own requests, never the image in any form.
+    assert all(f":{secret.port}/" not in target for target in proxy.targets)
+    assert f"http://127.0.0.1:{port}/" in proxy.targets
 
 
 # -- patterns -----------------------------------------------------------------------------------
