@@ -203,6 +203,10 @@ class JobOut(BaseModel):
 
 
 class ExecutionOut(BaseModel):
+    """One run. While it runs, ``items_crawled`` (fetched), ``items_indexed`` (stored),
+    ``items_failed`` and ``pages_per_second`` are its counters as last stored (every
+    ``jobs_progress_interval``, 5 s) and ``duration_ms`` is the time since it started."""
+
     id: int
     job_id: int
     execution_number: int
@@ -212,6 +216,8 @@ class ExecutionOut(BaseModel):
     duration_ms: int | None
     items_crawled: int
     items_indexed: int
+    items_failed: int
+    pages_per_second: float | None
     error_message: str | None
     stack_trace: str | None
     cpu_time_ms: int | None
@@ -220,8 +226,28 @@ class ExecutionOut(BaseModel):
     metadata: dict[str, Any]
 
     @classmethod
-    def of(cls, execution: Execution) -> ExecutionOut:
-        return cls(**asdict(execution))
+    def of(cls, execution: Execution, now: float | None = None) -> ExecutionOut:
+        """``now``: the time a running execution's duration runs to."""
+        out = cls(**asdict(execution))
+        if out.status == "running" and out.duration_ms is None and now is not None:
+            out.duration_ms = max(0, round((now - out.started_at) * 1000))
+        return out
+
+
+class ProgressPointOut(BaseModel):
+    at: float
+    fetched: int
+    stored: int
+    failed: int
+
+
+class ExecutionProgressOut(BaseModel):
+    """An execution's counters over time (a sample every ``jobs_progress_interval`` while it
+    ran, at most ``jobs_progress_samples``, thinned evenly when full), oldest first."""
+
+    execution_id: int
+    status: str
+    samples: list[ProgressPointOut]
 
 
 class LogLineOut(BaseModel):

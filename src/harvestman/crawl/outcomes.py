@@ -47,6 +47,7 @@ class Outcomes:
             etag=result.headers.get("ETag"),
             last_modified=result.headers.get("Last-Modified"),
             page=page,
+            elapsed_ms=int(result.elapsed * 1000),
         )
 
     def revisit_after(self, request: CrawlRequest) -> float:

@@ -42,6 +42,11 @@ class _Buffer:
     pending: list[LogLine] = field(default_factory=list)
 
 
+def capturing() -> int | None:
+    """The execution whose log this context captures (None: none is captured here)."""
+    return _execution.get()
+
+
 class LogCapture(logging.Handler):
     """Captures each execution's log lines (at most ``max_lines`` per execution)."""
 
