@@ -15,12 +15,11 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
-from aiohttp import web
 
 from apiclient import api_settings, bearer
 from conftest import SettingsFactory, serve
@@ -34,51 +33,9 @@ from harvestman.records import CrawlRequest, Outcome, PageRecord, UrlStatus
 from harvestman.store import SqlStore
 from storerows import NOW, open_store, store_url
 from support.scheduling import Clock
+from support.smallshop import PAGE_A, PAGE_B, Shop
 
 USER = bearer(Role.USER)
-PROSE = "A kettle of brushed steel boils water for tea in three minutes, quietly. " * 8
-
-
-def _html(title: str, body: str = "") -> bytes:
-    head = f"<head><title>{title}</title></head>"
-    return f"<html>{head}<body><p>{PROSE}</p>{body}</body></html>".encode()
-
-
-PAGE_A = _html("Kettle")
-PAGE_B = _html("Teapot", "<p>Porcelain, one litre.</p>")
-
-
-@dataclass
-class Shop:
-    """``/`` (ETag ``"v1"``: a conditional request gets a 304) links to ``/a``, ``/b``,
-    ``/gone`` (404), ``/private/x`` (denied by robots.txt) and, when ``holding``, ``/slow``,
-    which answers once ``release`` is set."""
-
-    holding: bool = False
-    release: asyncio.Event = field(default_factory=asyncio.Event)
-    slow_asked: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def home(self) -> bytes:
-        links = ["/a", "/b", "/gone", "/private/x"] + (["/slow"] if self.holding else [])
-        return _html("Shop", "".join(f'<a href="{link}">{link}</a> ' for link in links))
-
-    async def handle(self, request: web.Request) -> web.Response:
-        html = "text/html"
-        if request.path == "/robots.txt":
-            return web.Response(text="User-agent: *\nDisallow: /private/\n")
-        if request.path == "/":
-            if request.headers.get("If-None-Match") == '"v1"':
-                return web.Response(status=304, headers={"ETag": '"v1"'})
-            return web.Response(body=self.home, content_type=html, headers={"ETag": '"v1"'})
-        if request.path == "/slow":
-            self.slow_asked.set()
-            await self.release.wait()
-            return web.Response(body=PAGE_A, content_type=html)
-        pages = {"/a": PAGE_A, "/b": PAGE_B}
-        if request.path in pages:
-            return web.Response(body=pages[request.path], content_type=html)
-        return web.Response(status=404, text="not here")
 
 
 @dataclass
