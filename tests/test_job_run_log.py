@@ -25,11 +25,14 @@ from apiclient import api_settings, bearer
 from conftest import SettingsFactory, serve
 from harvestman.api import Role, create_app
 from harvestman.config import Settings
+from harvestman.crawl.outcomes import Outcomes
 from harvestman.errors import ContentRejected, HttpStatusError, RobotsDenied
+from harvestman.fetch import RetryPolicy
 from harvestman.jobs import EngineRunner, JobSpec, JobStore, Scheduler, SourceSpec
 from harvestman.jobs.records import LogLine, ProgressSample
-from harvestman.jobs.urllines import verdict
+from harvestman.jobs.urllines import describe, verdict
 from harvestman.records import CrawlRequest, Outcome, PageRecord, UrlStatus
+from harvestman.stats import Stats
 from harvestman.store import SqlStore
 from storerows import NOW, open_store, store_url
 from support.scheduling import Clock
@@ -269,11 +272,13 @@ async def test_a_running_executions_counters_are_live_in_the_api(
         shop.release.set()
         await service.scheduler.wait_idle()
         done = (await service.get(f"/api/v1/executions/{execution_id}")).json()
-        assert (done["status"], done["items_crawled"], done["items_indexed"]) == (
-            "completed",
-            6,
-            4,
-        )
+        assert (
+            done["status"],
+            done["items_crawled"],
+            done["items_indexed"],
+            done["duration_ms"],
+            done["pages_per_second"],  # the run's average once it ended
+        ) == ("completed", 6, 4, 12_000, 0.5)
         chart = (await service.get(f"/api/v1/executions/{execution_id}/progress")).json()
         assert chart == {
             "execution_id": execution_id,
@@ -331,9 +336,9 @@ def _page(**fields: object) -> PageRecord:
             "rejected: thin",
         ),
         (Outcome.failed(REQUEST, RobotsDenied("denied"), 0, status=UrlStatus.BLOCKED), "blocked"),
-        (Outcome.failed(REQUEST, HttpStatusError(REQUEST.url, 500), 0), "failed"),
+        (Outcome.failed(REQUEST, HttpStatusError(500, REQUEST.url), 0), "failed"),
         (
-            Outcome.failed(REQUEST, HttpStatusError(REQUEST.url, 503), 0, status=UrlStatus.PENDING),
+            Outcome.failed(REQUEST, HttpStatusError(503, REQUEST.url), 0, status=UrlStatus.PENDING),
             "retrying",
         ),
     ],
@@ -343,7 +348,7 @@ def test_each_outcome_has_its_verdict(outcome: Outcome, expected: str) -> None:
 
 
 def test_a_failure_is_a_warning_and_a_stored_page_is_info() -> None:
-    failed = Outcome.failed(REQUEST, HttpStatusError(REQUEST.url, 500), 0)
+    failed = Outcome.failed(REQUEST, HttpStatusError(500, REQUEST.url), 0)
     stored = Outcome(REQUEST, UrlStatus.COMPLETED, 0, 0, 200, page=_page())
     assert (verdict(failed)[0], verdict(stored)[0]) == (logging.WARNING, logging.INFO)
 
@@ -412,3 +417,15 @@ async def test_the_store_filters_log_lines_and_keeps_a_running_executions_counte
         execution.pages_per_second,
     ) == (9, 7, 2, 1.0)
     assert await job_store.executions.progress(execution_id) == samples
+
+
+def test_a_retry_line_says_how_long_the_fetch_took() -> None:
+    now = 100.0
+    outcomes = Outcomes(Stats(), lambda: now, visited_ttl=60.0, retry=RetryPolicy(3, 0.01))
+
+    retry = outcomes.fetch_failure(REQUEST, HttpStatusError(503, REQUEST.url), started=99.75)
+
+    assert describe(retry)[1] == (
+        "fetched http://a.test/p status=- bytes=- ms=250 verdict=retrying "
+        "error=HttpStatusError: HTTP 503 (retry 1 of 3)"
+    )

@@ -204,8 +204,9 @@ class JobOut(BaseModel):
 
 class ExecutionOut(BaseModel):
     """One run. While it runs, ``items_crawled`` (fetched), ``items_indexed`` (stored),
-    ``items_failed`` and ``pages_per_second`` are its counters as last stored (every
-    ``jobs_progress_interval``, 5 s) and ``duration_ms`` is the time since it started."""
+    ``items_failed`` and ``pages_per_second`` (between the last two samples) are its counters
+    as last stored (every ``jobs_progress_interval``, 5 s) and ``duration_ms`` is the time
+    since it started. Once it ended, ``pages_per_second`` is the run's average."""
 
     id: int
     job_id: int
@@ -229,8 +230,11 @@ class ExecutionOut(BaseModel):
     def of(cls, execution: Execution, now: float | None = None) -> ExecutionOut:
         """``now``: the time a running execution's duration runs to."""
         out = cls(**asdict(execution))
-        if out.status == "running" and out.duration_ms is None and now is not None:
-            out.duration_ms = max(0, round((now - out.started_at) * 1000))
+        if out.status == "running":
+            if out.duration_ms is None and now is not None:
+                out.duration_ms = max(0, round((now - out.started_at) * 1000))
+        elif out.duration_ms:
+            out.pages_per_second = round(out.items_crawled * 1000 / out.duration_ms, 2)
         return out
 
 

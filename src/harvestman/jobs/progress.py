@@ -40,7 +40,8 @@ _progress: ContextVar[RunProgress | None] = ContextVar("harvestman_progress", de
 class RunProgress:
     """One execution's counters. ``fetched``: requests finished for good (a retry comes
     later, so it is not counted yet); ``stored``: pages stored without an error; ``failed``:
-    requests failed for good (rejected pages included, robots.txt blocks not)."""
+    requests that ended failed, after their retries (a robots.txt block, or a page that
+    validation rejected, is fetched but neither stored nor failed)."""
 
     started_at: float
     max_samples: int = 360
