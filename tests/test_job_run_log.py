@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from apiclient import api_settings, bearer
 from conftest import SettingsFactory, serve
@@ -429,3 +430,9 @@ def test_a_retry_line_says_how_long_the_fetch_took() -> None:
         "fetched http://a.test/p status=- bytes=- ms=250 verdict=retrying "
         "error=HttpStatusError: HTTP 503 (retry 1 of 3)"
     )
+
+
+@pytest.mark.parametrize("lines", [-1, 9001])
+def test_job_log_url_lines_stays_below_what_a_runs_log_keeps(lines: int) -> None:
+    with pytest.raises(ValidationError, match="job_log_url_lines"):
+        Settings(job_log_url_lines=lines)

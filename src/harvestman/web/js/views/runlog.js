@@ -171,9 +171,10 @@ export function runLog(jobId, { onRunEnded = () => {} } = {}) {
       if (answer.lines.length) after = answer.lines[answer.lines.length - 1].seq;
       more.hidden = answer.next_after === null || answer.next_after === undefined;
       const filtered = Object.keys(filters()).length > 0;
-      logState.textContent = count
+      const still = execution.status === "running" ? " The run goes on: clear the filters to follow it live." : "";
+      logState.textContent = (count
         ? `${num(count)} ${count === 1 ? "line" : "lines"}${filtered ? (count === 1 ? " matches" : " match") : ""}${more.hidden ? "." : " so far."}`
-        : filtered ? "No line matches." : "This run logged nothing.";
+        : filtered ? "No line matches." : "This run logged nothing.") + still;
     } catch (exc) {
       logState.textContent = describe(exc);
     }
