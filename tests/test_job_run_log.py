@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
+import json
 import logging
 import re
 import time
@@ -30,8 +32,10 @@ from harvestman.crawl.outcomes import Outcomes
 from harvestman.errors import ContentRejected, HttpStatusError, RobotsDenied
 from harvestman.fetch import RetryPolicy
 from harvestman.jobs import EngineRunner, JobSpec, JobStore, Scheduler, SourceSpec
+from harvestman.jobs.logs import LogCapture
 from harvestman.jobs.records import LogLine, ProgressSample
-from harvestman.jobs.urllines import describe, verdict
+from harvestman.jobs.urllines import UrlLines, describe, verdict
+from harvestman.logconfig import configure_logging, reset_logging
 from harvestman.records import CrawlRequest, Outcome, PageRecord, UrlStatus
 from harvestman.stats import Stats
 from harvestman.store import SqlStore
@@ -436,3 +440,45 @@ def test_a_retry_line_says_how_long_the_fetch_took() -> None:
 def test_job_log_url_lines_stays_below_what_a_runs_log_keeps(lines: int) -> None:
     with pytest.raises(ValidationError, match="job_log_url_lines"):
         Settings(job_log_url_lines=lines)
+
+
+async def test_a_run_outside_a_captured_log_writes_no_url_lines(
+    service_of: ServiceOf, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with service_of() as service:
+        source = await service.jobs.sources.create(
+            SourceSpec(name="shop", start_urls=[service.base])
+        )
+        job = await service.jobs.jobs.create(JobSpec(source_id=source.id, url=service.base))
+        [claim] = await service.jobs.locks.claim_due("direct", 1)
+        runner = service.scheduler.runner
+        caplog.set_level(logging.INFO, logger="harvestman")
+
+        result = await runner.run(job, source, claim.execution, asyncio.Event())
+
+        assert (result.items_crawled, result.items_indexed) == (5, 3)
+        assert [r for r in caplog.records if r.name == "harvestman.jobs.fetched"] == []
+
+
+def test_a_url_lines_fields_reach_a_json_log() -> None:
+    out = io.StringIO()
+    configure_logging("json", "INFO", stream=out)
+    capture = LogCapture()
+    capture.install()
+    try:
+        with capture.capture(7):
+            lines = UrlLines.for_run(10)
+            assert lines is not None
+            lines.observe([Outcome(REQUEST, UrlStatus.COMPLETED, 0, 0, 200, page=_page())])
+    finally:
+        capture.uninstall()
+        reset_logging()
+    record = json.loads(out.getvalue())
+    assert {k: record[k] for k in ("url", "status_code", "bytes", "elapsed_ms", "verdict")} == {
+        "url": "http://a.test/p",
+        "status_code": 200,
+        "bytes": 10,
+        "elapsed_ms": 5,
+        "verdict": "stored",
+    }
+    assert [line.message for line in capture.end(7)] == [record["message"]]
