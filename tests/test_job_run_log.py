@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-import json
 import logging
 import re
 import time
@@ -442,7 +441,7 @@ def test_job_log_url_lines_stays_below_what_a_runs_log_keeps(lines: int) -> None
         Settings(job_log_url_lines=lines)
 
 
-async def test_a_run_outside_a_captured_log_writes_no_url_lines(
+async def test_a_run_outside_the_scheduler_counts_its_pages_and_logs_no_url_lines(
     service_of: ServiceOf, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with service_of() as service:
@@ -460,9 +459,9 @@ async def test_a_run_outside_a_captured_log_writes_no_url_lines(
         assert [r for r in caplog.records if r.name == "harvestman.jobs.fetched"] == []
 
 
-def test_a_url_lines_fields_reach_a_json_log() -> None:
+def test_url_lines_go_to_the_runs_log_not_to_the_process_log() -> None:
     out = io.StringIO()
-    configure_logging("json", "INFO", stream=out)
+    configure_logging("text", "INFO", stream=out)
     capture = LogCapture()
     capture.install()
     try:
@@ -473,12 +472,11 @@ def test_a_url_lines_fields_reach_a_json_log() -> None:
     finally:
         capture.uninstall()
         reset_logging()
-    record = json.loads(out.getvalue())
-    assert {k: record[k] for k in ("url", "status_code", "bytes", "elapsed_ms", "verdict")} == {
-        "url": "http://a.test/p",
-        "status_code": 200,
-        "bytes": 10,
-        "elapsed_ms": 5,
-        "verdict": "stored",
-    }
-    assert [line.message for line in capture.end(7)] == [record["message"]]
+    [line] = capture.end(7)
+    assert (line.seq, line.level, line.logger, line.message) == (
+        1,
+        "INFO",
+        "harvestman.jobs.fetched",
+        "fetched http://a.test/p status=200 bytes=10 ms=5 verdict=stored",
+    )
+    assert out.getvalue() == ""
