@@ -11,7 +11,8 @@ per ``retention_interval`` (a day) across all instances, and so do the scheduled
 followed as they come: a source enabled or disabled gets or loses its recurring job at once.
 With a ``dispatcher`` (``broker_url`` set) the leader publishes due jobs to the broker instead
 of running them, and ``harvestman worker`` runs them here through ``adopt`` (``jobs.consumer``).
-A run's counters (``jobs.progress``) are stored every ``progress_interval`` and as it ends.
+A run's counters (``jobs.progress``) are stored every ``progress_interval`` (by ``run``'s loop,
+or by ``poll``: a broker worker only polls) and as it ends.
 Time comes from the store's clock, so tests drive ``poll``, ``sweep``, ``retain``, ``back_up``,
 ``record_progress`` and ``wait_idle`` by hand without sleeping.
 """
@@ -158,6 +159,7 @@ class Scheduler:
         self.log_writer = LogWriter(self.logs, store.executions)
         self.progress = ProgressBoard(progress_samples)
         self.progress_interval = progress_interval
+        self._progress_due = 0.0
         self._runs: dict[str, _Run] = {}
         self._stopping = asyncio.Event()
         self._stop_reason: str | None = None
@@ -187,7 +189,8 @@ class Scheduler:
     # -- one step each (the loops call these; tests call them directly) ------------------------
 
     async def poll(self) -> list[Claim]:
-        """Renew running locks, stop cancelled runs, flush their logs, start due jobs."""
+        """Renew running locks, stop cancelled runs, flush their logs, store their counters
+        (once per ``progress_interval``), start due jobs."""
         started = time.perf_counter()
         self.logs.install()
         held = {token: run.claim.job.id for token, run in self._runs.items()}
@@ -197,6 +200,8 @@ class Scheduler:
                 run.reason = "cancelled"
                 run.stop.set()
         await self.log_writer.flush()
+        # A broker worker only polls (jobs.consumer): its runs' counters are stored from here.
+        await self._record_progress_when_due()
         if self.dispatcher is not None:  # the workers run them; the leader publishes them
             lead = self.leader.is_leader and not self._stopping.is_set()
             claims = await self.dispatcher.dispatch_due() if lead else []
@@ -476,6 +481,13 @@ class Scheduler:
             stored += await self._store_progress(execution_id, progress)
         return stored
 
+    async def _record_progress_when_due(self) -> None:
+        now = self.clock()
+        if now < self._progress_due:
+            return
+        self._progress_due = now + self.progress_interval
+        await self.record_progress()
+
     async def _store_progress(self, execution_id: int, progress: RunProgress) -> bool:
         progress.sample(self.clock())
         try:
@@ -499,7 +511,9 @@ class Scheduler:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._every(self.poll_interval, self.poll))
                 group.create_task(self._every(self.log_flush_interval, self.flush_logs))
-                group.create_task(self._every(self.progress_interval, self.record_progress))
+                group.create_task(
+                    self._every(self.progress_interval, self._record_progress_when_due)
+                )
                 group.create_task(self._every(self.leader.ttl / 3, self._maintain))
                 group.create_task(self._every(self.metrics_interval, self.refresh_metrics))
                 if self.retention is not None:
