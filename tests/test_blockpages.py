@@ -65,12 +65,12 @@ BLOCKED = {
         (HARD, "rate_limited", "cloudflare"),
         f"{CF_DOCS}/support/troubleshooting/http-status-codes/cloudflare-1xxx-errors/error-1015/",
     ),
-    "plain 429 with Retry-After": Case(
-        None,
+    "nginx 429 page": Case(
+        "nginx_429.html",
         429,
-        {"Retry-After": "30", "Content-Length": "0"},
+        {"Content-Type": "text/html", "Server": "nginx", "Retry-After": "30"},
         (HARD, "rate_limited", None),
-        "RFC 6585 section 4 (429 Too Many Requests)",
+        "nginx src/http/ngx_http_special_response.c (ngx_http_error_429_page)",
     ),
     "cloudflare attention required (captcha)": Case(
         "cloudflare_attention_required.html",
@@ -217,6 +217,14 @@ BLOCKED = {
 }
 
 KEPT = {
+    # A bare 429 is retried after its Retry-After (the fetch layer's), the host not cooled down.
+    "bare 429 with Retry-After": Case(
+        None,
+        429,
+        {"Retry-After": "1", "Content-Length": "0"},
+        (OK, None, None),
+        "RFC 6585 section 4 (429 Too Many Requests)",
+    ),
     # Judged hard once: "Access Denied" heads it and its text is short; three paragraphs make
     # it an article (the <noscript> is Disqus's, for the comments).
     "short article on fixing S3 access denied, noscript for comments": Case(

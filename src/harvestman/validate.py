@@ -13,8 +13,8 @@ bot_check      hard    a bot wall that blocks: Cloudflare "Attention Required!" 
                        Interruption", an interactive (Turnstile) challenge
 captcha        hard    a vendor's CAPTCHA: DataDome, HUMAN "Press & Hold", AWS WAF, Google's
                        /sorry page, Amazon's and Walmart's robot checks
-rate_limited   hard    Cloudflare error 1015, "Too Many Requests", any 429 that says nothing
-                       else (its Retry-After is honoured: the host is held that long at least)
+rate_limited   hard    Cloudflare error 1015, "You are being rate limited", "Too Many
+                       Requests" (a Retry-After longer than the cooldown holds the host longer)
 access_denied  hard    "Access Denied" (Cloudflare 1020, Akamai, Sucuri, a server's own page)
 forbidden      hard    "403 Forbidden" served as a page, or any 403 that says nothing else
 js_challenge   soft    a challenge that a browser passes by running its script: Cloudflare's
@@ -46,9 +46,9 @@ brief headed "Access denied for 3,000 users") being taken for a block page. A ve
 ("Just a moment...") is no challenge; the scripts vendors inject into normal pages are no mark.
 
 Statuses: 2xx pages are judged in full. Of the error statuses, those anti-bot services answer
-with (401, 403, 405, 429, 503) are judged for a vendor's mark or a block phrase only, a 403
-that says nothing else is ``forbidden`` and a 429 ``rate_limited``; other statuses are ``ok``
-(the fetch layer records them as they are).
+with (401, 403, 405, 429, 503) are judged for a vendor's mark or a block phrase only, and a 403
+that says nothing else is ``forbidden``; other statuses are ``ok`` (the fetch layer records
+them as they are: a bare 429 is retried after its Retry-After, the host not cooled down).
 """
 
 from __future__ import annotations
@@ -363,8 +363,6 @@ class Validator:
             return verdict
         if status == 403:
             return Verdict(VerdictStatus.HARD, "forbidden", "HTTP 403", served_by(headers))
-        if status == 429:  # "Too Many Requests" is a rate limit whatever the page says
-            return Verdict(VerdictStatus.HARD, "rate_limited", "HTTP 429", served_by(headers))
         return _OK
 
     def _match(self, title: str, lead: str) -> Verdict | None:
