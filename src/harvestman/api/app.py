@@ -143,7 +143,7 @@ def create_app(
         tokens=VerifiedTokens(secret),
         guard=UrlGuard(
             NetworkGuard(api_settings.allow_networks),
-            UrlNormalizer(settings.url_tracking_params, settings.url_max_length),
+            UrlNormalizer.from_settings(settings),
             settings.pattern_max_length,
         ),
         source_events=_source_events(api_settings, scheduler, source_events),

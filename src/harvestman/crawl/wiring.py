@@ -93,11 +93,7 @@ class Wiring:
         stats, clock = run.stats, run.clock
         # One guard for every fetch of the crawl; the seeds' origins are admitted as they load.
         self.guard = NetworkGuard(settings.network_allow)
-        self.normalizer = UrlNormalizer(
-            settings.url_tracking_params,
-            settings.url_max_length,
-            trailing_slash=settings.url_trailing_slash,
-        )
+        self.normalizer = UrlNormalizer.from_settings(settings)
         self.retry = RetryPolicy(settings.fetch_max_retries, settings.fetch_retry_backoff)
         self.outcomes = Outcomes(
             stats, clock, visited_ttl=settings.crawl_visited_ttl, retry=self.retry

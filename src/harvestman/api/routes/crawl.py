@@ -146,7 +146,7 @@ async def frontier_urls(
 
 async def _add(ctx: ApiContext, body: UrlsIn, default_priority: str, seeds: bool) -> dict[str, Any]:
     settings = ctx.crawler_settings
-    normalizer = UrlNormalizer(settings.url_tracking_params, settings.url_max_length)
+    normalizer = UrlNormalizer.from_settings(settings)
     good: list[str] = []
     rejected: list[dict[str, str]] = []
     for url in body.urls:
