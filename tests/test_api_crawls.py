@@ -4,6 +4,7 @@ that lists the crawls there are. A real shop on 127.0.0.1 crawled into a real SQ
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -103,6 +104,16 @@ async def test_a_source_names_its_crawl_and_its_jobs_and_runs_show_it(api: Api) 
     assert (empty.status_code, empty.json()["items"]) == (200, [])
 
 
+async def test_run_now_shows_the_run_it_brought_forward(api: Api) -> None:
+    source = await _source(api, "Shop", "http://127.0.0.1:9/")
+    body = {"source_id": source["id"], "url": "http://127.0.0.1:9/", "interval_minutes": 60}
+    job = (await api.post("/api/v1/jobs", json=body)).json()
+    assert (job["status"], job["forced_planned_at"]) == ("scheduled", None)
+    forced = (await api.post(f"/api/v2/jobs/{job['id']}/force-run")).json()
+    assert (forced["status"], forced["forced_planned_at"]) == ("scheduled", job["next_run_at"])
+    assert forced["next_run_at"] <= time.time()  # due now
+
+
 async def test_every_read_route_shows_every_crawl_or_one(
     api: Api, shop: Shop, make_settings: SettingsFactory
 ) -> None:
@@ -137,8 +148,13 @@ async def test_every_read_route_shows_every_crawl_or_one(
 
     products = (await api.get("/api/products", params={"limit": 10})).json()["items"]
     assert len(products) == 4
+    assert sorted(p["crawl"] for p in products) == ["default", *[source["crawl"]] * 3]
     kettles = await api.get("/api/products", params={"crawl": "default"})
-    assert [p["name"] for p in kettles.json()["items"]] == ["Steel Kettle"]
+    assert [(p["crawl"], p["name"]) for p in kettles.json()["items"]] == [
+        ("default", "Steel Kettle")
+    ]
+    one = await api.get(f"/api/products/{kettles.json()['items'][0]['id']}")
+    assert one.json()["crawl"] == "default"
     parsers = (await api.get("/api/parsers/stats", params={"source_id": source["id"]})).json()
     assert parsers["crawl"] == source["crawl"]
 
