@@ -9,13 +9,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import insert, text
 
 from apiclient import Api, running_api
 from conftest import SettingsFactory
 from harvestman.crawl import Crawler
 from harvestman.jobs import Source
 from harvestman.store import SqlStore, migrate
+from harvestman.store.schema import parser_stats
 from support.shop import Shop, running_shop
 
 
@@ -190,6 +191,29 @@ async def test_every_read_route_shows_every_crawl_or_one(
             {"crawl": "nope", "crawls": names},
         )
         assert error["message"] == f"no crawl named 'nope'; the crawls are: {', '.join(names)}"
+
+
+async def test_parser_stats_of_every_crawl_sum_each_days_counts(api: Api) -> None:
+    one, two = await api.store.ensure_crawl("one"), await api.store.ensure_crawl("two")
+    row = {"day": 86400.0, "host": "a.test", "parser": "p", "parser_version": "1", "empty": 0,
+           "errors": 0, "seconds": 0.5, "updated_at": 1.0}  # fmt: skip
+    with api.store.engine.begin() as conn:
+        conn.execute(
+            insert(parser_stats),
+            [
+                {**row, "crawl_id": one, "attempts": 3, "successes": 3, "records": 6},
+                {**row, "crawl_id": two, "attempts": 1, "successes": 0, "records": 0,
+                 "empty": 1},
+            ],
+        )  # fmt: skip
+    every = (await api.get("/api/parsers/stats")).json()
+    [line] = every["items"]
+    assert (line["attempts"], line["successes"], line["records"], line["seconds"]) == (
+        4, 3, 6, 1.0,
+    )  # fmt: skip
+    assert line["success_rate"] == 0.75
+    [mine] = (await api.get("/api/parsers/stats", params={"crawl": "two"})).json()["items"]
+    assert (mine["attempts"], mine["successes"]) == (1, 0)
 
 
 async def test_a_source_made_before_its_crawl_had_a_name_keeps_source_n(tmp_path: Any) -> None:
