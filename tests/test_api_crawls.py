@@ -218,7 +218,7 @@ async def test_parser_stats_of_every_crawl_sum_each_days_counts(api: Api) -> Non
 
 async def test_a_source_made_before_its_crawl_had_a_name_keeps_source_n(tmp_path: Any) -> None:
     async with SqlStore(f"sqlite:///{tmp_path / 'old.db'}") as store:
-        migrate.upgrade(store.engine, "0022")
+        migrate.upgrade(store.engine, "0023")
         with store.engine.begin() as conn:
             conn.execute(
                 text(
