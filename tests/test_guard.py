@@ -382,6 +382,13 @@ async def test_a_seed_admits_its_origin_not_its_address(
         f"{other}/linked": "AddressRefused",
         f"http://127.0.0.1:{port}/away": "AddressRefused",
     }
+    # What `harvestman errors` and the dead letters show: the setting that admits it, once.
+    linked = next(r["error"] for r in rows if r["url"] == f"{other}/linked")
+    assert linked.endswith(
+        f"127.0.0.1 port {secret.port} is a non-public address outside the network allow-list"
+        f" (network_allow: '127.0.0.1:{secret.port}' admits it)"
+    )
+    assert linked.count("network_allow") == 1
 
 
 async def test_the_allow_list_admits_what_a_seed_links_to(

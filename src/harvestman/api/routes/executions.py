@@ -27,12 +27,21 @@ from harvestman.api.schemas import (
     Page,
     ProgressPointOut,
 )
-from harvestman.jobs import Execution, ExecutionStatus, LogLine
+from harvestman.jobs import Execution, ExecutionStatus, LogLine, NotFound
 
 router = APIRouter(tags=["executions"])
 
 ExecutionState = Literal["running", "completed", "failed", "cancelled"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+
+async def _crawl_of(ctx: ApiContext, job_id: int) -> str | None:
+    """The crawl job ``job_id`` crawls into (its source's); None when the job is gone."""
+    try:
+        job = await ctx.job_store.jobs.get(job_id)
+    except NotFound:
+        return None
+    return (await ctx.job_store.sources.crawls([job.source_id])).get(job.source_id)
 
 
 @router.get("/api/v1/jobs/{job_id}/executions", response_model=Page[ExecutionOut])
@@ -49,6 +58,7 @@ async def list_executions(
     newest are kept)."""
     ctx = context_of(request)
     repository = ctx.job_store.executions
+    crawl = await _crawl_of(ctx, job_id)
 
     async def fetch(after: int | str | None) -> tuple[list[Any], int | str | None, int | None]:
         page = await repository.list(
@@ -59,7 +69,8 @@ async def list_executions(
             offset=offset,
         )
         now = ctx.job_store.clock()
-        return [ExecutionOut.of(e, now) for e in page.items], page.next_after, page.total
+        items = [ExecutionOut.of(e, now, crawl) for e in page.items]
+        return items, page.next_after, page.total
 
     return paging.PageResponse(
         await paging.paged(
@@ -76,8 +87,10 @@ async def list_executions(
 
 @router.get("/api/v1/executions/{execution_id}", response_model=ExecutionOut)
 async def get_execution(request: Request, execution_id: Id, _: User) -> ExecutionOut:
-    store = context_of(request).job_store
-    return ExecutionOut.of(await store.executions.get(execution_id), store.clock())
+    ctx = context_of(request)
+    store = ctx.job_store
+    execution = await store.executions.get(execution_id)
+    return ExecutionOut.of(execution, store.clock(), await _crawl_of(ctx, execution.job_id))
 
 
 @router.get("/api/v1/executions/{execution_id}/progress", response_model=ExecutionProgressOut)
