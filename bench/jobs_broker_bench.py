@@ -65,7 +65,7 @@ async def kill_mid_way(
             job = await running.call("GET", f"/api/v1/jobs/{job_id}")
             holder = job.get("locked_by") or "queued:"
             fetched = sum(farm.hits[p] for p in farm.expected_pages() if p[0] == port)
-            if not holder.startswith("queued:") and 2 <= fetched < farm.pages:
+            if not holder.startswith(("queued:", "publishing:")) and 2 <= fetched < farm.pages:
                 victim = workers[holder_pid(holder)]
                 victim.send_signal(signal.SIGKILL)
                 return job_id, victim

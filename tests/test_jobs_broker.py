@@ -41,7 +41,7 @@ async def add_jobs(running: Fleet, farm: HostFarm) -> dict[int, int]:
 def holder_pid(job: dict[str, object]) -> int | None:
     """The pid in the job's lock holder (``host:pid:suffix``); None while it is queued."""
     holder = job.get("locked_by")
-    if not isinstance(holder, str) or holder.startswith("queued:"):
+    if not isinstance(holder, str) or holder.startswith(("queued:", "publishing:")):
         return None
     return int(holder.split(":")[-2])
 

@@ -87,6 +87,13 @@ class Settings(BaseSettings):
     broker_max_queued: int = Field(
         1000, ge=1, le=1_000_000, description="executions published and not yet taken, at most"
     )
+    broker_republish_seconds: float = Field(
+        300.0,
+        gt=0,
+        le=86400,
+        description="a claim waiting in the queue this long is published again (its message"
+        " may be lost; a duplicate is dropped on delivery); it is never failed",
+    )
 
     # crawl
     crawl_name: str = Field("default", min_length=1, max_length=200, description="namespace")
@@ -333,6 +340,13 @@ class Settings(BaseSettings):
     )
     jobs_log_flush_interval: float = Field(
         1.0, gt=0, le=60, description="seconds between stores of a run's new log lines"
+    )
+    jobs_stale_lock_seconds: float = Field(
+        300.0,
+        gt=0,
+        le=86400,
+        description="a run's lock not renewed for this long is swept as failed (its holder is"
+        " gone); a claim waiting in the broker's queue is never stale",
     )
     api_log_poll_interval: float = Field(
         0.5, gt=0, le=60, description="seconds between store reads of a followed job log"

@@ -10,7 +10,9 @@ Each message is settled from what the store says (``ExecutionHandover.take``):
   finds it dead (``crawl.liveness``), and the crawler waits for them (``worker_mode``).
 - **held** by a holder that still renews it (the message came back because that holder's
   connection dropped, not the holder): looked at again every ``broker_renew_interval`` until
-  the holder ends it (then gone) or stops renewing (then taken over).
+  the holder ends it (then gone) or stops renewing (then taken over). A message delivered
+  for the first time that finds its execution held is a duplicate (``Dispatcher.republish``:
+  the holder took it from the other message, which stays with it): acked and dropped.
 - **gone** (final, cancelled while queued, unknown): acked and dropped.
 
 The ack comes once the execution is final in the store; if its result could not be written,
@@ -128,6 +130,12 @@ class ExecutionConsumer:
                 self.counters["dropped"] += 1
                 await delivery.ack()
                 return handover.verdict
+            if handover.verdict is Verdict.HELD and not delivery.redelivered:
+                # A live holder took it from another message: this one is a duplicate (a
+                # republished claim); that holder's own message stays with it until the end.
+                self.counters["dropped"] += 1
+                await delivery.ack()
+                return Verdict.GONE
             if handover.verdict is Verdict.HELD:
                 await asyncio.sleep(self.renew_interval)
                 continue

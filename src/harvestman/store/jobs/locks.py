@@ -15,12 +15,13 @@ import uuid
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, func, or_, select, update
 
 from harvestman.jobs import lifecycle
 from harvestman.jobs.lifecycle import NextStep
 from harvestman.jobs.records import Claim, Execution, ExecutionResult, ExecutionStatus, Job
 from harvestman.jobs.states import JobStatus
+from harvestman.store.jobs.handover import waiting_condition
 from harvestman.store.jobs.repository import _RUNNABLE, job_from_row
 from harvestman.store.jobs.tables import job_executions, jobs
 
@@ -223,7 +224,11 @@ class JobLocks:
     async def clear_stale(self, stale_seconds: float, *, backoff_cap: float) -> int:
         """Clear locks not renewed for ``stale_seconds``: a running job's run counts as failed
         (retry with backoff, or failed), its open execution is closed failed. Returns the
-        number of locks cleared."""
+        number of locks cleared.
+
+        A claim waiting in the broker's queue (``queued:``, ``publishing:``) has no holder to
+        lose: it is never stale, however long the backlog (``Dispatcher`` publishes it again
+        when it lapses)."""
         now = self._store.clock()
 
         def _sweep() -> int:
@@ -233,6 +238,7 @@ class JobLocks:
                     select(jobs).where(
                         jobs.c.lock_token.is_not(None),
                         jobs.c.lock_acquired_at < now - stale_seconds,
+                        or_(jobs.c.locked_by.is_(None), ~waiting_condition()),
                     )
                 ).mappings()
                 for job in [job_from_row(row) for row in rows]:
