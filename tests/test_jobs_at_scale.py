@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
 from conftest import require_service
-from harvestman.jobs import ExecutionStatus, JobStatus, JobStore, Scheduler
+from harvestman.jobs import Action, ExecutionStatus, JobStatus, JobStore, Scheduler
 from harvestman.jobs.broker import ExecutionMessage, ExecutionQueue
 from harvestman.jobs.consumer import ExecutionConsumer
 from harvestman.jobs.dispatch import Dispatcher
 from harvestman.jobs.records import Job, JobSpec, SourceSpec
 from harvestman.store import dialect, migrate
 from support.fleet import BROKER_URL, delete_queue
+from support.tcpgate import tcp_gate
 from test_jobs_scheduler import NOW, Clock, ScriptedRunner
 
 pytestmark = pytest.mark.timeout(60)
@@ -183,3 +185,109 @@ async def test_a_new_leader_publishes_the_claims_a_dead_leader_left_without_mess
     assert {j: [e.status for e in es] for j, es in executions.items()} == {
         j: [ExecutionStatus.COMPLETED] for j in ids
     }
+
+
+# -- 2. a worker waits out a store outage and keeps its runs ----------------------------------
+
+
+async def lock_of(store: JobStore, job_id: int) -> tuple[str | None, float | None]:
+    job = await store.jobs.get(job_id)
+    return job.locked_by, job.lock_acquired_at
+
+
+async def test_a_worker_waits_out_a_store_outage_and_keeps_its_runs(
+    pg_schema_url: str, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    clock = Clock()
+    direct = dialect.make_engine(pg_schema_url)
+    migrate.upgrade(direct)
+    direct.dispose()
+    async with tcp_gate("127.0.0.1", 5432) as gate, contextlib.AsyncExitStack() as stack:
+        # Both workers reach PostgreSQL through the gate (on this loop: only from the store's
+        # threads); cut, it is away for both.
+        engine = dialect.make_engine(pg_schema_url.replace(":5432/", f":{gate.port}/", 1))
+        stack.callback(engine.dispose)
+        store = await stack.enter_async_context(JobStore(engine, clock=clock))
+        job = await new_job(store, "outage")
+        async with ExecutionQueue(BROKER_URL, prefix) as leader:
+            assert await Dispatcher(store, leader, instance_id="leader").dispatch(job.id)
+        holding = ScriptedRunner()
+        holding.hold = True  # runs until the job is cancelled
+        queue_a = await stack.enter_async_context(ExecutionQueue(BROKER_URL, prefix))
+        await stack.enter_async_context(consuming(store, queue_a, holding, "worker-a"))
+        await until(lambda: is_held_by(store, job.id, "worker-a"))
+        queue_b = await stack.enter_async_context(ExecutionQueue(BROKER_URL, prefix))
+        runner_b = ScriptedRunner()
+        b = await stack.enter_async_context(consuming(store, queue_b, runner_b, "worker-b"))
+
+        await gate.cut()  # PostgreSQL away for two minutes
+        clock.now += 120
+        # RabbitMQ restarts inside the outage: A's connection drops, its message goes to B.
+        await queue_a.__aexit__()
+        await until_true(lambda: b.counters.get("waited", 0) + b.counters["requeued"] >= 1)
+        for _ in range(10):  # B would requeue and receive it again on every turn
+            await asyncio.sleep(0.05)
+        during = dict(b.counters)
+        await gate.restore()
+        # A renews as the store comes back; B, which watched nothing unrenewed, keeps away.
+        await until(lambda: renewed_at(store, job.id, clock.now))
+        for _ in range(10):  # B looks at the lock every 0.05 s meanwhile
+            await asyncio.sleep(0.05)
+        await store.jobs.act(job.id, Action.CANCEL)
+        await until(lambda: final(store, [job.id]))
+        [execution] = (await store.executions.list(job.id)).items
+        after = dict(b.counters)
+
+    assert (during["requeued"], during.get("waited", 0) >= 1) == (0, True)  # no hot loop
+    assert after["taken_over"] == 0
+    # A kept its run to the end (its cancel); B never ran it.
+    assert (execution.status, runner_b.calls) == (ExecutionStatus.CANCELLED, [])
+    assert holding.stopped == [job.id]
+    # One line per worker when the outage began, one when it ended.
+    lines = [r.getMessage() for r in caplog.records if r.name == "harvestman.jobs.outage"]
+    assert sum("unreachable" in line for line in lines) == 2, lines
+    assert sum("reachable again" in line for line in lines) == 2, lines
+
+
+async def is_held_by(store: JobStore, job_id: int, holder: str) -> bool:
+    return (await lock_of(store, job_id))[0] == holder
+
+
+async def renewed_at(store: JobStore, job_id: int, when: float) -> bool:
+    return (await lock_of(store, job_id))[1] == when
+
+
+async def until_true(check: Callable[[], bool]) -> None:
+    async with asyncio.timeout(20):
+        while not check():  # noqa: ASYNC110 - counters, not events
+            await asyncio.sleep(0.02)
+
+
+async def test_a_lost_broker_connection_is_one_line_lost_and_one_line_back(
+    prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from harvestman.jobs.broker import RECONNECT_LOG
+
+    caplog.set_level(logging.DEBUG)
+    async with tcp_gate("127.0.0.1", 5672) as gate:
+        url = f"amqp://guest:guest@127.0.0.1:{gate.port}/?reconnect_interval=0.05"
+        async with ExecutionQueue(url, prefix):
+            await gate.cut()
+            await until_true(lambda: RECONNECT_LOG.down_since is not None)
+            for _ in range(10):  # attempts every 0.05 s meanwhile
+                await asyncio.sleep(0.05)
+            await gate.restore()
+            await until_true(lambda: RECONNECT_LOG.down_since is None)
+
+    said = [r.getMessage() for r in caplog.records if r.name == "harvestman.jobs.broker"]
+    assert [line.split(":")[1].split(",")[0].split(" after")[0] for line in said] == [
+        " connection lost",
+        " reconnected",
+    ], said
+    loud = [
+        (r.name, r.msg)
+        for r in caplog.records
+        if r.name.startswith(("aio_pika", "aiormq")) and r.levelno >= logging.INFO
+    ]
+    assert loud == [], loud

@@ -79,6 +79,7 @@ class Handover:
     claim: Claim | None = None
     holder: str | None = None  # who held the lock before (taken over, or still holding)
     log_seq: int = 0  # the last log line the execution has stored (a takeover goes on after)
+    renewed_at: float | None = None  # HELD: when its holder last renewed the lock
 
 
 class ExecutionHandover:
@@ -88,7 +89,13 @@ class ExecutionHandover:
         self._store = store
 
     async def take(
-        self, job_id: int, execution_id: int, holder: str, *, takeover_after: float
+        self,
+        job_id: int,
+        execution_id: int,
+        holder: str,
+        *,
+        takeover_after: float,
+        if_renewed_at: float | None = None,
     ) -> Handover:
         """Take execution ``execution_id`` of job ``job_id`` for ``holder``.
 
@@ -122,14 +129,16 @@ class ExecutionHandover:
                 before: str = row["locked_by"] or ""
                 renewed = row["lock_acquired_at"] or 0.0
                 queued = before.startswith(WAITING)
-                stale = renewed < now - takeover_after
+                stale = renewed < now - takeover_after and (
+                    if_renewed_at is None or renewed == if_renewed_at
+                )
                 if job.status is not JobStatus.RUNNING:  # cancelled under the lock
                     if not (queued or stale):
-                        return Handover(Verdict.HELD, holder=before)
+                        return Handover(Verdict.HELD, holder=before, renewed_at=renewed)
                     _close_cancelled(conn, job_id, row["lock_token"], execution_id, now)
                     return Handover(Verdict.GONE, holder=before)
                 if not (queued or stale) or before == holder:
-                    return Handover(Verdict.HELD, holder=before)
+                    return Handover(Verdict.HELD, holder=before, renewed_at=renewed)
                 token = uuid.uuid4().hex
                 taken = conn.execute(
                     update(jobs)
