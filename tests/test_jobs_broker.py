@@ -183,3 +183,28 @@ async def test_a_stopped_worker_hands_its_execution_to_another(
     assert all(farm.hits[page] >= 1 for page in farm.expected_pages())
     assert sum(farm.hits[page] - 1 for page in farm.expected_pages()) <= 1
     assert min(gap for _, gap in farm.spacing()) >= DELAY - 0.05
+
+
+async def test_a_worker_runs_many_executions_at_once_each_host_at_its_delay(
+    broker: None, pg_schema_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    # Three hosts and four sources (two on the first host); one worker with the defaults.
+    pages = 6
+    env = fleet_env(pg_schema_url, redis_url)
+    async with (
+        HostFarm(3, pages=pages, crawl_delay=DELAY) as farm,
+        fleet(env, tmp_path, workers=1) as running,
+    ):
+        jobs = await add_jobs(running, farm)
+        jobs[await running.add_job("twin", farm.roots()[0], crawl_delay=DELAY)] = farm.ports[0]
+        for job_id in jobs:
+            await running.call("POST", f"/api/v2/jobs/{job_id}/force-run")
+        runs = await running.wait_final(list(jobs))
+        fleet_logs = running.logs()
+
+    spans = sorted((r[0]["started_at"], r[0]["completed_at"]) for r in runs.values())
+    assert {r[0]["status"] for r in runs.values()} == {"completed"}, fleet_logs
+    # All four at once: each started before the first one ended.
+    assert all(start < spans[0][1] for start, _ in spans), spans
+    # The two sources on one host shared its gate: no two requests closer than its delay.
+    assert min(gap for _, gap in farm.spacing()) >= DELAY - 0.05

@@ -69,7 +69,12 @@ class Settings(BaseSettings):
         "harvestman", min_length=1, max_length=100, description="prefix of the broker's queues"
     )
     broker_prefetch: int = Field(
-        1, ge=1, le=64, description="executions a worker runs at once (its unacked messages)"
+        16,
+        ge=1,
+        le=256,
+        description="executions a worker runs at once (its unacked messages); a"
+        " politeness-bound execution keeps about one request in flight, so 16 keep"
+        " crawl_concurrency's 32 busy with parsing and store time between",
     )
     broker_renew_interval: float = Field(
         2.0, gt=0, le=300, description="a worker renews its locks and looks for cancels every"
