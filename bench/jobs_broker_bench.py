@@ -13,6 +13,11 @@ source's delay); ``serve`` and the workers are subprocesses (``tests/support/fle
    in turn and no other; every page stored; pages fetched twice; the smallest gap between
    two requests to one host against the delay.
 
+``--probe 200`` (the issue's probe was 2,000; scaled down for a shared 2-core machine): that
+many jobs every minute, one small host each, due at once on two workers, for ``--minutes``:
+the scheduler lag of the first crawls (an execution's start minus its planned time),
+executions per minute, the most executions running at once.
+
 ``--lock-checks 100000`` measures the store's statements of dispatch among that many jobs:
 one claim of 1,000, the queued count, a take, a worker's renewal.
 
@@ -21,6 +26,7 @@ message at a time through aio-pika (consumer on the publisher's event loop) and 
 (``celery_ping.py``, a ``celery worker`` subprocess), and the memory of each consumer.
 
     PYTHONPATH=src .venv/bin/python bench/jobs_broker_bench.py             # 50 jobs
+    PYTHONPATH=src .venv/bin/python bench/jobs_broker_bench.py --probe 200 --pages 1
     PYTHONPATH=src .venv/bin/python bench/jobs_broker_bench.py --transport
 """
 
@@ -72,9 +78,24 @@ async def kill_mid_way(
         await asyncio.sleep(0.05)
 
 
+def fleet_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The settings the bench changes: the worker's prefetch when given (else the default)."""
+    return {"HARVESTMAN_BROKER_PREFETCH": str(args.prefetch)} if args.prefetch else {}
+
+
+def most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The most (start, end) spans that overlap at one time."""
+    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    running = peak = 0
+    for _, step in edges:
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
 async def end_to_end(args: argparse.Namespace) -> None:
     with pg_schema(POSTGRES_URL) as database_url:
-        env = fleet_env(database_url, REDIS_URL, HARVESTMAN_BROKER_PREFETCH=str(args.prefetch))
+        env = fleet_env(database_url, REDIS_URL, **fleet_settings(args))
         workdir = Path(tempfile.mkdtemp(prefix="bench-broker-"))
         async with (
             HostFarm(args.jobs, pages=args.pages, crawl_delay=args.delay) as farm,
@@ -105,7 +126,7 @@ async def end_to_end(args: argparse.Namespace) -> None:
     per_minute = len(burst) / (last - started) * 60
     print(
         f"jobs: {args.jobs} ({args.idle} idle, {len(burst)} burst), {args.pages} pages + /"
-        f" per host, delay {args.delay} s, 2 workers, prefetch {args.prefetch}"
+        f" per host, delay {args.delay} s, 2 workers, prefetch {args.prefetch or 'default'}"
     )
     print(
         f"idle dispatch, force-run -> running: p50 {percentile(idle_ms, 0.5):.0f} ms,"
@@ -116,6 +137,16 @@ async def end_to_end(args: argparse.Namespace) -> None:
         f" p99 {percentile(burst_s, 0.99):.1f} s (waiting for a free worker)"
     )
     print(f"burst: {per_minute:.1f} executions/min ({len(burst)} in {last - started:.1f} s)")
+    # What politeness allows: each host's requests one delay apart, every host in parallel
+    # (one job per host): the sum over hosts of requests x delay, divided by the hosts.
+    ports = {jobs[j] for j in burst}
+    requests = {port: sum(1 for _, p, path in farm.log if p == port) for port in ports}
+    allowed = sum(max(0, n - 1) * args.delay for n in requests.values()) / len(ports)
+    spans = [(runs[j][0]["started_at"], runs[j][0]["completed_at"]) for j in burst]
+    print(
+        f"burst makespan {last - started:.1f} s against {allowed:.2f} s politeness allows"
+        f" ({len(ports)} hosts in parallel); at most {most_at_once(spans)} executions at once"
+    )
     statuses = {s for rs in runs.values() for s in (r["status"] for r in rs)}
     once = all(len(rs) == 1 for rs in runs.values())
     holders = {j: [holder_pid(h) for h in runs[j][0]["metadata"]["holders"]] for j in ids}
@@ -135,6 +166,63 @@ async def end_to_end(args: argparse.Namespace) -> None:
         f" {again} fetched twice; smallest gap to one host {min(gaps):.3f} s"
         f" (delay {args.delay} s)"
     )
+
+
+async def probe(args: argparse.Namespace) -> None:
+    """``--probe`` jobs every minute, due at once: the scheduler lag of their first crawls."""
+    import psycopg
+
+    n = args.probe
+    with pg_schema(POSTGRES_URL) as database_url:
+        env = fleet_env(database_url, REDIS_URL, **fleet_settings(args))
+        workdir = Path(tempfile.mkdtemp(prefix="bench-probe-"))
+        schema = database_url.rsplit("%3D", 1)[1]
+        async with (
+            HostFarm(n, pages=args.pages, crawl_delay=args.delay) as farm,
+            fleet(env, workdir, workers=2) as running,
+        ):
+            for port, root in zip(farm.ports, farm.roots(), strict=True):
+                await running.add_job(f"site-{port}", root, crawl_delay=args.delay)
+            planned = time.time()
+            with psycopg.connect(POSTGRES_URL, options=f"-csearch_path={schema}") as conn:
+                conn.execute(
+                    "UPDATE jobs SET interval_minutes = 1, next_run_at = %s", (planned,)
+                )  # every minute from now: all due at once, as after a deploy
+            await asyncio.sleep(args.minutes * 60)
+            with psycopg.connect(POSTGRES_URL, options=f"-csearch_path={schema}") as conn:
+                rows = conn.execute(
+                    "SELECT job_id, execution_number, started_at, completed_at, status"
+                    " FROM job_executions"
+                ).fetchall()
+                queued = conn.execute(
+                    "SELECT count(*) FROM jobs WHERE locked_by LIKE 'queued:%%'"
+                    " OR locked_by LIKE 'publishing:%%'"
+                ).fetchone()
+            fleet_logs = running.logs()
+    first = [started - planned for _, number, started, _, _ in rows if number == 1]
+    done = [r for r in rows if r[4] != "running"]
+    spans = [(r[2], r[3]) for r in done]
+    window = args.minutes * 60
+    statuses = sorted({r[4] for r in rows})
+    print(
+        f"probe: {n} jobs every minute (one host each, {args.pages} pages + /, delay"
+        f" {args.delay} s), 2 workers, prefetch {args.prefetch or 'default'},"
+        f" {args.minutes} min"
+    )
+    if len(first) < n:
+        print(f"  {n - len(first)} jobs never started")
+    if first:
+        print(
+            f"  first crawls, scheduler lag (start - planned): p50 {percentile(first, 0.5):.1f}"
+            f" s, p99 {percentile(first, 0.99):.1f} s, max {max(first):.1f} s"
+        )
+    print(
+        f"  {len(done)} executions ended in {window:.0f} s ({len(done) / window * 60:.0f}/min,"
+        f" {n} due per minute); at most {most_at_once(spans) if spans else 0} at once;"
+        f" statuses {statuses}; waiting in the queue at the end: {queued[0] if queued else 0}"
+    )
+    if "failed" in statuses:
+        print(fleet_logs[-2000:])
 
 
 async def transport(args: argparse.Namespace) -> None:
@@ -299,7 +387,10 @@ def main() -> None:
     parser.add_argument("--idle", type=int, default=5, help="jobs run one at a time first")
     parser.add_argument("--pages", type=int, default=5)
     parser.add_argument("--delay", type=float, default=0.25)
-    parser.add_argument("--prefetch", type=int, default=1)
+    parser.add_argument("--prefetch", type=int, default=0, help="0: the default")
+    parser.add_argument("--probe", type=int, default=0, metavar="JOBS",
+                        help="JOBS jobs every minute: the scheduler lag")  # fmt: skip
+    parser.add_argument("--minutes", type=float, default=3.0, help="how long --probe runs")
     parser.add_argument("--transport", action="store_true", help="the transports alone")
     parser.add_argument("--messages", type=int, default=500)
     parser.add_argument("--lock-checks", type=int, default=0, metavar="JOBS",
@@ -307,6 +398,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.lock_checks:
         asyncio.run(lock_checks(args))
+    elif args.probe:
+        asyncio.run(probe(args))
     else:
         asyncio.run(transport(args) if args.transport else end_to_end(args))
 

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import require_service
 from harvestman.jobs import Action, ExecutionStatus, JobStatus, JobStore, Scheduler
-from harvestman.jobs.broker import ExecutionMessage, ExecutionQueue
+from harvestman.jobs.broker import Delivery, ExecutionMessage, ExecutionQueue
 from harvestman.jobs.consumer import ExecutionConsumer
 from harvestman.jobs.dispatch import Dispatcher
 from harvestman.jobs.records import Job, JobSpec, SourceSpec
@@ -291,3 +291,29 @@ async def test_a_lost_broker_connection_is_one_line_lost_and_one_line_back(
         if r.name.startswith(("aio_pika", "aiormq")) and r.levelno >= logging.INFO
     ]
     assert loud == [], loud
+
+
+# -- 5. smaller -------------------------------------------------------------------------------
+
+
+async def test_a_force_run_published_by_a_later_poll_keeps_its_priority(
+    pg_store: tuple[JobStore, Clock], prefix: str
+) -> None:
+    store, clock = pg_store
+    scheduled = await new_job(store, "scheduled", next_run_at=NOW - 60)
+    by_hand = await new_job(store, "by-hand", next_run_at=NOW + 3600)
+    clock.now += 1
+    await store.jobs.act(by_hand.id, Action.FORCE_RUN)  # the broker was away: left due
+    async with ExecutionQueue(BROKER_URL, prefix) as queue:
+        await Dispatcher(store, queue, instance_id="leader").dispatch_due()  # the next poll
+        deliveries: asyncio.Queue[Delivery] = asyncio.Queue()
+
+        async def on_delivery(delivery: Delivery) -> None:
+            deliveries.put_nowait(delivery)
+            await delivery.ack()
+
+        tag = await queue.consume(on_delivery)
+        order = [(await deliveries.get()).message.job_id for _ in range(2)]
+        await queue.cancel(tag)
+
+    assert order == [by_hand.id, scheduled.id]  # published after it, it still goes first

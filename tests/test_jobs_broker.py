@@ -178,6 +178,8 @@ async def test_a_stopped_worker_hands_its_execution_to_another(
     holders = [holder_pid({"locked_by": h}) for h in execution["metadata"]["holders"]]
     assert holders == [stopped.pid, survivor]
     assert sum("handed back" in line for line in lines) == 1, lines
+    # Its counts are summed over both holders: every page fetched counts, not the last half.
+    assert execution["items_crawled"] >= len(farm.expected_pages()), execution
     assert not any("Interrupted" in line for line in lines)
     # Every page once, but the one request the stopped worker may have had in flight.
     assert all(farm.hits[page] >= 1 for page in farm.expected_pages())

@@ -71,12 +71,12 @@ class Dispatcher:
         await self.republish()
         room = self.max_queued - await self.store.handover.queued()
         claims = await self.store.locks.claim_due(self.holder, room)
-        return await self._publish(claims, PRIORITY_SCHEDULED)
+        return await self._publish(claims, by_hand=False)
 
     async def dispatch(self, job_id: int) -> Claim | None:
         """Publish job ``job_id`` now if it is due and free (force-run, retry); None if not."""
         claims = await self.store.locks.claim_due(self.holder, 1, only=[job_id])
-        published = await self._publish(claims, PRIORITY_MANUAL)
+        published = await self._publish(claims, by_hand=True)
         return published[0] if published else None
 
     async def republish(self) -> list[Claim]:
@@ -104,11 +104,12 @@ class Dispatcher:
         await self.queue.publish(ExecutionMessage(claim.job.id, claim.execution.id), priority)
         log.info("job %d: execution %d published", claim.job.id, claim.execution.execution_number)
 
-    async def _publish(self, claims: Sequence[Claim], priority: int) -> list[Claim]:
+    async def _publish(self, claims: Sequence[Claim], *, by_hand: bool) -> list[Claim]:
         sent: list[Claim] = []
         try:
-            for claim in claims:
-                await self._send(claim, priority)
+            for claim in claims:  # (the job as it was before the claim)
+                manual = by_hand or claim.job.made_due_by_hand
+                await self._send(claim, PRIORITY_MANUAL if manual else PRIORITY_SCHEDULED)
                 sent.append(claim)
                 self.published += 1
         except BrokerUnavailable:

@@ -246,6 +246,13 @@ class Job(JobSpec):
     created_at: float
     updated_at: float
 
+    @property
+    def made_due_by_hand(self) -> bool:
+        """Made due by a person (force-run, retry): ``next_run_at`` is the time of that
+        action, which is also its last change. Its run passes the scheduled ones however it
+        is published (at once, or by a later poll when the broker was away)."""
+        return self.next_run_at is not None and self.next_run_at == self.updated_at
+
 
 @dataclass(slots=True, kw_only=True)
 class Execution:

@@ -9,7 +9,8 @@
   follows their links to what is new or due; the rest of the namespace keeps its visited TTL.
   A run that resumes an execution another worker began (a broker's takeover: more than one
   of the execution's ``holders``) goes on from the namespace as it is.
-- **Result**: fetches finished (``items_crawled``), pages stored (``items_indexed``), the
+- **Result**: fetches finished (``items_crawled``), pages stored (``items_indexed``; both
+  summed over every holder of a resumed execution), the
   process CPU time and peak RSS while the run lasted (shared with anything else the process
   does meanwhile), the error and its stack trace when the crawl raised, and the SHA-256 of each
   start page's text for adaptive scheduling (a 304 counts as the content last stored).
@@ -171,6 +172,9 @@ class EngineRunner:
         start: dict[str, str] = {}  # url hash -> normalized start URL
         seen: dict[str, Outcome] = {}  # url hash -> the start URL's final outcome
         counts = {"crawled": 0, "indexed": 0}
+        # A resumed execution counts on from what its former holders stored (summed over
+        # every holder); the live count stays on ``execution`` for the scheduler to store.
+        base = (execution.items_crawled, execution.items_indexed)
         result = ExecutionResult(status=ExecutionStatus.COMPLETED)
         async with ResourceMeter() as meter:
             try:
@@ -199,6 +203,8 @@ class EngineRunner:
                             counts["indexed"] += 1
                         if outcome.request.url_hash in start:
                             seen[outcome.request.url_hash] = outcome
+                    execution.items_crawled = base[0] + counts["crawled"]
+                    execution.items_indexed = base[1] + counts["indexed"]
 
                 engine = self.engine_factory(
                     settings, self.store, seeds, on_pages=on_pages, clock=self.clock
@@ -228,8 +234,8 @@ class EngineRunner:
                 result.status = ExecutionStatus.FAILED
                 result.error_message = f"{type(exc).__name__}: {exc}"
                 result.stack_trace = "".join(traceback.format_exception(exc))
-        result.items_crawled = counts["crawled"]
-        result.items_indexed = counts["indexed"]
+        result.items_crawled = base[0] + counts["crawled"]
+        result.items_indexed = base[1] + counts["indexed"]
         result.cpu_time_ms = meter.cpu_ms
         result.memory_peak_mb = meter.peak_mb
         return result

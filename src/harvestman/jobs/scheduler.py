@@ -192,6 +192,10 @@ class Scheduler:
             if run is not None and not run.stop.is_set():
                 run.reason = "cancelled"
                 run.stop.set()
+        # Each run's counts so far: whoever resumes one after this instance counts on.
+        await self.store.executions.record_progress(
+            [r.claim.execution for r in self._runs.values()]
+        )
         await self.log_writer.flush()
         if self.dispatcher is not None:  # the workers run them; the leader publishes them
             lead = self.leader.is_leader and not self._stopping.is_set()
@@ -413,6 +417,7 @@ class Scheduler:
         """Return a stopped run's execution to the broker's queue, unfinished, for another
         worker to resume; False when its lock is no longer this run's."""
         claim = run.claim
+        await self.store.executions.record_progress([claim.execution])  # counted on by the next
         if not await self.store.handover.hand_back(claim, self.instance_id):
             return False
         log.info(

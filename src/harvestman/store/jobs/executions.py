@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import case, delete, func, select, true
+from sqlalchemy import bindparam, case, delete, func, select, true, update
 from sqlalchemy.engine import RowMapping
 
 from harvestman.jobs.errors import NotFound
@@ -101,6 +101,31 @@ class ExecutionRepository:
     async def latest(self, job_id: int) -> Execution | None:
         page = await self.list(job_id, limit=1)
         return page.items[0] if page.items else None
+
+    async def record_progress(self, executions: Sequence[Execution]) -> None:
+        """Store the running ``executions``' counts so far (``items_crawled``, ``items_indexed``):
+        a holder that takes one over counts on from them."""
+        rows = [
+            {"eid": e.id, "crawled": e.items_crawled, "indexed": e.items_indexed}
+            for e in executions
+            if e.items_crawled or e.items_indexed
+        ]
+        if not rows:
+            return
+        statement = (
+            update(job_executions)
+            .where(
+                job_executions.c.id == bindparam("eid"),
+                job_executions.c.status == ExecutionStatus.RUNNING.value,
+            )
+            .values(items_crawled=bindparam("crawled"), items_indexed=bindparam("indexed"))
+        )
+
+        def _record() -> None:
+            with self._store.begin() as conn:
+                conn.execute(statement, rows)
+
+        await self._store.run(_record)
 
     # -- logs ---------------------------------------------------------------------------------
 
