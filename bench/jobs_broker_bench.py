@@ -99,7 +99,7 @@ async def end_to_end(args: argparse.Namespace) -> None:
         workdir = Path(tempfile.mkdtemp(prefix="bench-broker-"))
         async with (
             HostFarm(args.jobs, pages=args.pages, crawl_delay=args.delay) as farm,
-            fleet(env, workdir, workers=2) as running,
+            fleet(env, workdir, workers=args.workers) as running,
         ):
             jobs = {}
             for port, root in zip(farm.ports, farm.roots(), strict=True):
@@ -115,7 +115,9 @@ async def end_to_end(args: argparse.Namespace) -> None:
             for job_id in burst:
                 asked[job_id] = time.time()
                 await running.call("POST", f"/api/v2/jobs/{job_id}/force-run")
-            killed, victim = await kill_mid_way(running, {j: jobs[j] for j in burst}, farm)
+            killed, victim = None, None
+            if args.workers >= 2 and not args.no_kill:  # another worker takes over
+                killed, victim = await kill_mid_way(running, {j: jobs[j] for j in burst}, farm)
             runs = await running.wait_final(ids)
         stored = crawled(database_url)
 
@@ -126,7 +128,8 @@ async def end_to_end(args: argparse.Namespace) -> None:
     per_minute = len(burst) / (last - started) * 60
     print(
         f"jobs: {args.jobs} ({args.idle} idle, {len(burst)} burst), {args.pages} pages + /"
-        f" per host, delay {args.delay} s, 2 workers, prefetch {args.prefetch or 'default'}"
+        f" per host, delay {args.delay} s, {args.workers} workers,"
+        f" prefetch {args.prefetch or 'default'}, {'no kill' if victim is None else 'one killed'}"
     )
     print(
         f"idle dispatch, force-run -> running: p50 {percentile(idle_ms, 0.5):.0f} ms,"
@@ -151,10 +154,14 @@ async def end_to_end(args: argparse.Namespace) -> None:
     once = all(len(rs) == 1 for rs in runs.values())
     holders = {j: [holder_pid(h) for h in runs[j][0]["metadata"]["holders"]] for j in ids}
     changed = {j for j, hs in holders.items() if len(hs) > 1}
+    killed_said = (
+        ""
+        if victim is None or killed is None
+        else (f" (killed: job {killed}, holders {holders[killed]}, victim pid {victim.pid})")
+    )
     print(
         f"checks: statuses {sorted(statuses)}, one execution per force-run: {once},"
-        f" changed hands: {sorted(changed)} (killed: job {killed}, holders"
-        f" {holders[killed]}, victim pid {victim.pid})"
+        f" changed hands: {sorted(changed)}{killed_said}"
     )
     complete = stored.get("completed") == farm.expected_pages()
     again = sum(max(0, farm.hits[p] - 1) for p in farm.expected_pages())
@@ -388,6 +395,8 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=5)
     parser.add_argument("--delay", type=float, default=0.25)
     parser.add_argument("--prefetch", type=int, default=0, help="0: the default")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--no-kill", action="store_true", help="no worker killed in the burst")
     parser.add_argument("--probe", type=int, default=0, metavar="JOBS",
                         help="JOBS jobs every minute: the scheduler lag")  # fmt: skip
     parser.add_argument("--minutes", type=float, default=3.0, help="how long --probe runs")
