@@ -119,6 +119,7 @@ async def end_to_end(args: argparse.Namespace) -> None:
             if args.workers >= 2 and not args.no_kill:  # another worker takes over
                 killed, victim = await kill_mid_way(running, {j: jobs[j] for j in burst}, farm)
             runs = await running.wait_final(ids)
+            cpu = {w.pid: cpu_seconds(w.pid) for w in running.workers if w.returncode is None}
         stored = crawled(database_url)
 
     latency = {j: runs[j][0]["started_at"] - asked[j] for j in ids}
@@ -150,7 +151,12 @@ async def end_to_end(args: argparse.Namespace) -> None:
         f"burst makespan {last - started:.1f} s against {allowed:.2f} s politeness allows"
         f" ({len(ports)} hosts in parallel); at most {most_at_once(spans)} executions at once"
     )
+    print(
+        f"workers' CPU (alive at the end, since they started): {sum(cpu.values()):.1f} s,"
+        f" {sum(cpu.values()) / len(ids):.2f} s per execution"
+    )
     statuses = {s for rs in runs.values() for s in (r["status"] for r in rs)}
+
     once = all(len(rs) == 1 for rs in runs.values())
     holders = {j: [holder_pid(h) for h in runs[j][0]["metadata"]["holders"]] for j in ids}
     changed = {j for j, hs in holders.items() if len(hs) > 1}
@@ -304,6 +310,13 @@ def celery_report(n: int) -> None:
             f" time: p50 {percentile(ms, 0.5):.2f} ms, p99 {percentile(ms, 0.99):.2f} ms;"
             f" worker processes' RSS {rss:.0f} MB"
         )
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` and its children (parse processes) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def process_tree_rss_mb(pid: int) -> float:
