@@ -348,17 +348,19 @@ async def lock_checks(args: argparse.Namespace) -> None:
         schema = database_url.rsplit("%3D", 1)[1]
         now = time.time()
         with psycopg.connect(POSTGRES_URL, options=f"-csearch_path={schema}") as conn:
+            # One source per job: a source runs one execution at a time.
             conn.execute(
                 "INSERT INTO sources (name, start_urls, max_depth, scope, max_pages, enabled,"
-                " created_at, updated_at) VALUES ('s', '[]', 0, '{}', 0, false, %s, %s)",
-                (now, now),
+                " created_at, updated_at) SELECT 's' || g, '[]', 0, '{}', 0, false, %s, %s"
+                " FROM generate_series(1, %s) g",
+                (now, now, n),
             )
             # Every job hourly, due over the next hour: 1/60 of them due in any minute.
             conn.execute(
                 "INSERT INTO jobs (source_id, url, status, interval_minutes, interval_type,"
                 " schedule_enabled, adaptive_scheduling, max_retries, retry_backoff_seconds,"
                 " current_retry_count, next_run_at, is_paused, metadata, created_at, updated_at)"
-                " SELECT 1, 'http://a.example/' || g, 'scheduled', 60, 'minutes', true, false,"
+                " SELECT g, 'http://a.example/' || g, 'scheduled', 60, 'minutes', true, false,"
                 " 3, 60, 0, %s + (g %% 3600) - 1800, false, '{}', %s, %s"
                 " FROM generate_series(1, %s) g",
                 (now, now, now, n),

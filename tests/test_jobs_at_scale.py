@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from conftest import require_service
+from harvestman.errors import StoreError
 from harvestman.jobs import Action, ExecutionStatus, JobStatus, JobStore, Scheduler
 from harvestman.jobs.broker import Delivery, ExecutionMessage, ExecutionQueue
 from harvestman.jobs.consumer import ExecutionConsumer
@@ -317,3 +318,25 @@ async def test_a_force_run_published_by_a_later_poll_keeps_its_priority(
         await queue.cancel(tag)
 
     assert order == [by_hand.id, scheduled.id]  # published after it, it still goes first
+
+
+async def test_the_sweep_clears_no_lock_until_holders_could_renew_after_an_outage(
+    pg_store: tuple[JobStore, Clock],
+) -> None:
+    store, clock = pg_store
+    job = await new_job(store, "swept")
+    [claim] = await store.locks.claim_due("worker-1", 1)
+    scheduler = Scheduler(store, ScriptedRunner(), instance_id="leader", stale_lock_seconds=300)
+    scheduler.outage.failed(StoreError("connection refused"))  # what its loops saw
+    clock.now += 600  # the store was away ten minutes: nobody renewed anything
+    scheduler.outage.recovered()
+
+    right_after = await scheduler.sweep()
+    await store.locks.renew({claim.token: job.id})  # the live holder renews as it comes back
+    clock.now += 250
+    later = await scheduler.sweep()
+    clock.now += 100  # it renewed no more: 350 s, gone
+    dead = await scheduler.sweep()
+
+    assert (right_after["stale_locks_cleared"], later["stale_locks_cleared"]) == (0, 0)
+    assert dead["stale_locks_cleared"] == 1

@@ -59,7 +59,12 @@ class JobLocks:
             busy = jobs.alias("busy")
             source_busy = (
                 select(busy.c.id)
-                .where(busy.c.source_id == jobs.c.source_id, busy.c.lock_token.is_not(None))
+                .where(
+                    busy.c.source_id == jobs.c.source_id,
+                    busy.c.lock_token.is_not(None),
+                    # a held lock has its time set: ix_jobs_lock_acquired_at finds the few
+                    busy.c.lock_acquired_at.is_not(None),
+                )
                 .exists()
             )
             conditions = [
