@@ -69,7 +69,12 @@ class Settings(BaseSettings):
         "harvestman", min_length=1, max_length=100, description="prefix of the broker's queues"
     )
     broker_prefetch: int = Field(
-        1, ge=1, le=64, description="executions a worker runs at once (its unacked messages)"
+        16,
+        ge=1,
+        le=256,
+        description="executions a worker runs at once (its unacked messages); a"
+        " politeness-bound execution keeps about one request in flight, so 16 keep"
+        " crawl_concurrency's 32 busy with parsing and store time between",
     )
     broker_renew_interval: float = Field(
         2.0, gt=0, le=300, description="a worker renews its locks and looks for cancels every"
@@ -86,6 +91,13 @@ class Settings(BaseSettings):
     )
     broker_max_queued: int = Field(
         1000, ge=1, le=1_000_000, description="executions published and not yet taken, at most"
+    )
+    broker_republish_seconds: float = Field(
+        300.0,
+        gt=0,
+        le=86400,
+        description="a claim waiting in the queue this long is published again (its message"
+        " may be lost; a duplicate is dropped on delivery); it is never failed",
     )
 
     # crawl
@@ -333,6 +345,13 @@ class Settings(BaseSettings):
     )
     jobs_log_flush_interval: float = Field(
         1.0, gt=0, le=60, description="seconds between stores of a run's new log lines"
+    )
+    jobs_stale_lock_seconds: float = Field(
+        300.0,
+        gt=0,
+        le=86400,
+        description="a run's lock not renewed for this long is swept as failed (its holder is"
+        " gone); a claim waiting in the broker's queue is never stale",
     )
     # A run's log keeps at most 10,000 lines (jobs.logs.LogCapture): the URL lines stay below
     # it, so the run's own lines (its end, its errors) are never the ones dropped.
