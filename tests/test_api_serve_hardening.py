@@ -162,12 +162,9 @@ def test_a_nul_byte_is_a_422_not_a_store_outage(database_url: str, tmp_path: Pat
     with _serving(_env(database_url), tmp_path) as base:
         stats = httpx.get(f"{base}/api/stats?crawl=%00")
         jobs = httpx.get(f"{base}/api/v1/sources?name=%00", headers=bearer(Role.USER))
-    if database_url.startswith("postgresql"):
-        assert (stats.status_code, stats.json()["error"]["code"]) == (422, "invalid_value")
-        assert jobs.status_code == 422
-    else:  # SQLite stores NUL in text: nothing is found
-        assert stats.status_code == 404
-        assert jobs.status_code == 200
+    # Refused at the door on both stores, before SQLite could look for it or PostgreSQL refuse it.
+    assert (stats.status_code, stats.json()["error"]["code"]) == (422, "invalid_text")
+    assert (jobs.status_code, jobs.json()["error"]["code"]) == (422, "invalid_text")
 
 
 def _refusal(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, bytes]:

@@ -384,6 +384,12 @@ class Settings(BaseSettings):
     api_max_json_depth: int = Field(
         32, ge=2, le=200, description="deepest nesting of a JSON body (beyond: 422)"
     )
+    api_max_text_length: int = Field(
+        10_000,
+        ge=300,
+        le=1024**2,
+        description="longest string in a body or parameter, in characters (beyond: 422)",
+    )
     api_trusted_proxies: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="addresses whose X-Forwarded-For/-Proto are believed (comma-sep.; none)",

@@ -33,6 +33,7 @@ from fastapi import Request
 from harvestman.api.errors import ApiError
 from harvestman.api.keystrength import MIN_SECRET_LENGTH, secret_problem
 from harvestman.api.settings import DEV_SECRET
+from harvestman.api.text import check_parameters
 from harvestman.errors import ConfigError
 
 ALGORITHM = "HS256"
@@ -221,7 +222,9 @@ async def admit(request: Request) -> Principal:
 
 def access(role: Role, *, seed: bool = False) -> Callable[[Request], Awaitable[Principal]]:
     """The dependency of a route open to ``role`` and above (``seed``: the seed injection
-    limit applies too). Order: identify (401), rate-limit (429), authorize (403)."""
+    limit applies too). Order: identify (401), rate-limit (429), authorize (403), then the
+    request's query and path parameters are checked, once (``text``: NUL, lone surrogates,
+    length; 422)."""
 
     async def dependency(request: Request) -> Principal:
         from harvestman.api.context import context_of
@@ -236,6 +239,10 @@ def access(role: Role, *, seed: bool = False) -> Callable[[Request], Awaitable[P
             if principal.role is Role.ANONYMOUS:
                 raise _unauthorized("this endpoint needs a bearer token")
             raise ApiError(403, f"this endpoint needs the {role.value} role")
+        longest = ctx.settings.max_text_length
+        check_parameters(request.query_params.multi_items(), longest, "query parameter")
+        path = [(name, str(value)) for name, value in request.path_params.items()]
+        check_parameters(path, longest, "path parameter")
         return principal
 
     dependency.__name__ = f"access_{role.value}{'_seed' if seed else ''}"

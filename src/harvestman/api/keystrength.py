@@ -110,9 +110,9 @@ def _measured_problem(secret: str) -> str | None:
         kind = match["pattern"]
         if kind in _RULES:
             covered[kind] = covered.get(kind, 0) + len(match["token"])
-    for kind, count in covered.items():
+    for pattern, count in covered.items():
         if 2 * count >= len(secret):
-            return f"{_RULES[kind]} ({count} of its {len(secret)} characters)"
+            return f"{_RULES[pattern]} ({count} of its {len(secret)} characters)"
     guesses = float(result["guesses_log10"])
     if guesses < MIN_GUESSES_LOG10:
         return (
