@@ -27,7 +27,7 @@ from harvestman.api.auth import VerifiedTokens, resolve_secret
 from harvestman.api.context import ApiContext
 from harvestman.api.headers import HarvestmanApi, add_docs
 from harvestman.api.intake import RequestIntake
-from harvestman.api.logins import FailedLogins
+from harvestman.api.logins import SignInLimit
 from harvestman.api.paging import CountCache
 from harvestman.api.params import Anonymous
 from harvestman.api.ratelimit import Limiter, MemoryLimiter, RedisLimiter
@@ -149,7 +149,7 @@ def create_app(
         ),
         source_events=_source_events(api_settings, scheduler, source_events),
         counts=CountCache(api_settings.count_cache_seconds),
-        logins=FailedLogins(api_settings.login_failures, api_settings.rate_window),
+        logins=SignInLimit(sql_store, api_settings.login_failures, api_settings.rate_window),
         breakers=_breaker_states(api_settings),
     )
 
