@@ -395,7 +395,10 @@ class Settings(BaseSettings):
         description="addresses whose X-Forwarded-For/-Proto are believed (comma-sep.; none)",
     )
     api_login_failures: int = Field(
-        5, ge=1, description="failed sign-ins per window per user name and per client"
+        5,
+        ge=1,
+        description="sign-in attempts per window per user name and per client (a right one "
+        "given back)",
     )
     api_login_hours: float = Field(
         24.0, gt=0, le=24 * 365, description="lifetime of a token from POST /api/auth/login"

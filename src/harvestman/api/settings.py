@@ -48,7 +48,7 @@ class ApiSettings:
     max_json_depth: int = 32  # a JSON body nested deeper is a 422, parsed no further
     max_text_length: int = 10_000  # a longer string in a body or parameter is a 422
     trusted_proxies: list[str] = field(default_factory=list)  # whose X-Forwarded-For counts
-    login_failures: int = 5  # failed sign-ins per rate window, per user name and per client
+    login_failures: int = 5  # sign-in attempts per rate window, per name and per client
     login_hours: float = 24.0  # lifetime of a sign-in token
 
     @classmethod
