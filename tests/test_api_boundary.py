@@ -289,3 +289,24 @@ async def test_nan_and_infinity_are_not_json(api: Api) -> None:
         body = f'{{{job}, "metadata": {{"x": {constant}}}}}'
         answer = await api.post("/api/v1/jobs", content=body.encode())
         assert (answer.status_code, answer.json()["error"]["code"]) == (422, "invalid_json")
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"start_urls": ["http://a.example/", "http://10.1.2.3/private-path"]}, "start_urls.1"),
+        ({"start_urls": ["javascript:alert(1)//private-path"]}, "start_urls.0"),
+        (
+            {"scope": {"allow_domains": ["a.example", "exa mple private-path"]}},
+            "scope.allow_domains.1",
+        ),
+        ({"scope": {"include": ["(private-path"]}}, "scope.include.0"),
+    ],
+)
+async def test_a_refused_value_is_named_by_its_place_not_repeated(
+    api: Api, body: dict[str, Any], field: str
+) -> None:
+    source = {"name": "s", "start_urls": ["http://a.example/"], **body}
+    answer = await api.post("/api/v1/sources", json=source)
+    _assert_refused_without_echo(answer, "private-path")
+    assert answer.json()["error"]["details"]["field"] == field
