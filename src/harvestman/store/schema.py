@@ -458,7 +458,7 @@ users = Table(
 
 # Sign-in attempts per key (``name:<user>``, ``client:<address>``) in the current window
 # (``store.users``): counted in the store, so every ``serve`` sharing it counts together, and
-# before the password is checked. Added by migration 0023.
+# before the password is checked. Added by migration 0024.
 sign_in_attempts = Table(
     "sign_in_attempts",
     metadata,

@@ -1,4 +1,4 @@
-"""Sign-in attempts counted in the store (``sign_in_attempts``, migration 0023), so that every
+"""Sign-in attempts counted in the store (``sign_in_attempts``, migration 0024), so that every
 ``serve`` sharing the store counts together, and counted before the password is checked.
 
 ``reserve_sign_in`` adds one attempt to each key in one transaction, an upsert per key

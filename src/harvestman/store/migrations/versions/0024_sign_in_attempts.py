@@ -1,7 +1,7 @@
 """sign-in attempts counted in the store: ``sign_in_attempts``
 
-Revision ID: 0023
-Revises: 0022
+Revision ID: 0024
+Revises: 0023
 
 The API limited failed sign-ins in each process's memory, reading the count before the
 password check and adding to it after: concurrent guesses all passed the read (72 checked
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0023"
-down_revision = "0022"
+revision = "0024"
+down_revision = "0023"
 branch_labels = None
 depends_on = None
 
