@@ -403,12 +403,21 @@ class Settings(BaseSettings):
     api_max_json_depth: int = Field(
         32, ge=2, le=200, description="deepest nesting of a JSON body (beyond: 422)"
     )
+    api_max_text_length: int = Field(
+        10_000,
+        ge=300,
+        le=1024**2,
+        description="longest string in a body or parameter, in characters (beyond: 422)",
+    )
     api_trusted_proxies: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="addresses whose X-Forwarded-For/-Proto are believed (comma-sep.; none)",
     )
     api_login_failures: int = Field(
-        5, ge=1, description="failed sign-ins per window per user name and per client"
+        5,
+        ge=1,
+        description="sign-in attempts per window per user name and per client (a right one "
+        "given back)",
     )
     api_login_hours: float = Field(
         24.0, gt=0, le=24 * 365, description="lifetime of a token from POST /api/auth/login"
