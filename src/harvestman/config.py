@@ -177,7 +177,7 @@ class Settings(BaseSettings):
     # parsed, and only so many sitemaps are fetched and read at once: memory does not depend on
     # what the sitemaps hold (crawl/pages.py's ListingReader).
     sitemap_batch_size: int = Field(
-        5000, ge=1, le=100_000, description="sitemap URLs parsed and written at once"
+        1000, ge=1, le=100_000, description="sitemap URLs parsed and written at once"
     )
     sitemap_concurrency: int = Field(
         2, ge=1, le=64, description="sitemaps fetched and read at once (each body is held)"

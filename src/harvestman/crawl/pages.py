@@ -48,7 +48,7 @@ class ListingReader:
         feed_poll_interval: float,
         normalizer: UrlNormalizer | None = None,
         writer: BatchWriter | None = None,
-        batch_size: int = 5000,
+        batch_size: int = 1000,
         concurrency: int = 2,
     ) -> None:
         self.discovery = discovery
