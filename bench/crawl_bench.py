@@ -480,13 +480,12 @@ def parse_args() -> argparse.Namespace:
         "--profile", action="store_true", help="run the crawler under cProfile (slower)"
     )
     args = parser.parse_args()
+    args.sitemaps = args.sitemaps or bool(args.sitemap_urls)
     polite = is_polite(args)
     if args.frontier and args.max_pages is None:
         args.max_pages = 5000
-    if args.sitemap_urls:
-        args.sitemaps = True
-        if args.max_pages is None:
-            args.max_pages = 20_000
+    if args.sitemap_urls and args.max_pages is None:
+        args.max_pages = 20_000
     if args.delay is None:
         args.delay = 1.0 if polite else 0.0
     if args.per_host_concurrency is None:

@@ -12,10 +12,12 @@ from aiohttp import web
 
 from conftest import SettingsFactory, serve
 from harvestman.crawl import Crawler
+from harvestman.crawl.discovery import Discovery
 from harvestman.discovery.listing_stream import ListingStream
 from harvestman.discovery.listings import read_listing
 from harvestman.discovery.sitemaps import SitemapReader, parse_sitemap
 from harvestman.records import NewUrl
+from harvestman.stats import Stats
 from harvestman.store import SqlStore
 
 SITEMAP = "https://example.com/sitemap.xml"
@@ -175,3 +177,30 @@ async def test_a_crawl_writes_sitemap_urls_in_bounded_batches(
     # a sitemap's 3,000 URLs, nor the 9,000 of the index.
     assert max(written) <= 2 * BATCH
     assert sum(written) >= CHILDREN * PER_CHILD
+
+
+def test_listed_pages_do_not_fill_the_seen_cache() -> None:
+    discovery = Discovery(Stats(), max_depth=3, seen_cache_size=1000)
+    stream = ListingStream(
+        urlset([f"https://example.com/p/{n}" for n in range(5000)]),
+        SITEMAP,
+        depth=0,
+        max_depth=3,
+        max_urls=50_000,
+        max_bytes=1 << 24,
+        in_scope=lambda url: True,
+    )
+    child = NewUrl("https://example.com/s.xml", "h", "example.com", 1, 3, "sitemap")
+
+    listed = [
+        row for batch in stream.batches(1000) for row in discovery.listed(batch, 7, "sitemap")
+    ]
+    listed += discovery.listed([child], 7, "sitemap")
+
+    # Every listed row goes to the store, found on row 7 ...
+    assert len(listed) == 5001
+    assert {(row.parent_id, row.via) for row in listed} == {(7, "sitemap")}
+    # ... but only the child sitemap is remembered: 5,000 (or 2,000,000) listed pages would
+    # push the links a crawl keeps meeting out of the cache.
+    assert len(discovery.seen) == 1
+    assert child.url in discovery.seen
