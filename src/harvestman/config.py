@@ -180,7 +180,7 @@ class Settings(BaseSettings):
         1000, ge=1, le=100_000, description="sitemap URLs parsed and written at once"
     )
     sitemap_concurrency: int = Field(
-        2, ge=1, le=64, description="sitemaps fetched and read at once (each body is held)"
+        1, ge=1, le=64, description="sitemaps fetched and read at once (each body is held)"
     )
     feed_poll_interval: float = Field(3600.0, gt=0, description="a feed is due again after")
     pagination_max_page: int = Field(10_000, ge=2)

@@ -49,7 +49,7 @@ class ListingReader:
         normalizer: UrlNormalizer | None = None,
         writer: BatchWriter | None = None,
         batch_size: int = 1000,
-        concurrency: int = 2,
+        concurrency: int = 1,
     ) -> None:
         self.discovery = discovery
         self.writer = writer  # None: sitemaps are read whole, like feeds
