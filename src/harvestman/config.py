@@ -185,6 +185,15 @@ class Settings(BaseSettings):
     sitemap_max_urls: int = Field(50_000, ge=1)
     sitemap_max_bytes: int = Field(50 * 1024 * 1024, ge=1024)
     sitemap_max_depth: int = Field(3, ge=0, le=10, description="nesting of sitemap indexes")
+    # A sitemap's URLs go to the frontier a batch at a time, each written before the next is
+    # parsed, and only so many sitemaps are fetched and read at once: memory does not depend on
+    # what the sitemaps hold (crawl/pages.py's ListingReader).
+    sitemap_batch_size: int = Field(
+        1000, ge=1, le=100_000, description="sitemap URLs parsed and written at once"
+    )
+    sitemap_concurrency: int = Field(
+        1, ge=1, le=64, description="sitemaps fetched and read at once (each body is held)"
+    )
     feed_poll_interval: float = Field(3600.0, gt=0, description="a feed is due again after")
     pagination_max_page: int = Field(10_000, ge=2)
     archives_min_interval: float = Field(86400.0, gt=0)

@@ -1,13 +1,16 @@
 """Sitemaps: XML urlsets and indexes, plain-text lists, RSS and Atom feeds used as sitemaps.
 
 :func:`parse_sitemap` turns the bytes of one sitemap into page URLs (with their ``lastmod``) and
-child sitemap URLs, each as the document wrote it: white space trimmed, entities and CDATA decoded,
-a feed's relative link resolved (against the ``xml:base`` in scope), nothing normalized (no case
-folding, no reordered query, no dropped parameter). Normalizing, and dropping what cannot be
-crawled, is the frontier's job (:mod:`harvestman.discovery.listings`). It streams: a gzip body
-(detected by its magic bytes) is inflated in chunks of 64 KiB and each chunk goes straight to a
-pull parser, so memory stays bounded whatever the body holds, and nothing past ``max_bytes`` of
-decompressed data is ever produced.
+child sitemap URLs, each as the document wrote it: white space trimmed, entities and CDATA
+decoded, a feed's relative link resolved (against the ``xml:base`` in scope), nothing normalized
+(no case folding, no reordered query, no dropped parameter). Normalizing, and dropping what
+cannot be crawled, is the frontier's job (:mod:`harvestman.discovery.listings`). It streams: a
+gzip body (detected by its magic bytes) is inflated in chunks of 64 KiB and each chunk goes
+straight to a pull parser, so memory stays bounded whatever the body holds, and nothing past
+``max_bytes`` of decompressed data is ever produced. :class:`SitemapReader` hands the entries
+over as they are parsed, in batches of a bounded size, so a caller never holds more than a
+batch of a sitemap's 50,000 URLs; :func:`parse_sitemap` collects them all (for feeds and small
+documents).
 
 XML is parsed with expat, never resolving entities: a document declaring an entity (the "billion
 laughs" bomb, ``<!ENTITY x SYSTEM "file:///etc/passwd">``) is refused at the declaration, and no
@@ -29,7 +32,14 @@ from typing import Final, NoReturn
 from urllib.parse import urljoin
 from xml.parsers import expat
 
-__all__ = ["MAX_SITEMAP_BYTES", "MAX_SITEMAP_URLS", "Sitemap", "SitemapUrl", "parse_sitemap"]
+__all__ = [
+    "MAX_SITEMAP_BYTES",
+    "MAX_SITEMAP_URLS",
+    "Sitemap",
+    "SitemapReader",
+    "SitemapUrl",
+    "parse_sitemap",
+]
 
 MAX_SITEMAP_URLS: Final = 50_000
 MAX_SITEMAP_BYTES: Final = 50 * 1024 * 1024
@@ -232,6 +242,7 @@ class _Collector:
         self._url = url
         self._max_urls = max_urls
         self._unlisted = 0
+        self.count = 0  # entries kept so far (handed over in batches or not)
 
     def skip(self, reason: str) -> None:
         if len(self.result.errors) < _MAX_LISTED:
@@ -253,8 +264,9 @@ class _Collector:
         ``relative`` resolves ``loc`` when it is relative, against ``base`` (the ``xml:base``
         in scope) or else the document's URL.
         """
-        if len(self.result.urls) + len(self.result.sitemaps) >= self._max_urls:
+        if self.count >= self._max_urls:
             raise _Stop(f"truncated at {self._max_urls} URLs")
+        self.count += 1
         if relative and not _HAS_SCHEME(loc):
             loc = _resolve(loc, base or self._url)
         if index:
@@ -530,6 +542,96 @@ class _Body:
             self._cut("truncated gzip stream")
 
 
+class SitemapReader:
+    """One sitemap document fetched from ``url``, read a 64 KiB chunk at a time.
+
+    Iterating :meth:`batches` yields ``(urls, sitemaps)`` pairs of at most ``size`` entries
+    together, as they are parsed; once it is exhausted, ``kind`` and ``errors`` say what the
+    document was and what was skipped (see :func:`parse_sitemap` for the rules). Never raises,
+    whatever ``body`` holds. Memory: the body (which the caller holds anyway), the parser's
+    state, and one chunk's entries.
+
+    >>> reader = SitemapReader(
+    ...     b"<urlset><url><loc>https://a.test/1</loc></url><url><loc>https://a.test/2</loc>"
+    ...     b"</url><url><loc>https://a.test/3</loc></url></urlset>",
+    ...     "https://a.test/sitemap.xml",
+    ... )
+    >>> [[u.loc for u in urls] for urls, _ in reader.batches(2)], reader.kind
+    ([['https://a.test/1', 'https://a.test/2'], ['https://a.test/3']], 'urlset')
+    """
+
+    def __init__(
+        self,
+        body: bytes,
+        url: str,
+        *,
+        max_urls: int = MAX_SITEMAP_URLS,
+        max_bytes: int = MAX_SITEMAP_BYTES,
+    ) -> None:
+        self._result = Sitemap(urls=[], sitemaps=[], errors=[], kind="invalid")
+        self._out = _Collector(self._result, url, max_urls)
+        self._chunks = _Body(body, max_bytes, self._result.errors)
+
+    @property
+    def kind(self) -> str:
+        return self._result.kind
+
+    @property
+    def errors(self) -> list[str]:
+        return self._result.errors
+
+    @property
+    def count(self) -> int:
+        """Entries (pages and child sitemaps) read so far."""
+        return self._out.count
+
+    def batches(self, size: int) -> Iterator[tuple[list[SitemapUrl], list[str]]]:
+        """The entries as they are parsed, at most ``size`` (>= 1) in each pair."""
+        for _ in self._parse():
+            yield from self._take(size, final=False)
+        yield from self._take(size, final=True)
+
+    def _take(self, size: int, *, final: bool) -> Iterator[tuple[list[SitemapUrl], list[str]]]:
+        result = self._result
+        while len(result.urls) + len(result.sitemaps) >= (1 if final else size):
+            urls, sitemaps = (
+                result.urls[:size],
+                result.sitemaps[: size - min(size, len(result.urls))],
+            )
+            del result.urls[: len(urls)]
+            del result.sitemaps[: len(sitemaps)]
+            yield urls, sitemaps
+
+    def _parse(self) -> Iterator[None]:
+        """Feed the chunks to the parser, pausing after each one."""
+        result, chunks = self._result, self._chunks
+        feed: Callable[[bytes, bool], bool] | None = None
+        head = b""
+        for chunk in chunks:
+            if feed is None:
+                # Find the first significant byte: a BOM or white space before an XML
+                # declaration would make expat reject it.
+                head += chunk
+                if len(head) < len(_BOM_UTF8) and head == _BOM_UTF8[: len(head)]:
+                    continue
+                head = head.removeprefix(_BOM_UTF8).lstrip(_WHITESPACE)
+                if not head:
+                    continue
+                is_xml = head[:1] == b"<" or head[:2] in (b"\xff\xfe", b"\xfe\xff")
+                feed = (_XmlSink(self._out) if is_xml else _TextSink(self._out)).feed
+                chunk, head = head, b""
+            if not feed(chunk, False):
+                break
+            yield
+        else:
+            if feed is None:
+                if chunks.complete:
+                    result.errors.append("empty body")
+            elif chunks.complete:
+                feed(b"", True)
+        self._out.finish()
+
+
 def parse_sitemap(
     body: bytes,
     url: str,
@@ -544,7 +646,8 @@ def parse_sitemap(
     a sitemap index, RSS (2.0 or 1.0) or Atom (1.0 or 0.3) apart. Every URL is returned as
     written (feed links resolved against ``url``); the caller normalizes them. At most
     ``max_urls`` entries are kept and at most ``max_bytes`` of (decompressed) body are read;
-    past either limit parsing stops and the reason is recorded.
+    past either limit parsing stops and the reason is recorded. All entries are held at once:
+    a large sitemap is read with :class:`SitemapReader`, a batch at a time.
 
     >>> sitemap = parse_sitemap(
     ...     b"<urlset><url><loc> HTTP://Example.com/a?b=1&amp;a=2 </loc>"
@@ -554,31 +657,10 @@ def parse_sitemap(
     >>> sitemap.kind, [(u.loc, u.lastmod.isoformat()) for u in sitemap.urls]
     ('urlset', [('HTTP://Example.com/a?b=1&a=2', '2024-05-06T00:00:00+00:00')])
     """
-    result = Sitemap(urls=[], sitemaps=[], errors=[], kind="invalid")
-    out = _Collector(result, url, max_urls)
-    chunks = _Body(body, max_bytes, result.errors)
-    feed: Callable[[bytes, bool], bool] | None = None
-    head = b""
-    for chunk in chunks:
-        if feed is None:
-            # Find the first significant byte: a BOM or white space before an XML declaration
-            # would make expat reject it.
-            head += chunk
-            if len(head) < len(_BOM_UTF8) and head == _BOM_UTF8[: len(head)]:
-                continue
-            head = head.removeprefix(_BOM_UTF8).lstrip(_WHITESPACE)
-            if not head:
-                continue
-            is_xml = head[:1] == b"<" or head[:2] in (b"\xff\xfe", b"\xfe\xff")
-            feed = (_XmlSink(out) if is_xml else _TextSink(out)).feed
-            chunk, head = head, b""
-        if not feed(chunk, False):
-            break
-    else:
-        if feed is None:
-            if chunks.complete:
-                result.errors.append("empty body")
-        elif chunks.complete:
-            feed(b"", True)
-    out.finish()
+    reader = SitemapReader(body, url, max_urls=max_urls, max_bytes=max_bytes)
+    result = Sitemap(urls=[], sitemaps=[], errors=reader.errors, kind="invalid")
+    for urls, sitemaps in reader.batches(max(1, max_urls)):
+        result.urls += urls
+        result.sitemaps += sitemaps
+    result.kind = reader.kind
     return result
