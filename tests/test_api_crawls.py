@@ -249,7 +249,7 @@ async def test_a_refused_start_url_names_the_setting_once(make_settings: Setting
         assert refused.status_code == 422
         error = refused.json()["error"]
         assert error["message"] == (
-            "start_urls: http://127.0.0.1:19200/ is refused: 127.0.0.1 port 19200 is a"
+            "start_urls.0: URL refused: 127.0.0.1 port 19200 is a"
             " non-public address outside the network allow-list. To crawl it, add"
             ' "127.0.0.1:19200" to the setting network_allow and restart serve:'
             " HARVESTMAN_NETWORK_ALLOW=127.0.0.1:19200 in its environment, or network_allow ="

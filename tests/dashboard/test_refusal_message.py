@@ -41,7 +41,7 @@ async def test_a_refused_start_url_is_told_once_with_the_setting(tmp_path: Path)
         finally:
             await browser.close()
     assert shown == (
-        f"start_urls: {REFUSED} is refused: 10.11.12.13 port 8080 is a non-public address"
+        "start_urls.0: URL refused: 10.11.12.13 port 8080 is a non-public address"
         ' outside the network allow-list. To crawl it, add "10.11.12.13:8080" to the setting'
         " network_allow and restart serve: HARVESTMAN_NETWORK_ALLOW=10.11.12.13:8080 in its"
         ' environment, or network_allow = ["10.11.12.13:8080"] in its config file (a CIDR such'
