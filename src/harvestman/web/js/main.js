@@ -11,6 +11,7 @@ import * as jobs from "./views/jobs.js";
 import * as job from "./views/job.js";
 import * as frontier from "./views/frontier.js";
 import * as pages from "./views/pages.js";
+import * as page from "./views/page.js";
 import * as products from "./views/products.js";
 import * as product from "./views/product.js";
 import * as scheduler from "./views/scheduler.js";
@@ -23,6 +24,7 @@ const ROUTES = [
   [/^\/jobs\/(\d+)$/, job, "Job"],
   [/^\/frontier$/, frontier, "Frontier"],
   [/^\/pages$/, pages, "Pages"],
+  [/^\/pages\/(\d+)$/, page, "Page"],
   [/^\/products$/, products, "Products"],
   [/^\/products\/(\d+)$/, product, "Product"],
   [/^\/scheduler$/, scheduler, "Scheduler"],
@@ -103,7 +105,8 @@ function route() {
     cleanup();
     cleanup = null;
   }
-  const path = location.hash.replace(/^#/, "") || "/overview";
+  // A view's own state (the crawl shown, filters) follows a "?" in the address.
+  const [path, queryText = ""] = (location.hash.replace(/^#/, "") || "/overview").split("?", 2);
   for (const link of document.querySelectorAll("nav a")) {
     const target = link.getAttribute("href").slice(1);
     link.toggleAttribute("aria-current", path === target || path.startsWith(`${target}/`));
@@ -126,7 +129,7 @@ function route() {
   const [pattern, view, name] = found;
   document.title = `${name} · Harvestman`;
   main.replaceChildren();
-  cleanup = view.render(main, { match: path.match(pattern) }) || null;
+  cleanup = view.render(main, { match: path.match(pattern), query: new URLSearchParams(queryText) }) || null;
   main.focus({ preventScroll: true });
 }
 

@@ -2,6 +2,7 @@
 // execution history and the live log stream of its latest run.
 
 import { api, describe, download } from "../api.js";
+import { viewLink } from "../crawls.js";
 import { fill, h } from "../dom.js";
 import { clock, ms, num, pct, relative, time } from "../format.js";
 import { Pager } from "../pager.js";
@@ -18,6 +19,7 @@ export function render(main, { match }) {
   const notice = h("p", { role: "status", "data-testid": "job-status" });
   const facts = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   const actions = h("div");
+  const results = h("div", { class: "results", "data-testid": "job-results" });
   const formBox = h("div");
   const statsBox = h("div");
   const runs = h("div");
@@ -34,7 +36,7 @@ export function render(main, { match }) {
   fill(main,
     h("p", {}, h("a", { href: "#/jobs" }, "← All jobs")),
     title,
-    h("section", { class: "panel", "aria-label": "Job" }, facts, actions, notice),
+    h("section", { class: "panel", "aria-label": "Job" }, facts, results, actions, notice),
     formBox,
     h("div", { class: "grid2" },
       h("section", { class: "panel", "aria-labelledby": "runs-title" }, h("h2", { id: "runs-title" }, "Execution history"), statsBox, runs),
@@ -62,6 +64,15 @@ export function render(main, { match }) {
       isAdmin() ? h("button", { type: "button", onclick: openEdit }, "Edit") : null));
   }
 
+  /** Where the job's results are: its crawl (namespace), and each view opened on it. */
+  function drawResults() {
+    const crawl = job.namespace || `source-${job.source_id}`;
+    const to = (path, label) => h("a", { href: viewLink(path, crawl), "data-testid": `job-${label.toLowerCase()}` }, label);
+    fill(results, h("p", {},
+      "Its results are in the crawl ", h("strong", { "data-testid": "job-namespace" }, crawl), ": ",
+      to("/pages", "Pages"), " · ", to("/products", "Products"), " · ", to("/errors", "Errors"), " · ", to("/frontier", "Frontier")));
+  }
+
   function openEdit() {
     fill(formBox, jobForm(job, {
       onSaved: (saved) => { job = saved; fill(formBox); drawJob(); notice.textContent = "Saved."; notice.className = "notice"; },
@@ -78,6 +89,7 @@ export function render(main, { match }) {
       job = await api(`/api/v1/jobs/${id}`);
       if (closed) return;
       drawJob();
+      drawResults();
       const ran = job.last_run_at !== null || job.status === "running";
       if (mayFollow && !following && (followedOnce ? job.status === "running" : ran)) followLog();
     } catch (exc) {

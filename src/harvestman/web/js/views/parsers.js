@@ -4,6 +4,7 @@
 // promote and roll back for an admin.
 
 import { api, describe } from "../api.js";
+import { crawlPicker, emptyFor, scopeText } from "../crawls.js";
 import { fill, h } from "../dom.js";
 import { num, pct, time } from "../format.js";
 import { isAdmin } from "../session.js";
@@ -15,14 +16,18 @@ function halved(rate, baseline) {
 }
 
 export function render(main) {
-  const crawlInput = h("input", { type: "text", name: "crawl", placeholder: "serve's crawl", "aria-label": "Crawl" });
+  let crawls = [];
+  const crawl = crawlPicker({ name: "crawl", onChange: () => load() });
+  crawl.input.ready.then((found) => { crawls = found; });
+  const scope = h("p", { class: "muted", "data-testid": "crawl-scope" });
   const statsBox = h("div", { "data-testid": "parser-stats" }, h("p", { class: "muted" }, "Loading…"));
   const rolloutsBox = h("div", { "data-testid": "parser-rollouts" });
   const status = h("p", { role: "status", class: "muted" });
   fill(main,
     h("h1", {}, "Parsers"),
     h("form", { class: "filters", onsubmit: (event) => { event.preventDefault(); load(); } },
-      h("label", {}, "Crawl ", crawlInput), h("button", { type: "submit" }, "Show")),
+      h("label", {}, "Crawl ", crawl.input)),
+    scope,
     h("section", { class: "panel", "aria-labelledby": "parser-rates-title" },
       h("h2", { id: "parser-rates-title" }, "Success rate per domain and version"), statsBox),
     h("section", { class: "panel", "aria-labelledby": "rollouts-title" },
@@ -65,13 +70,14 @@ export function render(main) {
   }
 
   async function load() {
-    const crawl = crawlInput.value.trim();
+    const name = crawl.input.value;
+    scope.textContent = scopeText(name);
     try {
-      const stats = await api("/api/parsers/stats", { query: crawl ? { crawl } : {} });
+      const stats = await api("/api/parsers/stats", { query: name ? { crawl: name } : {} });
       fill(statsBox, dataTable({
         rows: stats.items,
         testid: "parser-lines",
-        emptyText: "No site parser has run in this crawl.",
+        emptyText: name ? emptyFor("site parser run", name, crawls) : "No site parser has run in any crawl.",
         rowKey: (l) => `${l.host} ${l.parser} ${l.version}`,
         columns: [
           { key: "host", label: "Domain" },
