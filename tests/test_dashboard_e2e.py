@@ -215,11 +215,11 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
         )
     assert (stored.json()["priority"], stored.json()["paused"]) == (7, False)
 
-    # Pages of the job's crawl, narrowed to a title.
+    # Pages of the job's crawl, chosen in the crawl select and kept in the address.
     await _nav(page, "Pages").click()
-    await page.get_by_label("Crawl").fill(f"source-{served.source_id}")
-    await page.get_by_role("button", name="Search").click()
+    await page.get_by_label("Crawl").select_option(f"source-{served.source_id}")
     await expect(page.get_by_test_id("pages-table")).to_contain_text(site.url("/"))
+    assert page.url.endswith(f"#/pages?crawl=source-{served.source_id}")
     await page.screenshot(path=screenshot_path("pages"), full_page=True)
 
     # Scheduler: the slots and a rebalance preview.
@@ -236,8 +236,7 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
     )  # fmt: skip
     assert rollout.status_code == 200, rollout.text
     await _nav(page, "Parsers").click()
-    await page.get_by_label("Crawl").fill(f"source-{served.source_id}")
-    await page.get_by_role("button", name="Show").click()
+    await page.get_by_label("Crawl").select_option(f"source-{served.source_id}")
     await expect(page.get_by_test_id("parser-rollouts")).to_contain_text(
         "shelf 2 on 127.0.0.1: 25.0% of pages"
     )
