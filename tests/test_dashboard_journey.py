@@ -27,10 +27,12 @@ from shopsite import Shop, running_shop
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.timeout(120),
+    pytest.mark.timeout(240),
     pytest.mark.xdist_group("dashboard_journey"),
 ]
 WAIT = 20_000  # ms
+# Without a broker a job made due waits for the scheduler's next poll (every 10 s), then runs.
+RUN_WAIT = 45_000
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -111,7 +113,7 @@ async def test_a_new_user_crawls_a_shop_sees_its_results_and_a_price_change(
     crawl = (await namespace.text_content() or "").strip()
     await page.get_by_role("button", name=re.compile(r"^Run now")).click()
     runs = page.get_by_test_id("executions-table")
-    await expect(runs.locator("tbody tr").first).to_contain_text("completed")
+    await expect(runs.locator("tbody tr").first).to_contain_text("completed", timeout=RUN_WAIT)
     await page.screenshot(path=screenshot_path("journey-job"), full_page=True)
 
     # Its pages, from the job's page: the view opens on the job's crawl.
@@ -146,8 +148,8 @@ async def test_a_new_user_crawls_a_shop_sees_its_results_and_a_price_change(
     shop.prices["kettle"] = "19.50"
     await page.goto(job_url)
     await page.get_by_role("button", name=re.compile(r"^Run now")).click()
-    await expect(runs.locator("tbody tr")).to_have_count(2)
-    await expect(runs.locator("tbody tr").first).to_contain_text("completed")
+    await expect(runs.locator("tbody tr")).to_have_count(2, timeout=RUN_WAIT)
+    await expect(runs.locator("tbody tr").first).to_contain_text("completed", timeout=RUN_WAIT)
     # The run's log has a line for each URL it fetched.
     log = page.get_by_test_id("job-log")
     for path in ("/", "/p/kettle", "/p/toaster", "/js"):

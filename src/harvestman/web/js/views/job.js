@@ -32,6 +32,7 @@ export function render(main, { match }) {
   let following = null; // AbortController of the log stream
   let refresh = null;
   let followedOnce = false;
+  let runSeen = null; // the state and last run the history was drawn for
 
   fill(main,
     h("p", {}, h("a", { href: "#/jobs" }, "← All jobs")),
@@ -90,8 +91,14 @@ export function render(main, { match }) {
       if (closed) return;
       drawJob();
       drawResults();
+      // A run may start and end between two looks (a small site takes a second): the history
+      // is read again whenever the job's state or last run moved, not only after a followed log.
+      const seen = `${job.status} ${job.last_run_at}`;
+      const moved = runSeen !== null && seen !== runSeen;
+      if (moved) loadRuns();
+      runSeen = seen;
       const ran = job.last_run_at !== null || job.status === "running";
-      if (mayFollow && !following && (followedOnce ? job.status === "running" : ran)) followLog();
+      if (mayFollow && !following && (followedOnce ? job.status === "running" || moved : ran)) followLog();
     } catch (exc) {
       fill(facts, h("p", { class: "error-text" }, describe(exc)));
     }
