@@ -2,7 +2,7 @@
 // (GET /api/products), in the API's order; each name opens the product view.
 
 import { api, describe } from "../api.js";
-import { crawlPicker, emptyFor, scopeText } from "../crawls.js";
+import { crawlOf, crawlPicker, emptyFor, scopeText } from "../crawls.js";
 import { field, fill, h } from "../dom.js";
 import { time } from "../format.js";
 import { Pager } from "../pager.js";
@@ -80,8 +80,9 @@ export function render(main) {
           { key: "brand", label: "Brand" },
           { key: "rating", label: "Rating", numeric: true },
           { key: "domain", label: "Domain" },
+          !filters.crawl && answer.items.some(crawlOf) ? { key: "crawl", label: "Crawl", render: crawlOf } : null,
           { key: "changed", label: "Changed", render: (p) => time(p.seen.changed_at) },
-        ],
+        ].filter(Boolean),
       }), pager.controls(load));
     } catch (exc) {
       fill(box, h("p", { class: "error-text" }, describe(exc)));
