@@ -3,6 +3,7 @@
 
 import { describe, download } from "./api.js";
 import { h } from "./dom.js";
+import { num } from "./format.js";
 
 /** "CSV" and "JSONL" buttons fetching `path` with the filters `current()` gives, and a line
  * saying what the file holds or what went wrong. */
@@ -15,8 +16,9 @@ export function downloadButtons(path, current, what) {
       if (!query) return;
       status.textContent = `Preparing the ${format.toUpperCase()} file…`;
       try {
-        await download(path, { query: { ...query, format } });
-        status.textContent = `Downloaded every ${what} of these filters as ${format.toUpperCase()}.`;
+        const saved = await download(path, { query: { ...query, format } });
+        const most = Number(saved.headers.get("X-Export-Limit")) || null;
+        status.textContent = `Saved ${saved.name}: every ${what} of these filters${most ? ` (up to ${num(most)})` : ""}.`;
       } catch (exc) {
         status.textContent = describe(exc);
       }
