@@ -7,7 +7,7 @@ import { num, relative } from "../format.js";
 import { Pager } from "../pager.js";
 import { isAdmin } from "../session.js";
 import { dataTable } from "../table.js";
-import { crawlNames, crawlOf, crawlPicker, emptyFor, scopeText } from "../crawls.js";
+import { crawlNames, crawlOf, crawlPicker, emptyFor, hashQuery, keepInHash, scopeText } from "../crawls.js";
 
 const PRIORITY = { 3: "high", 2: "normal", 1: "low" };
 const URL_STATES = ["pending", "in_progress", "completed", "failed", "blocked"];
@@ -37,8 +37,11 @@ export function render(main) {
   let crawls = [];
   const crawl = crawlInput("crawl", { onChange: () => { pager.reset(); load(); } });
   crawl.input.ready.then((found) => { crawls = found; });
+  // Pending URLs unless the address says otherwise ("status=any" for every status).
+  const asked = hashQuery().get("status");
+  const wanted = asked === "any" ? "" : asked || "pending";
   const status = h("select", { name: "status" },
-    h("option", { value: "" }, "any status"), URL_STATES.map((v) => h("option", { value: v, selected: v === "pending" }, v)));
+    h("option", { value: "" }, "any status"), URL_STATES.map((v) => h("option", { value: v, selected: v === wanted }, v)));
   const host = h("input", { name: "host", type: "search", placeholder: "exact host, e.g. example.com" });
   const statsBox = h("div", { class: "cards", "data-testid": "frontier-stats" });
   const box = h("div", {}, h("p", { class: "muted" }, "Loading…"));
@@ -65,7 +68,7 @@ export function render(main) {
       sort,
       onSort: (next) => { sort = next; draw(); },
       caption: "Sorting applies to the rows shown.",
-      emptyText: emptyFor("URL in the frontier", crawl.input.value, crawls),
+      emptyText: emptyFor(status.value ? `${status.value.replace("_", " ")} URL` : "URL", crawl.input.value, crawls),
       columns: [
         { key: "url", label: "URL", url: true, sortable: true },
         rows.some(crawlOf) && !crawl.input.value ? { key: "crawl", label: "Crawl", sortable: true, value: crawlOf, render: crawlOf } : null,
@@ -83,6 +86,7 @@ export function render(main) {
   async function load() {
     const name = crawl.input.value.trim();
     scope.textContent = scopeText(name);
+    keepInHash({ status: status.value || "any", host: host.value.trim() });
     try {
       const [answer, stats] = await Promise.all([
         api("/api/frontier/urls", { query: { crawl: name, status: status.value, host: host.value.trim(), ...pager.params() } }),

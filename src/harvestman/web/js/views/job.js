@@ -68,10 +68,11 @@ export function render(main, { match }) {
   /** Where the job's results are: its crawl (namespace), and each view opened on it. */
   function drawResults() {
     const crawl = job.namespace || `source-${job.source_id}`;
-    const to = (path, label) => h("a", { href: viewLink(path, crawl), "data-testid": `job-${label.toLowerCase()}` }, label);
+    const to = (path, label, extra = {}) => h("a", { href: viewLink(path, crawl, extra), "data-testid": `job-${label.toLowerCase()}` }, label);
     fill(results, h("p", {},
       "Its results are in the crawl ", h("strong", { "data-testid": "job-namespace" }, crawl), ": ",
-      to("/pages", "Pages"), " · ", to("/products", "Products"), " · ", to("/errors", "Errors"), " · ", to("/frontier", "Frontier")));
+      to("/pages", "Pages"), " · ", to("/products", "Products"), " · ", to("/errors", "Errors"), " · ",
+      to("/frontier", "Frontier", { status: "any" })));
   }
 
   function openEdit() {

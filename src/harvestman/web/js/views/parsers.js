@@ -5,10 +5,11 @@
 
 import { api, describe } from "../api.js";
 import { crawlPicker, emptyFor, scopeText } from "../crawls.js";
-import { fill, h } from "../dom.js";
+import { field, fill, h } from "../dom.js";
 import { num, pct, time } from "../format.js";
 import { isAdmin } from "../session.js";
 import { dataTable } from "../table.js";
+import { crawlProblem } from "./frontier.js";
 
 /** Whether a rate fell under half its baseline (what the alert rule fires on). */
 function halved(rate, baseline) {
@@ -25,9 +26,9 @@ export function render(main) {
   const status = h("p", { role: "status", class: "muted" });
   fill(main,
     h("h1", {}, "Parsers"),
-    h("form", { class: "filters", onsubmit: (event) => { event.preventDefault(); load(); } },
-      h("label", {}, "Crawl ", crawl.input)),
     scope,
+    h("form", { class: "row", role: "search", onsubmit: (event) => { event.preventDefault(); load(); } },
+      field("Crawl", crawl.input)),
     h("section", { class: "panel", "aria-labelledby": "parser-rates-title" },
       h("h2", { id: "parser-rates-title" }, "Success rate per domain and version"), statsBox),
     h("section", { class: "panel", "aria-labelledby": "rollouts-title" },
@@ -94,7 +95,7 @@ export function render(main) {
       }));
       fill(rolloutsBox, stats.rollouts.length ? rolloutTable(stats.rollouts) : h("p", { class: "empty" }, "No rollout: each parser runs its first loaded version."));
     } catch (exc) {
-      fill(statsBox, h("p", { class: "error-text" }, describe(exc)));
+      fill(statsBox, h("p", { class: "error-text" }, crawlProblem(exc)));
       fill(rolloutsBox);
     }
   }
