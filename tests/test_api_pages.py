@@ -230,3 +230,27 @@ async def test_a_product_download_holds_the_filtered_list_exactly(
 
         bad = await api.get("/api/products/export", params={"min_price": 5, "max_price": 1})
         assert bad.status_code == 422
+
+
+async def test_a_download_reads_the_next_batch_only_once_the_last_is_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(harvestman.api.downloads, "BATCH", 2)
+    asked: list[tuple[int | None, int]] = []
+
+    async def rows(after: int | None, limit: int) -> tuple[list[dict[str, Any]], int | None]:
+        asked.append((after, limit))
+        start = after or 0
+        return [{"n": start + i} for i in range(limit)], start + limit  # an endless list
+
+    response = harvestman.api.downloads.download_response(
+        "csv", "pages", rows, columns=("n",), flatten=lambda row: [row["n"]], most=5, scope="all"
+    )
+    body = response.body_iterator
+    assert await anext(body) == b"n\r\n"  # the header, before any read
+    assert asked == []
+    assert await anext(body) == b"0\r\n1\r\n"
+    assert asked == [(None, 2)]
+    rest = [chunk async for chunk in body]
+    assert rest == [b"2\r\n3\r\n", b"4\r\n"]  # stopped at the bound, asking no more
+    assert asked == [(None, 2), (2, 2), (4, 1)]
