@@ -24,6 +24,7 @@ ROUTES: list[tuple[str, str, Role]] = [
     ("GET", "/health", N),
     ("GET", "/api/stats", N),
     ("GET", "/api/stats/timeseries", U),
+    ("GET", "/api/crawls", U),
     ("GET", "/api/v1/sources", U),
     ("POST", "/api/v1/sources", A),
     ("GET", "/api/v1/sources/{source_id}", U),

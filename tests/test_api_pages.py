@@ -15,7 +15,7 @@ import pytest
 import harvestman.api.downloads
 from apiclient import Api, running_api
 from conftest import SettingsFactory
-from harvestman.store.lists import PAGE_FIELDS
+from harvestman.api.routes.pages import EXPORT_COLUMNS
 from productrows import add_catalogue
 from shopsite import running_shop
 from storerows import NOW, add_crawl, add_page
@@ -132,7 +132,7 @@ async def test_a_page_download_holds_the_filtered_list_exactly(
 ) -> None:
     monkeypatch.setattr(harvestman.api.downloads, "BATCH", 2)  # three pages: two batches
     async with running_api(make_settings()) as api:
-        _pages(api)
+        crawl_ids = _pages(api)
         listed = (await api.get("/api/pages", params={"crawl": "shop"})).json()["items"]
         ids = [item["id"] for item in listed]
         assert len(ids) == 3  # newest first: 3, 2, 1
@@ -153,15 +153,16 @@ async def test_a_page_download_holds_the_filtered_list_exactly(
             return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
         def row(ident: int, url: str, **values: Any) -> str:
-            fields = {name: "" for name in PAGE_FIELDS}
+            fields = {name: "" for name in EXPORT_COLUMNS}
+            fields.update(crawl_id=str(crawl_ids["shop"]), crawl="shop")
             fields.update(id=str(ident), url=url, final_url=url, host=url.split("/")[2],
                           status_code="200", content_type="text/html", title=f"title of {url}",
                           links_count="3")  # fmt: skip
             fields.update({k: str(v) for k, v in values.items()})
-            return _csv_line([fields[name] for name in PAGE_FIELDS])
+            return _csv_line([fields[name] for name in EXPORT_COLUMNS])
 
         assert answer.text == (
-            _csv_line(list(PAGE_FIELDS))
+            _csv_line(list(EXPORT_COLUMNS))
             + row(ids[0], "https://a.test/3", content_length=2048, crawl_duration_ms=15,
                   fetched_at=iso(1))
             + row(ids[1], "https://b.test/2", title="'=HYPERLINK(\"x\")", status_code=404,
@@ -179,9 +180,18 @@ async def test_a_page_download_holds_the_filtered_list_exactly(
         assert lines == [item for item in listed if item["host"] == "a.test"]
         assert jsonl.content.endswith(b"\n")
 
+        # Without a crawl: every crawl's pages, each saying its crawl, as the list does.
+        everything = await api.get("/api/pages/export", params={"format": "jsonl"})
+        every_page = (await api.get("/api/pages")).json()["items"]
+        assert [orjson.loads(line) for line in everything.content.splitlines()] == every_page
+        assert sorted(item["crawl"] for item in every_page) == ["other", "shop", "shop", "shop"]
+        assert everything.headers["content-disposition"].startswith(
+            'attachment; filename="pages-all-'
+        )
+
         # A filter that matches nothing is a header alone; an unknown crawl a 404.
         none = await api.get("/api/pages/export", params={"crawl": "shop", "status_code": 500})
-        assert none.text == _csv_line(list(PAGE_FIELDS))
+        assert none.text == _csv_line(list(EXPORT_COLUMNS))
         unknown = await api.get("/api/pages/export", params={"crawl": "nope"})
         assert unknown.status_code == 404
         bad = await api.get("/api/pages/export", params={"crawl": "shop", "format": "xlsx"})

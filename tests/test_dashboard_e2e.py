@@ -217,9 +217,9 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
 
     # Pages of the job's crawl, chosen in the crawl select and kept in the address.
     await _nav(page, "Pages").click()
-    await page.get_by_label("Crawl").select_option(f"source-{served.source_id}")
+    await page.get_by_label("Crawl").select_option(f"testsite-{served.source_id}")
     await expect(page.get_by_test_id("pages-table")).to_contain_text(site.url("/"))
-    assert page.url.endswith(f"#/pages?crawl=source-{served.source_id}")
+    assert page.url.endswith(f"#/pages?crawl=testsite-{served.source_id}")
     await page.screenshot(path=screenshot_path("pages"), full_page=True)
 
     # Scheduler: the slots and a rebalance preview.
@@ -236,7 +236,7 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
     )  # fmt: skip
     assert rollout.status_code == 200, rollout.text
     await _nav(page, "Parsers").click()
-    await page.get_by_label("Crawl").select_option(f"source-{served.source_id}")
+    await page.get_by_label("Crawl").select_option(f"testsite-{served.source_id}")
     await expect(page.get_by_test_id("parser-rollouts")).to_contain_text(
         "shelf 2 on 127.0.0.1: 25.0% of pages"
     )

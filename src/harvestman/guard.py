@@ -42,7 +42,7 @@ from yarl import URL
 
 from harvestman.errors import AddressRefused
 
-__all__ = ["GuardedResolver", "IpAddress", "NetworkGuard", "parse_address"]
+__all__ = ["GuardedResolver", "IpAddress", "NetworkGuard", "allow_entry", "parse_address"]
 
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -178,7 +178,12 @@ class NetworkGuard:
             return
         for address in await resolve_addresses(host):
             if not self.is_allowed(address, port):
-                raise AddressRefused(_refusal(host, address, port), url, host=host)
+                raise AddressRefused(
+                    _refusal(host, address, port),
+                    url,
+                    host=host,
+                    reason=_reason(host, address, port),
+                )
 
     def resolver(self) -> GuardedResolver:
         """A fresh aiohttp resolver applying this guard (one per connector)."""
@@ -269,6 +274,24 @@ def _host_port(url: str) -> tuple[str, int] | None:
     return host.lower(), port
 
 
-def _refusal(host: str, address: IpAddress, port: int) -> str:
+def allow_entry(host: str, port: int) -> str:
+    """The ``network_allow`` entry that admits ``host``:``port`` and no more: the origin of an
+    IP literal, else the host name (every address of a name in the list is allowed).
+
+    >>> allow_entry("127.0.0.1", 19200), allow_entry("[::1]", 80), allow_entry("nas.lan", 80)
+    ('127.0.0.1:19200', '[::1]:80', 'nas.lan')
+    """
+    address = parse_address(host)
+    if address is None:
+        return host
+    return f"[{address}]:{port}" if address.version == 6 else f"{address}:{port}"
+
+
+def _reason(host: str, address: IpAddress, port: int) -> str:
     where = host if str(address) == host.strip("[]") else f"{host} ({address})"
     return f"{where} port {port} is a non-public address outside the network allow-list"
+
+
+def _refusal(host: str, address: IpAddress, port: int) -> str:
+    """The reason and the setting that admits it, as a crawl records it."""
+    return f"{_reason(host, address, port)} (network_allow: {allow_entry(host, port)!r} admits it)"

@@ -110,6 +110,10 @@ class SourceOut(BaseModel):
     options: SourceOptionsIn
     created_at: float
     updated_at: float
+    crawl: str = Field(
+        description="the crawl its jobs crawl into (named after the source when it was made; "
+        "the crawl parameter of pages, frontier, products, ...; renames do not move it)"
+    )
 
     @classmethod
     def of(cls, source: Source) -> SourceOut:
@@ -179,14 +183,31 @@ class JobOut(BaseModel):
         description="the interval adaptive scheduling chose after the source's last run "
         "(None: not adaptive, or no run observed yet)",
     )
+    forced_planned_at: float | None = Field(
+        None, description="set by force-run until that run starts: the run it brought forward"
+    )
+    crawl: str | None = Field(
+        None, description="the crawl it crawls into: its source's (the crawl parameter elsewhere)"
+    )
 
     @classmethod
-    def of(cls, job: Job, adapted: Mapping[int, float] | None = None) -> JobOut:
-        """``adapted``: seconds per source id, from ``SourceRepository.adapted_intervals``."""
-        return cls(**cls.item(job, adapted))
+    def of(
+        cls,
+        job: Job,
+        adapted: Mapping[int, float] | None = None,
+        crawls: Mapping[int, str] | None = None,
+    ) -> JobOut:
+        """``adapted``: seconds per source id, from ``SourceRepository.adapted_intervals``;
+        ``crawls``: the crawl per source id (``SourceRepository.crawls``)."""
+        return cls(**cls.item(job, adapted, crawls))
 
     @classmethod
-    def item(cls, job: Job, adapted: Mapping[int, float] | None = None) -> dict[str, Any]:
+    def item(
+        cls,
+        job: Job,
+        adapted: Mapping[int, float] | None = None,
+        crawls: Mapping[int, str] | None = None,
+    ) -> dict[str, Any]:
         """The fields of ``of`` as plain values: a list page renders these as they are, where
         validating 50 models (and ``asdict``'s deep copies) cost more than reading them."""
         interval = (adapted or {}).get(job.source_id) if job.adaptive_scheduling else None
@@ -195,6 +216,7 @@ class JobOut(BaseModel):
             "interval_type": str(job.interval_type),
             "allowed_actions": allowed_actions(job.status),
             "adapted_interval_seconds": interval,
+            "crawl": (crawls or {}).get(job.source_id),
         }
         return {
             name: derived[name] if name in derived else getattr(job, name)
@@ -218,10 +240,11 @@ class ExecutionOut(BaseModel):
     memory_peak_mb: float | None
     retry_attempt: int
     metadata: dict[str, Any]
+    crawl: str | None = Field(None, description="the crawl the run crawls into: its job's source's")
 
     @classmethod
-    def of(cls, execution: Execution) -> ExecutionOut:
-        return cls(**asdict(execution))
+    def of(cls, execution: Execution, crawl: str | None = None) -> ExecutionOut:
+        return cls(**asdict(execution), crawl=crawl)
 
 
 class LogLineOut(BaseModel):

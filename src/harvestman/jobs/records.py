@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
@@ -167,11 +169,31 @@ class SourceSpec:
             )
 
 
+def crawl_name(name: str, source_id: int) -> str:
+    """The crawl namespace of a new source: its name as a slug (ASCII, lower case, words
+    joined by ``-``, at most 60 characters), then its id, which keeps it unique (the id is the
+    part after the last ``-``) and never reused.
+
+    >>> crawl_name("Kettles & Co. Shop", 12), crawl_name("Café Zürich", 3), crawl_name("!!", 4)
+    ('kettles-co-shop-12', 'cafe-zurich-3', 'source-4')
+    """
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")[:60].rstrip("-")
+    return f"{slug or 'source'}-{source_id}"
+
+
 @dataclass(slots=True, kw_only=True)
 class Source(SourceSpec):
     id: int
     created_at: float
     updated_at: float
+    # The crawl namespace its jobs crawl into (pages, frontier), fixed when it was created;
+    # sources from before migration 0023 have ``source-<id>``. Renames do not move it.
+    crawl: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.crawl:
+            self.crawl = f"source-{self.id}"
 
 
 @dataclass(slots=True, kw_only=True)
@@ -243,8 +265,15 @@ class Job(JobSpec):
     last_run_at: float | None = None
     last_moved_at: float | None = None
     last_error: str | None = None
+    # Set by force-run: the run it brought forward; cleared as that run starts.
+    forced_planned_at: float | None = None
     created_at: float
     updated_at: float
+
+    @property
+    def is_forced(self) -> bool:
+        """Whether the next run was asked for by hand (force-run, "Run now")."""
+        return self.forced_planned_at is not None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -1,12 +1,18 @@
 """Runs one execution of a job: the crawler on the job's source, measured.
 
 - **Settings for the source**: the service's settings with the source's namespace
-  (``source-<id>``: the source's frontier and pages, kept across runs), its max depth (0: 3), crawl
+  (``Source.crawl``, named after the source when it was created: ``my-shop-12``; ``source-<id>``
+  for sources made before migration 0023; the source's frontier and pages, kept across runs),
+  its max depth (0: 3), crawl
   delay, per-run page budget and scope rules, and the crawl options it turns on or off (main
   text, feeds, pagination, archives, near-duplicates, stored text).
 - **Seeds**: the job's URL, then the source's start URLs. They are made due again before each
   run, so a recurring job re-fetches its start pages (with the stored ETag / Last-Modified) and
   follows their links to what is new or due; the rest of the namespace keeps its visited TTL.
+  A forced run ("Run now": ``Job.is_forced``) makes every completed row of the namespace due
+  (``make_known_due``): each known page is asked for again with its stored ETag /
+  Last-Modified, so a 304 costs no body, and a changed child is found whatever its own
+  re-crawl interval.
   A run that resumes an execution another worker began (a broker's takeover: more than one
   of the execution's ``holders``) goes on from the namespace as it is.
 - **Result**: fetches finished (``items_crawled``), pages stored (``items_indexed``), the
@@ -56,8 +62,8 @@ log = logging.getLogger(__name__)
 
 
 def namespace(source: Source) -> str:
-    """The crawl namespace of a source: stable across renames."""
-    return f"source-{source.id}"
+    """The crawl namespace of a source: fixed when it was created, stable across renames."""
+    return source.crawl
 
 
 def job_seeds(job: Job, source: Source) -> list[str]:
@@ -185,6 +191,12 @@ class EngineRunner:
                 # resumes one another worker began: it made them due and may have fetched them.
                 if len(holders or []) <= 1:
                     await self.start_pages.make_due(crawl_id, list(start), self.clock())
+                    if job.is_forced:
+                        result.metadata["forced"] = True
+                        known = await self.store.make_known_due(
+                            crawl_id, self.clock(), source.effective_max_depth
+                        )
+                        log.info("run asked for by hand: %d known URLs are due again", known)
                 # Counted after the start pages are due again, as the crawler counts.
                 before = (await self.store.counts(crawl_id)).fetched
                 settings = source_settings(self.settings, source, fetched_before=before)

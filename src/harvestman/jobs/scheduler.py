@@ -372,6 +372,8 @@ class Scheduler:
                     execution.retry_attempt,
                 )
                 try:
+                    if job.is_forced:  # a later run is a planned one again
+                        await self.store.jobs.take_forced(job)
                     source = await self.store.sources.get(job.source_id)
                     result = await self.runner.run(job, source, execution, run.stop)
                 except Exception as exc:
@@ -427,18 +429,32 @@ class Scheduler:
             status = JobStatus.CANCELLED
             return lifecycle.NextStep(status, None, job.current_retry_count, (status,))
         if result.status is ExecutionStatus.COMPLETED:
+            if job.is_forced:  # an extra run: the adaptive interval and the plan stay
+                interval = await self._interval(job, source, result, now, observe=False)
+                return lifecycle.after_forced_success(job, interval, now)
             interval = await self._interval(job, source, result, now)
             return lifecycle.after_success(job, interval, now)
         return lifecycle.after_failure(job, now, cap=self.retry_backoff_cap)
 
     async def _interval(
-        self, job: Job, source: Source | None, result: ExecutionResult, now: float
+        self,
+        job: Job,
+        source: Source | None,
+        result: ExecutionResult,
+        now: float,
+        *,
+        observe: bool = True,
     ) -> float | None:
+        """The interval until the job's next run; ``observe``: the run's start pages count
+        towards adaptive scheduling (a forced run's do not: it neither stretches nor resets
+        the interval)."""
         baseline = job.interval_seconds
         if baseline is None or not job.adaptive_scheduling or source is None:
             return baseline
         try:
             state = await self.store.sources.adaptive_state(source.id)
+            if not observe:
+                return state.current_interval or baseline
             state = adaptive.observe(
                 state, result.start_hashes, baseline, now, self.adaptive_max_interval
             )

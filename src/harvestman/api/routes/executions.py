@@ -19,11 +19,20 @@ from harvestman.api.context import ApiContext, context_of
 from harvestman.api.errors import ApiError
 from harvestman.api.params import Cursor, Id, Limit, Offset, User
 from harvestman.api.schemas import MAX_ID, ExecutionOut, LogLineOut, Page
-from harvestman.jobs import Execution, ExecutionStatus, LogLine
+from harvestman.jobs import Execution, ExecutionStatus, LogLine, NotFound
 
 router = APIRouter(tags=["executions"])
 
 ExecutionState = Literal["running", "completed", "failed", "cancelled"]
+
+
+async def _crawl_of(ctx: ApiContext, job_id: int) -> str | None:
+    """The crawl job ``job_id`` crawls into (its source's); None when the job is gone."""
+    try:
+        job = await ctx.job_store.jobs.get(job_id)
+    except NotFound:
+        return None
+    return (await ctx.job_store.sources.crawls([job.source_id])).get(job.source_id)
 
 
 @router.get("/api/v1/jobs/{job_id}/executions", response_model=Page[ExecutionOut])
@@ -40,6 +49,7 @@ async def list_executions(
     newest are kept)."""
     ctx = context_of(request)
     repository = ctx.job_store.executions
+    crawl = await _crawl_of(ctx, job_id)
 
     async def fetch(after: int | str | None) -> tuple[list[Any], int | str | None, int | None]:
         page = await repository.list(
@@ -49,7 +59,7 @@ async def list_executions(
             limit=limit,
             offset=offset,
         )
-        return [ExecutionOut.of(e) for e in page.items], page.next_after, page.total
+        return [ExecutionOut.of(e, crawl) for e in page.items], page.next_after, page.total
 
     return paging.PageResponse(
         await paging.paged(
@@ -66,7 +76,9 @@ async def list_executions(
 
 @router.get("/api/v1/executions/{execution_id}", response_model=ExecutionOut)
 async def get_execution(request: Request, execution_id: Id, _: User) -> ExecutionOut:
-    return ExecutionOut.of(await context_of(request).job_store.executions.get(execution_id))
+    ctx = context_of(request)
+    execution = await ctx.job_store.executions.get(execution_id)
+    return ExecutionOut.of(execution, await _crawl_of(ctx, execution.job_id))
 
 
 async def _execution_of(ctx: ApiContext, job_id: int, execution_id: int | None) -> Execution:

@@ -13,11 +13,11 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response, StreamingResponse
 
 from harvestman.api.context import context_of
+from harvestman.api.crawls import CrawlQuery, crawl_id, name_rows
 from harvestman.api.downloads import Format, download_response, iso_time
 from harvestman.api.errors import ApiError
 from harvestman.api.params import Id, User
-from harvestman.api.routes.crawl import CrawlName, Host
-from harvestman.api.routes.crawl import _crawl as crawl_id_of
+from harvestman.api.routes.crawl import Host
 from harvestman.api.routes.products import DecimalResponse
 from harvestman.archive import ArchiveError, ArchiveMissing, RawArchive
 from harvestman.archive.location import open_blobs
@@ -26,12 +26,14 @@ from harvestman.store.lists import PAGE_FIELDS, PageFilter
 
 router = APIRouter(tags=["crawl"])
 
-# The CSV's columns: the list's fields, times as ISO 8601 (see api/downloads.py).
+# The CSV's columns: the list's fields and its crawl's name, times as ISO 8601 (see
+# api/downloads.py).
+EXPORT_COLUMNS = (*PAGE_FIELDS, "crawl")
 _TIMES = {"fetched_at"}
 
 
 def _page_row(item: dict[str, Any]) -> list[Any]:
-    return [iso_time(item[name]) if name in _TIMES else item[name] for name in PAGE_FIELDS]
+    return [iso_time(item[name]) if name in _TIMES else item[name] for name in EXPORT_COLUMNS]
 
 
 @router.get("/api/pages/export", response_class=StreamingResponse)
@@ -39,17 +41,18 @@ async def export_pages(
     request: Request,
     _: User,
     format: Format = Query("csv", description="csv or jsonl"),
-    crawl: str | None = CrawlName,
+    crawl: CrawlQuery = None,
     host: str | None = Host,
     status_code: int | None = Query(None, ge=0, le=999),
     validation_status: Literal["ok", "soft", "hard"] | None = None,
     since: float | None = Query(None, ge=0, le=1e11, allow_inf_nan=False),
 ) -> Response:
-    """Every stored page ``GET /api/pages`` lists for these filters, newest first, as a CSV
-    or JSONL file (a line: one item of the list); at most ``api_export_max_rows``."""
+    """Every stored page ``GET /api/pages`` lists for these filters (every crawl unless
+    ``crawl`` names one), newest first, as a CSV or JSONL file (a line: one item of the list);
+    at most ``api_export_max_rows``."""
     ctx = context_of(request)
     where = PageFilter(
-        crawl_id=await crawl_id_of(ctx, crawl),
+        crawl_id=await crawl_id(ctx, crawl),
         host=host,
         status_code=status_code,
         validation_status=validation_status,
@@ -57,17 +60,22 @@ async def export_pages(
     )
     store = ctx.sql_store
 
+    def read(after: Key | None, limit: int) -> tuple[list[dict[str, Any]], Key | None]:
+        items, next_after = store.list_rows(where, after=after, limit=limit)
+        name_rows(ctx, items)  # each page's crawl, as the list says it
+        return items, next_after
+
     async def rows(after: Key | None, limit: int) -> tuple[list[dict[str, Any]], Key | None]:
-        return await ctx.read(lambda: store.list_rows(where, after=after, limit=limit))
+        return await ctx.read(read, after, limit)
 
     return download_response(
         format,
         "pages",
         rows,
-        columns=PAGE_FIELDS,
+        columns=EXPORT_COLUMNS,
         flatten=_page_row,
         most=ctx.settings.export_max_rows,
-        scope=crawl or ctx.settings.crawl_name,
+        scope=crawl or "all",
     )
 
 

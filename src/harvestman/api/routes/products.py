@@ -20,6 +20,7 @@ from starlette.responses import Response, StreamingResponse
 
 from harvestman.api import paging
 from harvestman.api.context import ApiContext, context_of
+from harvestman.api.crawls import crawl_id as _crawl_id
 from harvestman.api.downloads import Format, download_response, iso_time
 from harvestman.api.errors import ApiError
 from harvestman.api.params import Cursor, Id, User
@@ -301,12 +302,3 @@ def _check_limit(ctx: ApiContext, limit: int) -> None:
 
 def _decimal_of(value: float | None) -> Decimal | None:
     return None if value is None else Decimal(str(value))
-
-
-async def _crawl_id(ctx: ApiContext, name: str | None) -> int | None:
-    if name is None:
-        return None
-    found = await ctx.sql_store.find_crawl(name)
-    if found is None:
-        raise ApiError(404, f"no crawl named {name!r}", details={"crawl": name})
-    return found

@@ -57,6 +57,7 @@ def job_from_row(row: RowMapping) -> Job:
         locked_by=row["locked_by"],
         last_moved_at=row["last_moved_at"],
         last_error=row["last_error"],
+        forced_planned_at=row["forced_planned_at"],
         metadata=json.loads(row["metadata"]),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
@@ -295,7 +296,11 @@ class JobRepository:
                 elif action is Action.RETRY:
                     values.update(current_retry_count=0, next_run_at=now)
                 elif action is Action.FORCE_RUN:
-                    values.update(next_run_at=now)
+                    # The run it brings forward is kept: the job's plan resumes after it.
+                    planned = job.next_run_at if job.next_run_at is not None else now
+                    if job.forced_planned_at is not None:  # asked twice before it ran
+                        planned = job.forced_planned_at
+                    values.update(next_run_at=now, forced_planned_at=planned)
                 changed = conn.execute(
                     update(jobs)
                     .where(jobs.c.id == job_id, jobs.c.status == job.status.value)
@@ -309,6 +314,19 @@ class JobRepository:
                 return get_job(conn, job_id)
 
         return await self._store.run(_act)
+
+    async def take_forced(self, job: Job) -> None:
+        """Clear ``job``'s force-run mark as its run starts (a later run is a planned one)."""
+
+        def _clear() -> None:
+            with self._store.begin() as conn:
+                conn.execute(
+                    update(jobs)
+                    .where(jobs.c.id == job.id, jobs.c.forced_planned_at.is_not(None))
+                    .values(forced_planned_at=None)
+                )
+
+        await self._store.run(_clear)
 
     async def pause(self, job_id: int) -> Job:
         return await self.act(job_id, Action.PAUSE)

@@ -33,52 +33,39 @@ export function viewLink(path, crawl, extra = {}) {
   return `#${path}${text ? `?${text}` : ""}`;
 }
 
-let known = null; // the crawls the API listed, asked once per page load and then shared
-
-/** Every crawl: [{name, source_id?, source_name?, pages?}], from GET /api/crawls. */
-export async function crawlNames({ fresh = false } = {}) {
-  if (!known || fresh) {
-    known = api("/api/crawls", { query: { limit: 500 } })
-      .then((answer) => answer.items.map((item) => ({ ...item, name: item.name ?? item.namespace })))
-      .catch(async (exc) => {
-        if (exc.status !== 404) throw exc;
-        // A server without the crawl list: the service's crawl and each source's namespace.
-        const sources = await api("/api/v1/sources", { query: { limit: 500 } });
-        return [{ name: "default" }, ...sources.items.map((src) => ({
-          name: src.namespace || `source-${src.id}`, source_name: src.name,
-        }))];
-      })
-      .catch((exc) => { known = null; throw exc; });
-  }
-  return known;
+/** Every crawl (GET /api/crawls): [{name, pages, source: {id, name} | null, job_ids}]. Asked
+ * by each view as it opens: a source made a moment ago has its crawl listed. */
+export async function crawlNames() {
+  const answer = await api("/api/crawls");
+  return answer.items;
 }
 
 function label(crawl) {
-  const source = crawl.source_name && crawl.source_name !== crawl.name ? ` (source ${crawl.source_name})` : "";
+  const source = crawl.source ? ` (source ${crawl.source.name})` : "";
   const pages = typeof crawl.pages === "number" ? ` · ${num(crawl.pages)} pages` : "";
   return `${crawl.name}${source}${pages}`;
 }
 
 /**
- * A crawl select: "All crawls" (value "") and each crawl by name; starts on the address's
- * `crawl` and writes a change back there. `allowAll: false` for views that show one crawl
- * (the first crawl is then chosen when the address names none). `onChange(name)` reloads.
+ * A crawl select: "All crawls" (value "") and each crawl by name with its source and pages;
+ * starts on the address's `crawl` and writes a change back there; `onChange(name)` reloads.
  * Returns {input, list}: `input.value` is the chosen name ("" for all), `list` is nothing
- * to place (kept for views built for a text input with a datalist).
+ * to place (kept for views built for a text input with a datalist); `input.ready` resolves
+ * to the crawls listed.
  */
-export function crawlPicker({ name = "crawl", allowAll = true, onChange = null } = {}) {
+export function crawlPicker({ name = "crawl", onChange = null } = {}) {
   const current = hashQuery().get("crawl") || "";
   const select = h("select", { name, "data-testid": `${name}-select` },
-    allowAll ? h("option", { value: "" }, "All crawls") : null,
+    h("option", { value: "" }, "All crawls"),
     current ? h("option", { value: current, selected: true }, current) : null);
   select.ready = crawlNames()
     .then((crawls) => {
       const chosen = select.value;
       select.replaceChildren(
-        allowAll ? h("option", { value: "" }, "All crawls") : null,
+        h("option", { value: "" }, "All crawls"),
         ...crawls.map((crawl) => h("option", { value: crawl.name, selected: crawl.name === chosen }, label(crawl))));
       if (chosen && !crawls.some((crawl) => crawl.name === chosen)) {
-        select.append(h("option", { value: chosen, selected: true }, `${chosen} (not stored yet)`));
+        select.append(h("option", { value: chosen, selected: true }, `${chosen} (unknown)`));
       }
       return crawls;
     })
@@ -102,7 +89,7 @@ export function emptyFor(what, crawl, crawls = []) {
 
 /** The crawl a row belongs to, when the API says it (lists of all crawls do). */
 export function crawlOf(row) {
-  return row.namespace ?? row.crawl ?? null;
+  return row.crawl ?? null;
 }
 
 /** A line saying which crawl the figures below are of. */

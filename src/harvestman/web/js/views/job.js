@@ -67,7 +67,7 @@ export function render(main, { match }) {
 
   /** Where the job's results are: its crawl (namespace), and each view opened on it. */
   function drawResults() {
-    const crawl = job.namespace || `source-${job.source_id}`;
+    const crawl = job.crawl;
     const to = (path, label, extra = {}) => h("a", { href: viewLink(path, crawl, extra), "data-testid": `job-${label.toLowerCase()}` }, label);
     fill(results, h("p", {},
       "Its results are in the crawl ", h("strong", { "data-testid": "job-namespace" }, crawl), ": ",
