@@ -162,9 +162,16 @@ async def test_actions_follow_the_state_machine(api: Api) -> None:
     retried = await api.post(f"/api/v1/jobs/{jid}/retry")
     assert (retried.json()["status"], retried.json()["current_retry_count"]) == ("pending", 0)
     cancelled = await api.post(f"/api/v1/jobs/{jid}/cancel")
-    assert cancelled.json()["status"] == "cancelled"
+    assert (cancelled.json()["status"], cancelled.json()["next_run_at"]) == ("cancelled", None)
     again = await api.post(f"/api/v1/jobs/{jid}/cancel")
-    assert (again.status_code, again.json()["error"]["details"]["allowed_actions"]) == (409, [])
+    assert (again.status_code, again.json()["error"]["details"]["allowed_actions"]) == (
+        409,
+        ["resume", "force-run"],
+    )
+    # A cancelled job is stopped, not gone: it can be resumed (or run now).
+    resumed = await api.post(f"/api/v1/jobs/{jid}/resume")
+    assert (resumed.json()["status"], resumed.json()["cancelled_at"]) == ("scheduled", None)
+    assert resumed.json()["next_run_at"] is not None
 
 
 async def test_jobs_show_the_interval_adaptive_scheduling_chose(api: Api) -> None:

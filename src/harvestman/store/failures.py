@@ -151,6 +151,23 @@ def dead_letters(
         return [dict(row) for row in rows], int(total)
 
 
+def dead_letter_classes(
+    engine: Engine, crawl_id: int, *, host: str | None = None
+) -> list[dict[str, Any]]:
+    """The crawl's dead letters counted by error class (of one host), most first: what a
+    filter by class can offer."""
+    where = _dead_conditions(crawl_id, host, None, None)
+    count = func.count().label("n")
+    query = (
+        select(urls.c.error_class, count)
+        .where(*where)
+        .group_by(urls.c.error_class)
+        .order_by(count.desc(), urls.c.error_class)
+    )
+    with engine.connect() as conn:
+        return [{"type": cls, "count": int(n)} for cls, n in conn.execute(query)]
+
+
 def requeue_dead_letters(
     engine: Engine,
     crawl_id: int,
@@ -194,6 +211,9 @@ class FailureRepository(StoreConnection):
 
     def dead_letters(self, crawl_id: int, **filters: Any) -> tuple[list[dict[str, Any]], int]:
         return dead_letters(self.engine, crawl_id, **filters)
+
+    def dead_letter_classes(self, crawl_id: int, host: str | None = None) -> list[dict[str, Any]]:
+        return dead_letter_classes(self.engine, crawl_id, host=host)
 
     def requeue_dead_letters(self, crawl_id: int, now: float, **filters: Any) -> int:
         return requeue_dead_letters(self.engine, crawl_id, now, **filters)

@@ -101,19 +101,27 @@ async def list_dead_letters(
     limit: Limit = 50,
     offset: Offset = 0,
 ) -> dict[str, Any]:
-    """URLs that failed for good (retries exhausted or not retryable), in id order."""
+    """URLs that failed for good (retries exhausted or not retryable), in id order, and
+    ``by_type``: the crawl's dead letters (of ``host``) counted by error class, most first."""
     ctx = context_of(request)
     crawl_id = await _crawl_id(ctx, crawl)
-    items, total = await ctx.read(
-        lambda: ctx.sql_store.dead_letters(
-            crawl_id,
-            host=host,
-            error_class=error_type,
-            limit=limit,
-            offset=offset,
+    store = ctx.sql_store
+
+    def read() -> tuple[list[dict[str, Any]], int, list[dict[str, Any]]]:
+        items, total = store.dead_letters(
+            crawl_id, host=host, error_class=error_type, limit=limit, offset=offset
         )
-    )
-    return {"items": items, "total": total, "limit": limit, "offset": offset}
+        return items, total, store.dead_letter_classes(crawl_id, host)
+
+    items, total, by_type = await ctx.read(read)
+    return {
+        "crawl": crawl or ctx.settings.crawl_name,
+        "items": items,
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+        "by_type": by_type,
+    }
 
 
 class RequeueIn(Strict):

@@ -5,10 +5,10 @@ import { api, describe } from "../api.js";
 import { field, fill, h } from "../dom.js";
 import { relative, span } from "../format.js";
 import { Pager } from "../pager.js";
-import { isAdmin } from "../session.js";
+import { isAdmin, takeNotice } from "../session.js";
 import { dataTable } from "../table.js";
 import { jobActions } from "./jobactions.js";
-import { jobForm, sourceForm } from "./jobform.js";
+import { jobForm } from "./jobform.js";
 
 export const STATES = ["pending", "scheduled", "running", "completed", "failed", "paused", "cancelled"];
 const TONES = { scheduled: "ok", running: "ok", completed: "ok", failed: "bad", cancelled: "bad", paused: "warn" };
@@ -53,17 +53,19 @@ export function render(main) {
     h("section", { class: "panel" },
       h("form", { class: "row", role: "search", onsubmit: (e) => e.preventDefault() }, field("State", stateFilter)),
       notice, box),
-    isAdmin() ? h("details", { class: "panel" }, h("summary", {}, "New source"),
-      sourceForm({ onSaved: (src) => { notice.textContent = `Source ${src.name} (#${src.id}) created.`; } })) : null,
+    h("p", { class: "muted" }, "A job crawls a source: ", h("a", { href: "#/sources" }, "create or edit sources"), "."),
   );
   stateFilter.addEventListener("change", () => { pager.reset(); load(); });
 
   function openForm() {
     fill(formBox, jobForm(null, {
-      onSaved: (job) => {
+      onSaved: (job, duplicates) => {
         fill(formBox);
-        notice.textContent = `Job ${job.id} created: ${job.status}.`;
-        notice.className = "notice";
+        const twin = duplicates.length
+          ? ` Its source already had ${duplicates.map((d) => `job #${d.id}`).join(", ")}: both crawl into the same namespace.`
+          : "";
+        notice.textContent = `Job ${job.id} created: ${job.status}.${twin}`;
+        notice.className = duplicates.length ? "warn-text" : "notice";
         pager.reset();
         load();
       },
@@ -116,5 +118,10 @@ export function render(main) {
     }
   }
 
+  const flash = takeNotice();
+  if (flash) {
+    notice.textContent = flash;
+    notice.className = "notice";
+  }
   load();
 }
