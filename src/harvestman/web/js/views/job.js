@@ -34,6 +34,7 @@ export function render(main, { match }) {
   const log = h("pre", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Log of the latest run", "data-testid": "job-log", tabindex: "0" });
   const pager = new Pager(20);
   let job = null;
+  let source = null; // the job's source, for its name
   let closed = false;
   let following = null; // AbortController of the log stream
   let refresh = null;
@@ -58,7 +59,7 @@ export function render(main, { match }) {
     fill(facts, h("dl", { class: "facts" },
       h("dt", {}, "URL"), h("dd", {}, job.url),
       h("dt", {}, "State"), h("dd", {}, stateBadge(job.status)),
-      h("dt", {}, "Source"), h("dd", {}, `#${job.source_id}`),
+      h("dt", {}, "Source"), h("dd", {}, h("a", { href: "#/sources" }, source ? `${source.name} (#${job.source_id})` : `#${job.source_id}`)),
       h("dt", {}, "Next run"), h("dd", { "data-testid": "job-next-run" }, nextRunText(job)),
       h("dt", {}, "Interval"), h("dd", {}, `${intervalText(job)}${job.adaptive_scheduling ? ", adaptive" : ""}`),
       h("dt", {}, "Adapted interval"), h("dd", {}, adaptedText(job)),
@@ -104,6 +105,7 @@ export function render(main, { match }) {
   async function loadJob(mayFollow = true) {
     try {
       job = await api(`/api/v1/jobs/${id}`);
+      if (source?.id !== job.source_id) source = await api(`/api/v1/sources/${job.source_id}`).catch(() => null);
       if (closed) return;
       drawJob();
       const ran = job.last_run_at !== null || job.status === "running";

@@ -37,7 +37,7 @@ export function jobForm(job, { onSaved, onCancel }) {
   const submit = h("button", { type: "submit", class: "primary" }, job ? "Save changes" : "Create job");
 
   // A source's jobs all crawl into its one namespace: a second job is most often a mistake.
-  const sameSource = h("div", { class: "muted", "data-testid": "job-source-hint", "aria-live": "polite" });
+  const sameSource = h("p", { class: "warn-text", "data-testid": "job-source-hint", "aria-live": "polite" });
   let sourcesById = new Map();
   function otherJobs() {
     const src = sourcesById.get(Number(sourceSelect.value));
@@ -50,7 +50,12 @@ export function jobForm(job, { onSaved, onCancel }) {
       ? `${src.name} already has ${others.map((o) => `job #${o.id} (${o.status})`).join(", ")} crawling into ${namespaceOf(src)}: a new job crawls there too.`
       : "";
   }
-  sourceSelect.addEventListener("change", hintSource);
+  sourceSelect.addEventListener("change", () => {
+    hintSource();
+    // A new job starts where its source does, unless a URL was typed already.
+    const src = sourcesById.get(Number(sourceSelect.value));
+    if (!job && !url.value.trim() && src?.start_urls?.length) url.value = src.start_urls[0];
+  });
 
   api("/api/v1/sources", { query: { limit: 500 } }).then((page) => {
     sourcesById = new Map(page.items.map((src) => [src.id, src]));
@@ -108,8 +113,9 @@ export function jobForm(job, { onSaved, onCancel }) {
   },
   h("h2", {}, job ? `Edit job ${job.id}` : "New job"),
   h("div", { class: "row" },
-    field("Source", sourceSelect, sameSource),
+    field("Source", sourceSelect),
     field("URL", url)),
+  sameSource,
   h("div", { class: "row" },
     field("Every (empty: run once)", interval),
     field("Unit", intervalType),

@@ -30,6 +30,13 @@ export function adaptedText(job) {
   return span(job.adapted_interval_seconds);
 }
 
+/** When the job runs next, in the list: a cancelled job has no next run. */
+function nextRun(job) {
+  if (job.status === "cancelled") return "none";
+  if (job.status === "running") return "after this run";
+  return relative(job.next_run_at);
+}
+
 export function lastResult(job) {
   if (job.status === "running") return "running now";
   if (job.last_error) return h("span", { class: "error-text", title: job.last_error }, `error: ${job.last_error.slice(0, 80)}`);
@@ -91,7 +98,7 @@ export function render(main) {
           { key: "id", label: "Job", render: (j) => h("a", { href: `#/jobs/${j.id}` }, `#${j.id}`) },
           { key: "url", label: "URL", url: true },
           { key: "status", label: "State", render: (j) => stateBadge(j.status) },
-          { key: "next_run_at", label: "Next run", render: (j) => relative(j.next_run_at) },
+          { key: "next_run_at", label: "Next run", render: nextRun },
           { key: "interval", label: "Interval", render: intervalText },
           { key: "adapted", label: "Adapted", render: adaptedText },
           { key: "last", label: "Last result", render: lastResult },
