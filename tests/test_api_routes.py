@@ -43,6 +43,20 @@ def _set_status(api: Api, job_id: int, status: JobStatus) -> None:
         )
 
 
+async def test_a_source_answers_with_its_jobs(make_settings: SettingsFactory) -> None:
+    """Creating an enabled source makes its job: the answer says which, as lists do."""
+    async with running_api(make_settings(), scheduler=True) as api:
+        created = await _source(api)
+        [made] = created["jobs"]
+        job = (await api.get(f"/api/v1/jobs/{made['id']}")).json()
+        assert (job["source_id"], made["status"]) == (created["id"], job["status"])
+        second = await _job(api, created["id"])
+        listed = (await api.get("/api/v1/sources")).json()["items"]
+        assert [j["id"] for j in listed[0]["jobs"]] == [made["id"], second["id"]]
+        off = await _source(api, "off", enabled=False)
+        assert off["jobs"] == []
+
+
 async def test_source_crud(api: Api) -> None:
     created = await _source(api, max_depth=2, scope={"allow_domains": ["127.0.0.1"]})
     assert created["start_urls"] == ["http://127.0.0.1:9/"]
