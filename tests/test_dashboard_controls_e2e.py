@@ -236,7 +236,7 @@ async def test_sources_are_created_edited_cloned_and_deleted(dashboard: Dashboar
     # Delete asks first; keeping it changes nothing; confirmed, it is gone.
     await table.get_by_role("button", name="Delete source shop two (copy)").click()
     dialog = page.get_by_role("alertdialog")
-    await expect(dialog).to_contain_text("Its job and their run history are deleted too")
+    await expect(dialog).to_contain_text("Its job and its run history are deleted too")
     await page.screenshot(path=screenshot_path("confirm-delete-source"))
     await dialog.get_by_role("button", name="Keep the source").click()
     await expect(table).to_contain_text("shop two (copy)")

@@ -134,11 +134,23 @@ export function render(main) {
     formBox.scrollIntoView({ block: "nearest" });
   }
 
+  /** A source whose job runs cannot be deleted: said with the way out, not as a refusal. */
+  function sayRunning(source, jobId) {
+    say([`Source ${source.name} cannot be deleted while its `,
+      h("a", { href: `#/jobs/${jobId}` }, `job #${jobId}`), " runs: cancel the job first."], "error-text");
+  }
+
   async function remove(source) {
+    const running = source.jobs?.find((job) => job.status === "running");
+    if (running) {
+      sayRunning(source, running.id);
+      return;
+    }
     const count = source.jobs?.length || 0;
     const sure = await confirmAction({
       question: `Delete source ${source.name}?`,
-      detail: `Its ${count === 1 ? "job" : `${num(count)} jobs`} and their run history are deleted too. `
+      detail: `${{ 0: "It has no job.", 1: "Its job and its run history are deleted too." }[count]
+        ?? `Its ${num(count)} jobs and their run history are deleted too.`} `
         + `The pages already stored stay in the crawl ${namespaceOf(source)}.`,
       confirmLabel: `Yes, delete source ${source.name}`,
       keepLabel: "Keep the source",
@@ -149,7 +161,9 @@ export function render(main) {
       say([`Source ${source.name} (#${source.id}) deleted.`]);
       load();
     } catch (exc) {
-      say([describe(exc)], "error-text");
+      if (exc.status === 409 && exc.details?.state === "running") sayRunning(source, exc.details.job_id);
+      else say([describe(exc)], "error-text");
+      load();
     }
   }
 
