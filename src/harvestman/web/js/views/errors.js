@@ -42,7 +42,12 @@ export function render(main) {
     notice.className = tone;
   }
 
-  /** The selector of the requeue endpoint for the current filters. */
+  /** Where the listed URLs are: one crawl, or every crawl when none is chosen. */
+  function where() {
+    return answer.crawl ? answer.crawl : "every crawl";
+  }
+
+  /** The selector of the requeue endpoint for the current filters (of one crawl). */
   function filters() {
     const chosen = { crawl: answer.crawl };
     if (host.value.trim()) chosen.host = host.value.trim();
@@ -65,7 +70,7 @@ export function render(main) {
     const total = answer.total;
     const sure = await confirmAction({
       question: `Re-queue ${num(total)} failed URL${total === 1 ? "" : "s"}?`,
-      detail: `Every failed URL of ${answer.crawl}${host.value.trim() ? ` on ${host.value.trim()}` : ""}`
+      detail: `Every failed URL of ${where()}${host.value.trim() ? ` on ${host.value.trim()}` : ""}`
         + `${kind.value ? ` that failed with ${kind.value}` : ""} goes back to the frontier, due now, its retries reset.`,
       confirmLabel: `Yes, re-queue ${num(total)}`,
       keepLabel: "Not now",
@@ -87,9 +92,11 @@ export function render(main) {
     const classes = answer.by_type.map((t) => `${t.type ?? "unknown"} ${num(t.count)}`).join(", ");
     const all = answer.by_type.reduce((sum, t) => sum + t.count, 0);
     summary.textContent = all
-      ? `${num(all)} failed URL${all === 1 ? "" : "s"} in ${answer.crawl}${host.value.trim() ? ` on ${host.value.trim()}` : ""}: ${classes}.`
-      : `No failed URL in ${answer.crawl}.`;
-    requeueAll.hidden = !answer.total;
+      ? `${num(all)} failed URL${all === 1 ? "" : "s"} in ${where()}${host.value.trim() ? ` on ${host.value.trim()}` : ""}: ${classes}.`
+      : `No failed URL in ${where()}.`;
+    // The API re-queues within one crawl: a bulk re-queue needs one chosen.
+    requeueAll.hidden = !answer.total || !answer.crawl;
+    if (answer.total && !answer.crawl) summary.textContent += " Choose a crawl to re-queue all that match at once.";
     requeueAll.textContent = `Re-queue the ${num(answer.total)} matching`;
     fill(box, dataTable({
       testid: "dead-table",
@@ -98,6 +105,7 @@ export function render(main) {
       emptyText: "No failed URL for these filters.",
       columns: [
         { key: "url", label: "URL", url: true },
+        answer.crawl ? null : { key: "crawl", label: "Crawl", render: (r) => h("code", {}, r.crawl) },
         { key: "error_class", label: "Error class", render: (r) => h("code", {}, r.error_class || "unknown") },
         { key: "error", label: "Error", render: (r) => r.error },
         { key: "status_code", label: "HTTP", numeric: true },
@@ -107,7 +115,7 @@ export function render(main) {
           key: "actions", label: "Actions",
           render: (r) => h("button", {
             type: "button", "aria-label": `Re-queue ${r.url}`,
-            onclick: () => requeue({ crawl: answer.crawl, ids: [r.id] }, "URL"),
+            onclick: () => requeue({ crawl: r.crawl || answer.crawl, ids: [r.id] }, "URL"),
           }, "Re-queue"),
         } : null,
       ].filter(Boolean),
