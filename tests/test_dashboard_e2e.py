@@ -172,12 +172,19 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
     await stale_cancel.wait_for()
     assert (await _api(served, "POST", f"/api/v1/jobs/{job_id}/cancel")).status_code == 200
     await stale_cancel.click()
+    await (
+        page.get_by_role("alertdialog")
+        .get_by_role("button", name=f"Yes, cancel job {job_id}")
+        .click()
+    )
     notice = page.get_by_test_id("job-status")
     await expect(notice).to_contain_text(
-        f"Refused: cannot cancel job {job_id}, it is cancelled. Allowed now: nothing."
+        f"Refused: cannot cancel job {job_id}, it is cancelled. Allowed now: resume, force-run."
     )
     await expect(page.get_by_test_id("job-state")).to_have_text("cancelled")
-    await expect(page.get_by_test_id(f"actions-{job_id}").get_by_role("button")).to_have_count(0)
+    await expect(page.get_by_test_id(f"actions-{job_id}").get_by_role("button")).to_have_text(
+        ["Resume", "Run now"]
+    )
     await page.screenshot(path=screenshot_path("job-refused"), full_page=True)
 
     # The crawling job's page: its run in the history and its log, live.

@@ -38,6 +38,8 @@ class Served:
     job_id: int
     process: subprocess.Popen[bytes]
     log_path: Path
+    workdir: Path
+    database_url: str
 
     def admin_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.admin}"}
@@ -99,6 +101,8 @@ async def serve_dashboard(
         job_id=job_id,
         process=process,
         log_path=log_path,
+        workdir=workdir,
+        database_url=database_url,
     )
     try:
         yield served
@@ -124,7 +128,7 @@ def _start(
         HARVESTMAN_SERVE_WORKERS="0",
     )
     env.update(extra)
-    with log_path.open("wb") as log:
+    with log_path.open("ab") as log:
         return subprocess.Popen(
             [*_command(), "serve", "--port", str(port), "--database-url", database_url],
             env=env,
@@ -145,6 +149,13 @@ async def wait_ready(served: Served, within: float = 60.0) -> None:
                     return
             await asyncio.sleep(0.1)
     raise RuntimeError(f"harvestman serve did not answer in {within} s:\n{served.log()}")
+
+
+def start_again(served: Served) -> None:
+    """Start a stopped server again on the same port and store (``wait_ready`` waits for
+    it), as an operator restarting ``serve`` does."""
+    port = int(served.base.rsplit(":", 1)[1])
+    served.process = _start(served.workdir, served.database_url, port, served.log_path)
 
 
 def stop(served: Served) -> None:

@@ -2,6 +2,7 @@
 // and the admin's reset and per-domain settings (domainsettings.js).
 
 import { api, describe } from "../api.js";
+import { confirmAction } from "../confirm.js";
 import { crawlPicker } from "../crawls.js";
 import { field, fill, h } from "../dom.js";
 import { num, relative, time } from "../format.js";
@@ -65,6 +66,13 @@ export function render(main) {
   });
 
   async function reset(host) {
+    const sure = await confirmAction({
+      question: `Reset ${host}?`,
+      detail: "Its robots.txt is fetched again, its politeness gate and breaker start over, and its failed and blocked URLs go back to the frontier.",
+      confirmLabel: `Yes, reset ${host}`,
+      keepLabel: "Leave it as it is",
+    });
+    if (!sure) return;
     try {
       const done = await api(`/api/admin/domains/${encodeURIComponent(host)}/reset`, { method: "POST" });
       status.textContent = `${host} reset: ${num(done.urls_requeued)} URLs back in the frontier.`;

@@ -2,16 +2,24 @@
 // execution history and the live log stream of its latest run.
 
 import { api, describe, download } from "../api.js";
+import { confirmAction } from "../confirm.js";
 import { viewLink } from "../crawls.js";
 import { fill, h } from "../dom.js";
 import { clock, ms, num, pct, relative, time } from "../format.js";
 import { Pager } from "../pager.js";
-import { isAdmin } from "../session.js";
+import { isAdmin, leaveNotice } from "../session.js";
 import { readStream } from "../sse.js";
 import { dataTable } from "../table.js";
 import { jobActions } from "./jobactions.js";
 import { jobForm } from "./jobform.js";
 import { adaptedText, intervalText, lastResult, stateBadge } from "./jobs.js";
+
+/** When the job runs next; a cancelled or finished job has no next run. */
+function nextRunText(job) {
+  if (job.status === "cancelled") return "none: cancelled (resume it or run it now)";
+  if (job.next_run_at === null || job.next_run_at === undefined) return "none";
+  return `${time(job.next_run_at)} (${relative(job.next_run_at)})`;
+}
 
 export function render(main, { match }) {
   const id = Number(match[1]);
@@ -28,6 +36,7 @@ export function render(main, { match }) {
   const log = h("pre", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Log of the latest run", "data-testid": "job-log", tabindex: "0" });
   const pager = new Pager(20);
   let job = null;
+  let source = null; // the job's source, for its name
   let closed = false;
   let following = null; // AbortController of the log stream
   let refresh = null;
@@ -53,8 +62,8 @@ export function render(main, { match }) {
     fill(facts, h("dl", { class: "facts" },
       h("dt", {}, "URL"), h("dd", {}, job.url),
       h("dt", {}, "State"), h("dd", {}, stateBadge(job.status)),
-      h("dt", {}, "Source"), h("dd", {}, `#${job.source_id}`),
-      h("dt", {}, "Next run"), h("dd", {}, `${time(job.next_run_at)} (${relative(job.next_run_at)})`),
+      h("dt", {}, "Source"), h("dd", {}, h("a", { href: "#/sources" }, source ? `${source.name} (#${job.source_id})` : `#${job.source_id}`)),
+      h("dt", {}, "Next run"), h("dd", { "data-testid": "job-next-run" }, nextRunText(job)),
       h("dt", {}, "Interval"), h("dd", {}, `${intervalText(job)}${job.adaptive_scheduling ? ", adaptive" : ""}`),
       h("dt", {}, "Adapted interval"), h("dd", {}, adaptedText(job)),
       h("dt", {}, "Last run"), h("dd", {}, time(job.last_run_at)),
@@ -62,7 +71,27 @@ export function render(main, { match }) {
       h("dt", {}, "Retries"), h("dd", {}, `${job.current_retry_count} of ${job.max_retries} (backoff ${job.retry_backoff_seconds} s)`)));
     fill(actions, h("div", { class: "actions" },
       jobActions(job, { onChange: (changed) => { job = { ...job, ...changed }; drawJob(); loadRuns(); }, onError: showError }),
-      isAdmin() ? h("button", { type: "button", onclick: openEdit }, "Edit") : null));
+      isAdmin() ? h("button", { type: "button", onclick: openEdit }, "Edit") : null,
+      isAdmin() && job.status !== "running"
+        ? h("button", { type: "button", class: "danger", onclick: deleteJob }, "Delete job")
+        : null));
+  }
+
+  async function deleteJob() {
+    const sure = await confirmAction({
+      question: `Delete job ${id}?`,
+      detail: "The job and its run history and logs are deleted. The pages it stored stay in its crawl.",
+      confirmLabel: `Yes, delete job ${id}`,
+      keepLabel: "Keep the job",
+    });
+    if (!sure) return;
+    try {
+      await api(`/api/v1/jobs/${id}`, { method: "DELETE" });
+      leaveNotice(`Job ${id} deleted.`);
+      location.hash = "#/jobs";
+    } catch (exc) {
+      showError(describe(exc));
+    }
   }
 
   /** Where the job's results are: its crawl (namespace), and each view opened on it. */
@@ -89,6 +118,7 @@ export function render(main, { match }) {
   async function loadJob(mayFollow = true) {
     try {
       job = await api(`/api/v1/jobs/${id}`);
+      if (source?.id !== job.source_id) source = await api(`/api/v1/sources/${job.source_id}`).catch(() => null);
       if (closed) return;
       drawJob();
       drawResults();

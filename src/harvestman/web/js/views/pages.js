@@ -21,7 +21,10 @@ function link(url) {
 
 /** A search snippet (escaped text with <mark> around matches) as nodes, never as HTML. */
 export function marked(snippet) {
-  const decode = (text) => new DOMParser().parseFromString(text, "text/html").documentElement.textContent;
+  // The five entities the API's escaping writes, decoded by hand: an HTML parser drops the
+  // whitespace that opens a fragment ("Steel <mark>Kettle</mark> 1.7L" lost its space).
+  const ENTITIES = { "&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#x27;": "'", "&#39;": "'" };
+  const decode = (text) => text.replace(/&(amp|lt|gt|quot|#x27|#39);/g, (entity) => ENTITIES[entity]);
   let inside = false;
   const nodes = [];
   for (const part of snippet.split(/(<\/?mark>)/)) {

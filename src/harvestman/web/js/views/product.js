@@ -3,7 +3,7 @@
 
 import { api, describe } from "../api.js";
 import { empty, fill, h } from "../dom.js";
-import { time } from "../format.js";
+import { time, timeAxis } from "../format.js";
 import { lineChart } from "../charts.js";
 import { dataTable } from "../table.js";
 import { price } from "./products.js";
@@ -44,7 +44,7 @@ export function priceChart(changes, now = Date.now() / 1000) {
   points.push({ x: x1, y: points[points.length - 1].y });
   const currency = priced[priced.length - 1].currency || "";
   const chart = lineChart(points, {
-    x0, x1, title: `Price over time${currency ? ` (${currency})` : ""}`, xLabel: (x) => time(x),
+    x0, x1, title: `Price over time${currency ? ` (${currency})` : ""}`, xLabel: timeAxis(x0, x1),
   });
   chart.dataset.testid = "price-chart";
   return chart;

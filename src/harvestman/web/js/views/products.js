@@ -4,7 +4,7 @@
 import { api, describe } from "../api.js";
 import { crawlOf, crawlPicker, emptyFor, scopeText } from "../crawls.js";
 import { field, fill, h } from "../dom.js";
-import { time } from "../format.js";
+import { decimal, time } from "../format.js";
 import { Pager } from "../pager.js";
 import { dataTable } from "../table.js";
 import { downloadButtons } from "../downloads.js";
@@ -17,7 +17,11 @@ export const AVAILABILITY = [
 /** "19.5 EUR", or "—" without a price. */
 export function price(offer) {
   if (!offer || offer.price === null || offer.price === undefined) return "—";
-  return `${offer.price}${offer.currency ? ` ${offer.currency}` : ""}`;
+  // The stored decimal, its digits kept, in the locale's number format.
+  const digits = (String(offer.price).split(".")[1] || "").length;
+  const value = Number(offer.price);
+  const shown = Number.isFinite(value) ? decimal(value, digits) : String(offer.price);
+  return `${shown}${offer.currency ? ` ${offer.currency}` : ""}`;
 }
 
 export function render(main) {
