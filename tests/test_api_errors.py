@@ -151,13 +151,17 @@ async def test_dead_letters_are_the_failed_urls_of_a_crawl(api: Api) -> None:
 
 async def test_dead_letters_are_counted_by_error_class_for_a_filter(api: Api) -> None:
     arrange(api.store.engine)
-    listed = (await api.get("/api/dead-letter", params={"limit": 1})).json()
-    assert (listed["crawl"], listed["by_type"]) == (  # no crawl named: every crawl
-        None,
+    listed = (await api.get("/api/dead-letter", params={"limit": 1, "crawl": "default"})).json()
+    assert (listed["crawl"], listed["by_type"]) == (
+        "default",
         [{"type": "HttpStatusError", "count": 2}, {"type": "FetchTimeout", "count": 1}],
     )
+    every = (await api.get("/api/dead-letter")).json()  # no crawl named: every crawl's
+    assert (every["crawl"], {"type": "X", "count": 1} in every["by_type"]) == (None, True)
     # The counts follow the host (the class filter offers what the host holds), not the class.
-    of_b = await api.get("/api/dead-letter", params={"host": "b.test", "type": "FetchTimeout"})
+    of_b = await api.get(
+        "/api/dead-letter", params={"crawl": "default", "host": "b.test", "type": "FetchTimeout"}
+    )
     assert (of_b.json()["total"], of_b.json()["by_type"]) == (
         0,
         [{"type": "HttpStatusError", "count": 1}],
