@@ -45,6 +45,7 @@ ROUTES: list[tuple[str, str, Role]] = [
     ("POST", "/api/v1/admin/sync-enabled-sources", A),
     ("GET", "/api/v1/jobs/{job_id}/executions", U),
     ("GET", "/api/v1/executions/{execution_id}", U),
+    ("GET", "/api/v1/executions/{execution_id}/progress", U),
     ("GET", "/api/v1/jobs/{job_id}/logs", U),
     ("GET", "/api/v1/jobs/{job_id}/logs/stream", U),
     ("GET", "/api/v1/scheduler/metrics", U),

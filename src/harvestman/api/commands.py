@@ -121,6 +121,8 @@ async def _serve(
                 retention=retention_rules(settings),
                 backups=backup_schedule(settings),
                 log_flush_interval=settings.jobs_log_flush_interval,
+                progress_interval=settings.jobs_progress_interval,
+                progress_samples=settings.jobs_progress_samples,
             )
             if queue is not None:  # executions run on the workers: the leader publishes them
                 from harvestman.jobs.dispatch import Dispatcher

@@ -237,6 +237,11 @@ class JobOut(BaseModel):
 
 
 class ExecutionOut(BaseModel):
+    """One run. While it runs, ``items_crawled`` (fetched), ``items_indexed`` (stored),
+    ``items_failed`` and ``pages_per_second`` (between the last two samples) are its counters
+    as last stored (every ``jobs_progress_interval``, 5 s) and ``duration_ms`` is the time
+    since it started. Once it ended, ``pages_per_second`` is the run's average."""
+
     id: int
     job_id: int
     execution_number: int
@@ -246,6 +251,8 @@ class ExecutionOut(BaseModel):
     duration_ms: int | None
     items_crawled: int
     items_indexed: int
+    items_failed: int
+    pages_per_second: float | None
     error_message: str | None
     stack_trace: str | None
     cpu_time_ms: int | None
@@ -255,8 +262,33 @@ class ExecutionOut(BaseModel):
     crawl: str | None = Field(None, description="the crawl the run crawls into: its job's source's")
 
     @classmethod
-    def of(cls, execution: Execution, crawl: str | None = None) -> ExecutionOut:
-        return cls(**asdict(execution), crawl=crawl)
+    def of(
+        cls, execution: Execution, now: float | None = None, crawl: str | None = None
+    ) -> ExecutionOut:
+        """``now``: the time a running execution's duration runs to; ``crawl``: its job's."""
+        out = cls(**asdict(execution), crawl=crawl)
+        if out.status == "running":
+            if out.duration_ms is None and now is not None:
+                out.duration_ms = max(0, round((now - out.started_at) * 1000))
+        elif out.duration_ms:
+            out.pages_per_second = round(out.items_crawled * 1000 / out.duration_ms, 2)
+        return out
+
+
+class ProgressPointOut(BaseModel):
+    at: float
+    fetched: int
+    stored: int
+    failed: int
+
+
+class ExecutionProgressOut(BaseModel):
+    """An execution's counters over time (a sample every ``jobs_progress_interval`` while it
+    ran, at most ``jobs_progress_samples``, thinned evenly when full), oldest first."""
+
+    execution_id: int
+    status: str
+    samples: list[ProgressPointOut]
 
 
 class LogLineOut(BaseModel):

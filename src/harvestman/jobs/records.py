@@ -295,6 +295,19 @@ class Execution:
     memory_peak_mb: float | None = None
     retry_attempt: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Stored while the run goes (jobs.progress); items_crawled and items_indexed are too.
+    items_failed: int = 0
+    pages_per_second: float | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class ProgressSample:
+    """An execution's counters at ``at`` (the store's clock): a point of its chart."""
+
+    at: float
+    fetched: int
+    stored: int
+    failed: int
 
 
 @dataclass(slots=True, kw_only=True)

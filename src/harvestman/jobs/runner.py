@@ -25,7 +25,10 @@
   unreachable or denying it).
 
 Log lines are captured by the scheduler's ``LogCapture`` around the call: every task the crawler
-starts inherits the execution's context.
+starts inherits the execution's context. While they are, each fetched URL gets a line
+(``jobs.urllines``, the first ``job_log_url_lines``). The counters (fetched, stored, failed) are
+the scheduler's ``RunProgress`` of the execution (``jobs.progress``), which it stores while the
+run goes; both are fed by the crawl's ``on_pages``, once per stored batch.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from typing import Any
 from harvestman.config import Settings
 from harvestman.crawl import Crawler
 from harvestman.errors import UrlError
+from harvestman.jobs.progress import RunProgress, current_progress
 from harvestman.jobs.records import (
     DEEP_CRAWL_WARNING,
     Execution,
@@ -52,6 +56,7 @@ from harvestman.jobs.records import (
     Job,
     Source,
 )
+from harvestman.jobs.urllines import UrlLines
 from harvestman.records import Outcome, UrlStatus
 from harvestman.store import SqlStore
 from harvestman.store.jobs.handover import HOLDERS
@@ -176,7 +181,9 @@ class EngineRunner:
     ) -> ExecutionResult:
         start: dict[str, str] = {}  # url hash -> normalized start URL
         seen: dict[str, Outcome] = {}  # url hash -> the start URL's final outcome
-        counts = {"crawled": 0, "indexed": 0}
+        # The scheduler's counters of this execution (stored while it runs), or our own.
+        progress = current_progress() or RunProgress(started_at=self.clock())
+        url_lines = UrlLines.for_run(self.settings.job_log_url_lines)
         result = ExecutionResult(status=ExecutionStatus.COMPLETED)
         async with ResourceMeter() as meter:
             try:
@@ -202,13 +209,12 @@ class EngineRunner:
                 settings = source_settings(self.settings, source, fetched_before=before)
 
                 def on_pages(outcomes: Sequence[Outcome]) -> None:
+                    progress.observe(outcomes)
+                    if url_lines is not None:
+                        url_lines.observe(outcomes)
                     for outcome in outcomes:
                         if outcome.status is UrlStatus.PENDING:  # a retry comes later
                             continue
-                        counts["crawled"] += 1
-                        page = outcome.page
-                        if outcome.status is UrlStatus.COMPLETED and page and not page.error_class:
-                            counts["indexed"] += 1
                         if outcome.request.url_hash in start:
                             seen[outcome.request.url_hash] = outcome
 
@@ -225,6 +231,8 @@ class EngineRunner:
                     await engine.run()
                 finally:
                     watcher.cancel()
+                    if url_lines is not None:
+                        url_lines.close()
                 result.metadata["stopped_early"] = engine.stopped_early
                 result.start_hashes = await self._start_hashes(crawl_id, start, seen)
                 failed = None
@@ -240,8 +248,8 @@ class EngineRunner:
                 result.status = ExecutionStatus.FAILED
                 result.error_message = f"{type(exc).__name__}: {exc}"
                 result.stack_trace = "".join(traceback.format_exception(exc))
-        result.items_crawled = counts["crawled"]
-        result.items_indexed = counts["indexed"]
+        result.items_crawled = progress.fetched
+        result.items_indexed = progress.stored
         result.cpu_time_ms = meter.cpu_ms
         result.memory_peak_mb = meter.peak_mb
         return result

@@ -107,6 +107,10 @@ job_executions = Table(
     Column("memory_peak_mb", Float),
     Column("retry_attempt", SmallInteger, nullable=False, default=0),
     Column("metadata", Text, nullable=False, default="{}"),  # JSON object
+    # Live while the run goes (jobs.progress): stored every jobs_progress_interval.
+    Column("items_failed", Integer, nullable=False, default=0, server_default="0"),
+    Column("pages_per_second", Float),
+    Column("progress", Text),  # JSON [[at, fetched, stored, failed], ...], for the run's chart
     UniqueConstraint("job_id", "execution_number"),
     Index("ix_job_executions_started_at", "started_at"),
 )
