@@ -61,6 +61,7 @@ async def test_a_page_detail_shows_its_fetch_check_origin_links_and_products(
             "link",
             shop.url("/"),
         )
+        assert frontier["parent_page_id"] == home["id"]  # the home page's detail
         assert frontier["children"] == 0  # its only link (home) was found before
         assert [(p["name"], p["price"], p["currency"]) for p in detail["products"]] == [
             ("Steel Kettle", "25", "EUR")

@@ -178,9 +178,10 @@ class ReportRepository(StoreConnection):
 
     def page_detail(self, page_id: int) -> dict[str, Any] | None:
         """One stored page for its detail view: its row (without its text), its crawl's name
-        and raw archive location, its frontier row (how it was found, its parent's URL, how
-        many URLs it revealed first: ``children``), the page it nearly duplicates and the
-        products found on it (the first 100, by position). None: no such page."""
+        and raw archive location, its frontier row (how it was found, its parent's URL and
+        stored page, how many URLs it revealed first: ``children``), the page it nearly
+        duplicates and the products found on it (the first 100, by position). None: no such
+        page."""
         page_columns = [c for c in crawled_pages.c if c.name not in _DETAIL_SKIPS]
         with self.engine.connect() as conn:
             found = conn.execute(
@@ -205,11 +206,22 @@ class ReportRepository(StoreConnection):
             )
             frontier = None if row is None else dict(row)
             if frontier is not None:
-                frontier["parent_url"] = None
+                frontier["parent_url"] = frontier["parent_page_id"] = None
                 if frontier["parent_id"] is not None:
-                    frontier["parent_url"] = conn.execute(
-                        select(urls.c.url).where(urls.c.id == frontier["parent_id"])
-                    ).scalar_one_or_none()
+                    parent = conn.execute(
+                        select(urls.c.url, crawled_pages.c.id)
+                        .select_from(urls)
+                        .outerjoin(
+                            crawled_pages,
+                            and_(
+                                crawled_pages.c.crawl_id == urls.c.crawl_id,
+                                crawled_pages.c.url_hash == urls.c.url_hash,
+                            ),
+                        )
+                        .where(urls.c.id == frontier["parent_id"])
+                    ).first()
+                    if parent is not None:
+                        frontier["parent_url"], frontier["parent_page_id"] = parent
                 frontier["children"] = conn.execute(
                     select(func.count()).where(
                         urls.c.crawl_id == crawl_id, urls.c.parent_id == frontier["id"]

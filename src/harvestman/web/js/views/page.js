@@ -120,7 +120,10 @@ export function render(main, { match }) {
         frontier
           ? facts([
             ["Found by", frontier.discovered_via || "—"],
-            ["Found on", frontier.parent_id ? link(frontier.parent_url) : "— (a start page)"],
+            ["Found on", !frontier.parent_id ? "— (a start page)"
+              : frontier.parent_page_id
+                ? h("a", { href: `#/pages/${frontier.parent_page_id}`, "data-testid": "page-parent" }, frontier.parent_url)
+                : link(frontier.parent_url)],
             ["Depth", num(frontier.depth)],
             ["Discovered", time(frontier.discovered_at)],
             ["In the frontier", `${frontier.status}, next visit ${relative(frontier.next_crawl_at)}, ${num(frontier.attempts)} attempt(s)`],

@@ -4,6 +4,7 @@
 
 import { api, describe } from "../api.js";
 import { confirmAction } from "../confirm.js";
+import { viewLink } from "../crawls.js";
 import { field, fill, h, showFieldErrors } from "../dom.js";
 import { num } from "../format.js";
 import { Pager } from "../pager.js";
@@ -176,7 +177,7 @@ export function render(main) {
       columns: [
         { key: "name", label: "Source", render: (src) => h("span", {}, h("strong", {}, src.name), h("span", { class: "muted" }, ` #${src.id}`)) },
         { key: "start_urls", label: "Start URLs", url: true, render: (src) => src.start_urls.join("\n") },
-        { key: "namespace", label: "Crawl", render: (src) => h("code", {}, namespaceOf(src)) },
+        { key: "namespace", label: "Crawl", render: (src) => h("a", { href: viewLink("/pages", namespaceOf(src)), title: "Its pages" }, h("code", {}, namespaceOf(src))) },
         { key: "jobs", label: "Jobs", render: jobLinks },
         { key: "enabled", label: "Enabled", render: (src) => (src.enabled ? "yes" : "no") },
         isAdmin() ? {
