@@ -74,6 +74,10 @@ export function ms(value) {
 
 /** Axis labels for times from x0 to x1: the clock within a day, else the date. */
 export function timeAxis(x0, x1) {
+  // Under ten minutes, minutes alone would label every tick alike.
+  if (x1 - x0 < 600) {
+    return (epoch) => new Date(epoch * 1000).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
+  }
   if (x1 - x0 <= 86400) return clock;
   const long = x1 - x0 > 300 * 86400;
   return (epoch) => new Date(epoch * 1000).toLocaleDateString(undefined, long

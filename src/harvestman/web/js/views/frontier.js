@@ -19,7 +19,7 @@ export function crawlInput(name = "crawl", { remember = true, onChange = null } 
   if (remember) return crawlPicker({ name, onChange });
   const list = h("datalist", { id: `${name}-names` });
   crawlNames().then((crawls) => list.append(...crawls.map((c) => h("option", { value: c.name })))).catch(() => {});
-  const input = h("input", { name, type: "text", list: list.id, placeholder: "serve's crawl" });
+  const input = h("input", { name, type: "text", list: list.id, placeholder: "serve's crawl (default)" });
   return { input, list };
 }
 
@@ -55,9 +55,10 @@ export function render(main) {
     h("h1", {}, "Frontier"),
     scope,
     statsBox,
-    isAdmin() ? seedPanel(() => { pager.reset(); load(); }) : null,
     h("section", { class: "panel", "aria-labelledby": "urls-title" },
       h("h2", { id: "urls-title" }, "URLs"), filters, box),
+    // Below the list: browsing a job's frontier is the common visit, seeding the rarer one.
+    isAdmin() ? seedPanel(() => { pager.reset(); load(); }) : null,
   );
   status.addEventListener("change", () => { pager.reset(); load(); });
 
