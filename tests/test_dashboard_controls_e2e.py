@@ -264,8 +264,7 @@ async def test_failed_urls_are_requeued_one_or_all_that_match(dashboard: Dashboa
 
     page, errors = await _admin(dashboard)
     await _nav(page, "Errors").click()
-    await page.get_by_label("Crawl").fill(crawl)
-    await page.get_by_role("button", name="Show").click()
+    await page.get_by_label("Crawl").select_option(crawl)
     table = page.get_by_test_id("dead-table")
     await expect(table).to_contain_text(site.url("/status/404"))
     await expect(page.get_by_test_id("dead-summary")).to_contain_text("HttpStatusError")

@@ -40,6 +40,7 @@ class Served:
     log_path: Path
     workdir: Path
     database_url: str
+    env: dict[str, str]  # the HARVESTMAN_* settings it was started with beyond the usual
 
     def admin_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.admin}"}
@@ -92,7 +93,8 @@ async def serve_dashboard(
     source_id, job_id = await _prepare(database_url, start_url)
     port = _free_port()
     log_path = workdir / "serve.log"
-    process = _start(workdir, database_url, port, log_path, env or {})
+    extra = dict(env or {})
+    process = _start(workdir, database_url, port, log_path, extra)
     served = Served(
         base=f"http://127.0.0.1:{port}",
         admin=create_token(SECRET, Role.ADMIN),
@@ -103,6 +105,7 @@ async def serve_dashboard(
         log_path=log_path,
         workdir=workdir,
         database_url=database_url,
+        env=extra,
     )
     try:
         yield served
@@ -155,7 +158,7 @@ def start_again(served: Served) -> None:
     """Start a stopped server again on the same port and store (``wait_ready`` waits for
     it), as an operator restarting ``serve`` does."""
     port = int(served.base.rsplit(":", 1)[1])
-    served.process = _start(served.workdir, served.database_url, port, served.log_path)
+    served.process = _start(served.workdir, served.database_url, port, served.log_path, served.env)
 
 
 def stop(served: Served) -> None:
