@@ -1,7 +1,7 @@
 """job_executions: a running execution's live counters and its samples for a chart
 
-Revision ID: 0024
-Revises: 0023
+Revision ID: 0023
+Revises: 0022
 
 The process running an execution stores its counters every ``jobs_progress_interval`` (5 s):
 ``items_crawled`` and ``items_indexed`` (already there, written at the end until now),
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0024"
-down_revision = "0023"
+revision = "0023"
+down_revision = "0022"
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """a source's crawl is named after it; a forced run is marked on its job
 
-Revision ID: 0023
-Revises: 0022
+Revision ID: 0024
+Revises: 0023
 
 ``sources.crawl``: the crawl namespace a source's jobs crawl into, fixed when the source is
 created (a slug of its name and its id: ``my-shop-12``, ``jobs.records.crawl_name``) and never
@@ -18,8 +18,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0023"
-down_revision = "0022"
+revision = "0024"
+down_revision = "0023"
 branch_labels = None
 depends_on = None
 
