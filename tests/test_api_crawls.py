@@ -4,17 +4,19 @@ that lists the crawls there are. A real shop on 127.0.0.1 crawled into a real SQ
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import insert, text
 
 from apiclient import Api, running_api
 from conftest import SettingsFactory
 from harvestman.crawl import Crawler
 from harvestman.jobs import Source
 from harvestman.store import SqlStore, migrate
+from harvestman.store.schema import parser_stats
 from support.shop import Shop, running_shop
 
 
@@ -103,6 +105,16 @@ async def test_a_source_names_its_crawl_and_its_jobs_and_runs_show_it(api: Api) 
     assert (empty.status_code, empty.json()["items"]) == (200, [])
 
 
+async def test_run_now_shows_the_run_it_brought_forward(api: Api) -> None:
+    source = await _source(api, "Shop", "http://127.0.0.1:9/")
+    body = {"source_id": source["id"], "url": "http://127.0.0.1:9/", "interval_minutes": 60}
+    job = (await api.post("/api/v1/jobs", json=body)).json()
+    assert (job["status"], job["forced_planned_at"]) == ("scheduled", None)
+    forced = (await api.post(f"/api/v2/jobs/{job['id']}/force-run")).json()
+    assert (forced["status"], forced["forced_planned_at"]) == ("scheduled", job["next_run_at"])
+    assert forced["next_run_at"] <= time.time()  # due now
+
+
 async def test_every_read_route_shows_every_crawl_or_one(
     api: Api, shop: Shop, make_settings: SettingsFactory
 ) -> None:
@@ -137,8 +149,13 @@ async def test_every_read_route_shows_every_crawl_or_one(
 
     products = (await api.get("/api/products", params={"limit": 10})).json()["items"]
     assert len(products) == 4
+    assert sorted(p["crawl"] for p in products) == ["default", *[source["crawl"]] * 3]
     kettles = await api.get("/api/products", params={"crawl": "default"})
-    assert [p["name"] for p in kettles.json()["items"]] == ["Steel Kettle"]
+    assert [(p["crawl"], p["name"]) for p in kettles.json()["items"]] == [
+        ("default", "Steel Kettle")
+    ]
+    one = await api.get(f"/api/products/{kettles.json()['items'][0]['id']}")
+    assert one.json()["crawl"] == "default"
     parsers = (await api.get("/api/parsers/stats", params={"source_id": source["id"]})).json()
     assert parsers["crawl"] == source["crawl"]
 
@@ -176,9 +193,32 @@ async def test_every_read_route_shows_every_crawl_or_one(
         assert error["message"] == f"no crawl named 'nope'; the crawls are: {', '.join(names)}"
 
 
+async def test_parser_stats_of_every_crawl_sum_each_days_counts(api: Api) -> None:
+    one, two = await api.store.ensure_crawl("one"), await api.store.ensure_crawl("two")
+    row = {"day": 86400.0, "host": "a.test", "parser": "p", "parser_version": "1", "empty": 0,
+           "errors": 0, "seconds": 0.5, "updated_at": 1.0}  # fmt: skip
+    with api.store.engine.begin() as conn:
+        conn.execute(
+            insert(parser_stats),
+            [
+                {**row, "crawl_id": one, "attempts": 3, "successes": 3, "records": 6},
+                {**row, "crawl_id": two, "attempts": 1, "successes": 0, "records": 0,
+                 "empty": 1},
+            ],
+        )  # fmt: skip
+    every = (await api.get("/api/parsers/stats")).json()
+    [line] = every["items"]
+    assert (line["attempts"], line["successes"], line["records"], line["seconds"]) == (
+        4, 3, 6, 1.0,
+    )  # fmt: skip
+    assert line["success_rate"] == 0.75
+    [mine] = (await api.get("/api/parsers/stats", params={"crawl": "two"})).json()["items"]
+    assert (mine["attempts"], mine["successes"]) == (1, 0)
+
+
 async def test_a_source_made_before_its_crawl_had_a_name_keeps_source_n(tmp_path: Any) -> None:
     async with SqlStore(f"sqlite:///{tmp_path / 'old.db'}") as store:
-        migrate.upgrade(store.engine, "0022")
+        migrate.upgrade(store.engine, "0023")
         with store.engine.begin() as conn:
             conn.execute(
                 text(

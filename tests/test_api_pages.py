@@ -229,13 +229,13 @@ async def test_a_product_download_holds_the_filtered_list_exactly(
         three, six = (item["id"] for item in listed)
         assert table.text.splitlines() == [
             "id,name,brand,category,price,currency,availability,condition,low_price,high_price,"
-            "offer_count,rating,review_count,sku,gtin,mpn,url,page_url,domain,crawl_id,source,"
+            "offer_count,rating,review_count,sku,gtin,mpn,url,page_url,domain,crawl_id,crawl,source,"
             "parser,first_seen_at,changed_at,last_seen_at,images",
             f"{three},Product 3,,Kitchen,3.25,USD,,,,,,3.5,,,,,https://shop-a.test/p/3,"
-            "https://shop-a.test/p/3,shop-a.test,1,json-ld,harvestman.products@2,"
+            "https://shop-a.test/p/3,shop-a.test,1,shop,json-ld,harvestman.products@2,"
             "2027-01-15T08:00:00Z,2027-01-15T08:03:00Z,2027-01-15T08:00:01Z,",
             f"{six},Product 6,Initech,Kitchen,6.25,EUR,preorder,,,,,1.5,,,,,https://shop-a.test/p/6,"
-            "https://shop-a.test/p/6,shop-a.test,1,json-ld,harvestman.products@2,"
+            "https://shop-a.test/p/6,shop-a.test,1,shop,json-ld,harvestman.products@2,"
             f"2027-01-15T08:00:00Z,2027-01-15T08:06:00Z,2027-01-15T08:00:01Z,https://img.test/{six}.jpg",
         ]  # fmt: skip
 

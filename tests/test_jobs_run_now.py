@@ -5,6 +5,7 @@ they were. A real shop on 127.0.0.1, a real SQLite store, the scheduler on a tes
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -13,8 +14,18 @@ from typing import Any
 import pytest
 
 from conftest import SettingsFactory
-from harvestman.jobs import Action, EngineRunner, JobSpec, JobStatus, JobStore, Scheduler
-from harvestman.jobs.records import SourceSpec
+from harvestman.jobs import (
+    Action,
+    EngineRunner,
+    ExecutionResult,
+    ExecutionStatus,
+    Job,
+    JobSpec,
+    JobStatus,
+    JobStore,
+    Scheduler,
+)
+from harvestman.jobs.records import Execution, Source, SourceSpec
 from harvestman.store import SqlStore
 from harvestman.store.products.query import ProductQuery
 from support.scheduling import Clock
@@ -123,7 +134,7 @@ async def test_run_now_finds_a_changed_price_and_leaves_the_schedule(
         None,
     )
     (latest, *_) = (await service.store.executions.list(job.id)).items
-    assert latest.metadata["forced"] is True
+    assert (latest.metadata["forced"], latest.metadata["forced_planned_at"]) == (True, planned)
 
     # The planned run that follows is an ordinary one: products wait for their interval.
     await _planned_run(service, job.id)
@@ -145,3 +156,41 @@ async def test_run_now_after_the_planned_time_keeps_the_phase(service: Service) 
     await service.store.jobs.act(job.id, Action.FORCE_RUN)
     twice = await service.store.jobs.act(job.id, Action.FORCE_RUN)
     assert twice.forced_planned_at == planned  # asked twice: still the run it replaced
+
+
+class SeeingRunner:
+    """Ends each run at once, keeping what the store says of the execution while it runs."""
+
+    def __init__(self, store: JobStore) -> None:
+        self.store = store
+        self.seen: list[dict[str, Any]] = []
+
+    async def run(
+        self, job: Job, source: Source, execution: Execution, stop: asyncio.Event
+    ) -> ExecutionResult:
+        self.seen.append((await self.store.executions.get(execution.id)).metadata)
+        return ExecutionResult(status=ExecutionStatus.COMPLETED)
+
+
+async def test_a_forced_run_says_so_while_it_runs(tmp_path: Any) -> None:
+    clock = Clock()
+    async with SqlStore(f"sqlite:///{tmp_path / 'jobs.db'}") as crawl_store:
+        await crawl_store.upgrade()
+        async with JobStore(crawl_store.engine, clock=clock) as store:
+            runner = SeeingRunner(store)
+            scheduler = Scheduler(store, runner, instance_id="t")
+            source = await store.sources.create(
+                SourceSpec(name="s", start_urls=["http://127.0.0.1:9/"])
+            )
+            job = await store.jobs.create(
+                JobSpec(source_id=source.id, url="http://127.0.0.1:9/", interval_minutes=30)
+            )
+            assert job.next_run_at is not None
+            clock.now = job.next_run_at
+            await scheduler.poll()  # a planned run
+            await scheduler.wait_idle()
+            planned = (await store.jobs.get(job.id)).next_run_at
+            await store.jobs.act(job.id, Action.FORCE_RUN)
+            await scheduler.poll()
+            await scheduler.wait_idle()
+    assert runner.seen == [{}, {"forced": True, "forced_planned_at": planned}]

@@ -415,6 +415,14 @@ class Settings(BaseSettings):
         "keep", description="a path's trailing slash: as written, added (not to a file), stripped"
     )
 
+    @field_validator("database_url", mode="before")
+    @classmethod
+    def _postgres_scheme(cls, value: Any) -> Any:
+        # Heroku, Render and libpq's docs write postgres://; SQLAlchemy knows only postgresql.
+        if isinstance(value, str) and value.startswith(("postgres://", "postgres+")):
+            return "postgresql" + value.removeprefix("postgres")
+        return value
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _level_upper(cls, value: Any) -> Any:

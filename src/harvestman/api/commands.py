@@ -203,15 +203,16 @@ def token_create(
         typer.Option("--days", help="Valid for this many days [default: api_token_days, 30]"),
     ] = None,
     dev: Annotated[bool, typer.Option("--dev", help="Sign with the dev secret")] = False,
+    config: ConfigOption = None,
 ) -> None:
     """Print a bearer token signed with the api_jwt_secret setting (HARVESTMAN_API_JWT_SECRET)."""
     from harvestman.api.auth import Role, create_token, resolve_secret
-    from harvestman.config import load_settings
+    from harvestman.cli.stores import load_settings
 
     if role not in (Role.ADMIN.value, Role.USER.value):
         raise _fail("--role must be admin or user")
     try:
-        settings = load_settings()
+        settings = load_settings(config)
         secret = resolve_secret(settings.api_jwt_secret, dev=dev)
     except ConfigError as exc:
         raise _fail(str(exc)) from None

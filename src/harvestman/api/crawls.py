@@ -70,7 +70,8 @@ def name_rows(ctx: ApiContext, items: list[dict[str, Any]]) -> None:
     """Each row's ``crawl`` (its name) beside its ``crawl_id``; synchronous, run on the store's
     thread with the page. The names known are kept (``ApiContext.crawl_ids``); the store is
     asked again only for a crawl not seen before."""
-    names = {crawl: name for name, crawl in ctx.crawl_ids.items()}
+    # A copy (one C call under the GIL): the event loop may add a name meanwhile.
+    names = {crawl: name for name, crawl in ctx.crawl_ids.copy().items()}
     if any(item["crawl_id"] not in names for item in items):
         found = ctx.sql_store.crawl_ids()
         ctx.crawl_ids.update(found)

@@ -265,7 +265,8 @@ class ExecutionOut(BaseModel):
     def of(
         cls, execution: Execution, now: float | None = None, crawl: str | None = None
     ) -> ExecutionOut:
-        """``now``: the time a running execution's duration runs to; ``crawl``: its job's."""
+        """``now``: the time a running execution's duration runs to; ``crawl``: the crawl its
+        job's source crawls into."""
         out = cls(**asdict(execution), crawl=crawl)
         if out.status == "running":
             if out.duration_ms is None and now is not None:

@@ -25,6 +25,11 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+# An execution's metadata when it is a run asked for by hand (force-run, "Run now"), from the
+# moment it starts: ``forced`` true, and the planned run it brought forward.
+FORCED = "forced"
+FORCED_PLANNED = "forced_planned_at"
+
 DEFAULT_MAX_DEPTH = 3
 DEEP_CRAWL_WARNING = 5
 MAX_INGEST_RATE = 1_000_000  # the bound of the ingest rate settings
@@ -188,7 +193,7 @@ class Source(SourceSpec):
     created_at: float
     updated_at: float
     # The crawl namespace its jobs crawl into (pages, frontier), fixed when it was created;
-    # sources from before migration 0023 have ``source-<id>``. Renames do not move it.
+    # sources from before migration 0024 have ``source-<id>``. Renames do not move it.
     crawl: str = ""
 
     def __post_init__(self) -> None:
@@ -265,7 +270,8 @@ class Job(JobSpec):
     last_run_at: float | None = None
     last_moved_at: float | None = None
     last_error: str | None = None
-    # Set by force-run: the run it brought forward; cleared as that run starts.
+    # Set by force-run: the run it brought forward; moved to the run's execution
+    # (``FORCED``, ``FORCED_PLANNED``) as that run starts.
     forced_planned_at: float | None = None
     created_at: float
     updated_at: float

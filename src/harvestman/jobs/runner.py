@@ -2,17 +2,17 @@
 
 - **Settings for the source**: the service's settings with the source's namespace
   (``Source.crawl``, named after the source when it was created: ``my-shop-12``; ``source-<id>``
-  for sources made before migration 0023; the source's frontier and pages, kept across runs),
+  for sources made before migration 0024; the source's frontier and pages, kept across runs),
   its max depth (0: 3), crawl
   delay, per-run page budget and scope rules, and the crawl options it turns on or off (main
   text, feeds, pagination, archives, near-duplicates, stored text).
 - **Seeds**: the job's URL, then the source's start URLs. They are made due again before each
   run, so a recurring job re-fetches its start pages (with the stored ETag / Last-Modified) and
   follows their links to what is new or due; the rest of the namespace keeps its visited TTL.
-  A forced run ("Run now": ``Job.is_forced``) makes every completed row of the namespace due
-  (``make_known_due``): each known page is asked for again with its stored ETag /
-  Last-Modified, so a 304 costs no body, and a changed child is found whatever its own
-  re-crawl interval.
+  A forced run ("Run now": ``FORCED`` in the execution's metadata) makes every completed row
+  of the namespace due (``make_known_due``): each known page is asked for again with its
+  stored ETag / Last-Modified, so a 304 costs no body, and a changed child is found whatever
+  its own re-crawl interval.
   A run that resumes an execution another worker began (a broker's takeover: more than one
   of the execution's ``holders``) goes on from the namespace as it is.
 - **Result**: fetches finished (``items_crawled``), pages stored (``items_indexed``), the
@@ -50,6 +50,7 @@ from harvestman.errors import UrlError
 from harvestman.jobs.progress import RunProgress, current_progress
 from harvestman.jobs.records import (
     DEEP_CRAWL_WARNING,
+    FORCED,
     Execution,
     ExecutionResult,
     ExecutionStatus,
@@ -198,8 +199,7 @@ class EngineRunner:
                 # resumes one another worker began: it made them due and may have fetched them.
                 if len(holders or []) <= 1:
                     await self.start_pages.make_due(crawl_id, list(start), self.clock())
-                    if job.is_forced:
-                        result.metadata["forced"] = True
+                    if execution.metadata.get(FORCED):
                         known = await self.store.make_known_due(
                             crawl_id, self.clock(), source.effective_max_depth
                         )

@@ -38,6 +38,8 @@ from harvestman.jobs.logs import LogCapture, LogWriter
 from harvestman.jobs.progress import ProgressBoard, RunProgress
 from harvestman.jobs.reconcile import SyncPlan, sync_enabled_sources
 from harvestman.jobs.records import (
+    FORCED,
+    FORCED_PLANNED,
     Claim,
     Execution,
     ExecutionResult,
@@ -56,6 +58,9 @@ if TYPE_CHECKING:
     from harvestman.store.lifecycle.schedule import BackupSchedule
 
 log = logging.getLogger(__name__)
+
+# What a forced run's execution says from its start, kept in its final record.
+FORCED_MARKS = (FORCED, FORCED_PLANNED)
 
 RETENTION = "retention"
 BACKUP = "backup"
@@ -386,13 +391,15 @@ class Scheduler:
                     execution.retry_attempt,
                 )
                 try:
-                    if job.is_forced:  # a later run is a planned one again
-                        await self.store.jobs.take_forced(job)
+                    if job.is_forced:  # the mark moves to this run's execution
+                        await self.store.jobs.take_forced(job, execution)
                     source = await self.store.sources.get(job.source_id)
                     result = await self.runner.run(job, source, execution, run.stop)
                 except Exception as exc:
                     log.exception("job %d: the run failed", job.id)
                     source, result = None, failure(exc)
+                forced = {k: execution.metadata[k] for k in FORCED_MARKS if k in execution.metadata}
+                result.metadata.update(forced)  # kept by the execution's final record
                 await self._store_progress(execution.id, progress)  # the run's last sample
                 if run.reason == HANDBACK and await self._hand_back(run):
                     return
@@ -444,9 +451,11 @@ class Scheduler:
             status = JobStatus.CANCELLED
             return lifecycle.NextStep(status, None, job.current_retry_count, (status,))
         if result.status is ExecutionStatus.COMPLETED:
-            if job.is_forced:  # an extra run: the adaptive interval and the plan stay
+            marks = run.claim.execution.metadata
+            if marks.get(FORCED):  # an extra run: the adaptive interval and the plan stay
                 interval = await self._interval(job, source, result, now, observe=False)
-                return lifecycle.after_forced_success(job, interval, now)
+                planned = marks.get(FORCED_PLANNED)
+                return lifecycle.after_forced_success(job, interval, now, planned)
             interval = await self._interval(job, source, result, now)
             return lifecycle.after_success(job, interval, now)
         return lifecycle.after_failure(job, now, cap=self.retry_backoff_cap)

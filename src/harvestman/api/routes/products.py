@@ -21,6 +21,7 @@ from starlette.responses import Response, StreamingResponse
 from harvestman.api import paging
 from harvestman.api.context import ApiContext, context_of
 from harvestman.api.crawls import crawl_id as _crawl_id
+from harvestman.api.crawls import name_rows
 from harvestman.api.downloads import Format, download_response, iso_time
 from harvestman.api.errors import ApiError
 from harvestman.api.params import Cursor, Id, User
@@ -70,6 +71,7 @@ class SeenOut(BaseModel):
 class ProductOut(BaseModel):
     id: int
     crawl_id: int
+    crawl: str | None = Field(None, description="the crawl's name (the crawl parameter)")
     name: str | None
     brand: str | None
     category: str | None
@@ -188,10 +190,14 @@ async def list_products(
     kind = f"products-{query.sort}-{'desc' if query.descending else 'asc'}"
     key = paging.decode_cursor(kind, cursor, text_key=True)
     after = None if key is None else str(key)
+
+    def read() -> tuple[list[dict[str, Any]], str | None]:
+        found, next_key = ctx.sql_store.list_products(query, after=after, limit=limit)
+        name_rows(ctx, found)
+        return found, next_key
+
     try:
-        items, next_after = await ctx.read(
-            lambda: ctx.sql_store.list_products(query, after=after, limit=limit)
-        )
+        items, next_after = await ctx.read(read)
     except ValueError:
         raise ApiError(
             422,
@@ -208,8 +214,8 @@ async def list_products(
 EXPORT_COLUMNS = (
     "id", "name", "brand", "category", "price", "currency", "availability", "condition",
     "low_price", "high_price", "offer_count", "rating", "review_count", "sku", "gtin", "mpn",
-    "url", "page_url", "domain", "crawl_id", "source", "parser", "first_seen_at", "changed_at",
-    "last_seen_at", "images",
+    "url", "page_url", "domain", "crawl_id", "crawl", "source", "parser", "first_seen_at",
+    "changed_at", "last_seen_at", "images",
 )  # fmt: skip
 _OFFER_COLUMNS = ("price", "currency", "availability", "condition", "low_price", "high_price",
                   "offer_count")  # fmt: skip
@@ -240,8 +246,13 @@ async def export_products(
     JSONL file (a line: one item of the list); at most ``api_export_max_rows``."""
     ctx = context_of(request)
 
+    def read(after: str | None, limit: int) -> tuple[list[dict[str, Any]], str | None]:
+        found, next_key = ctx.sql_store.list_products(query, after=after, limit=limit)
+        name_rows(ctx, found)  # each product's crawl, as the list says it
+        return found, next_key
+
     async def rows(after: str | None, limit: int) -> tuple[list[dict[str, Any]], str | None]:
-        return await ctx.read(lambda: ctx.sql_store.list_products(query, after=after, limit=limit))
+        return await ctx.read(read, after, limit)
 
     crawl = request.query_params.get("crawl")
     return download_response(
@@ -263,6 +274,7 @@ async def get_product(request: Request, product_id: Id, _: User) -> Response:
     item = await ctx.read(ctx.sql_store.get_product, product_id)
     if item is None:
         raise ApiError(404, f"no product {product_id}", details={"id": product_id})
+    await ctx.read(name_rows, ctx, [item])
     return DecimalResponse(item)
 
 

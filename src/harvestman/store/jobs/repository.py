@@ -18,10 +18,19 @@ from sqlalchemy.engine import RowMapping
 
 from harvestman.jobs import buckets
 from harvestman.jobs.errors import InvalidSpec, JobStateError, NotFound, UnknownSource
-from harvestman.jobs.records import UNIT_SECONDS, IntervalType, Job, JobSpec, ResultPage
+from harvestman.jobs.records import (
+    FORCED,
+    FORCED_PLANNED,
+    UNIT_SECONDS,
+    Execution,
+    IntervalType,
+    Job,
+    JobSpec,
+    ResultPage,
+)
 from harvestman.jobs.states import RUNNABLE, Action, JobStatus, allowed_actions, check_action
 from harvestman.store import keyset
-from harvestman.store.jobs.tables import jobs, sources
+from harvestman.store.jobs.tables import job_executions, jobs, sources
 from harvestman.store.keyset import Keyset
 
 if TYPE_CHECKING:
@@ -340,18 +349,32 @@ class JobRepository:
 
         return await self._store.run(_act)
 
-    async def take_forced(self, job: Job) -> None:
-        """Clear ``job``'s force-run mark as its run starts (a later run is a planned one)."""
+    async def take_forced(self, job: Job, execution: Execution) -> None:
+        """Move ``job``'s force-run mark to ``execution``, the run it asked for, as that run
+        starts: the job's next run is a planned one again, and the execution says it is
+        forced (``FORCED``, ``FORCED_PLANNED``) while it runs, to whoever runs it (a
+        worker resuming it after a hand-over too). ``execution.metadata`` is updated."""
+        marks = {FORCED: True, FORCED_PLANNED: job.forced_planned_at}
 
-        def _clear() -> None:
+        def _move() -> dict[str, Any]:
             with self._store.begin() as conn:
                 conn.execute(
                     update(jobs)
                     .where(jobs.c.id == job.id, jobs.c.forced_planned_at.is_not(None))
                     .values(forced_planned_at=None)
                 )
+                stored = conn.execute(
+                    select(job_executions.c.metadata).where(job_executions.c.id == execution.id)
+                ).scalar()
+                metadata: dict[str, Any] = {**json.loads(stored or "{}"), **marks}
+                conn.execute(
+                    update(job_executions)
+                    .where(job_executions.c.id == execution.id)
+                    .values(metadata=json.dumps(metadata))
+                )
+                return metadata
 
-        await self._store.run(_clear)
+        execution.metadata = await self._store.run(_move)
 
     async def pause(self, job_id: int) -> Job:
         return await self.act(job_id, Action.PAUSE)

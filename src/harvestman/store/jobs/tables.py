@@ -39,7 +39,7 @@ sources = Table(
     # service's setting). Added by migration 0007.
     Column("options", Text, nullable=False, default="{}", server_default="{}"),
     # The crawl namespace its jobs crawl into, fixed at creation (``jobs.records.crawl_name``:
-    # a slug of the name and the id); sources made before migration 0023 keep ``source-<id>``.
+    # a slug of the name and the id); sources made before migration 0024 keep ``source-<id>``.
     # Nullable only because a row gets it in the transaction that inserts it (the id is needed).
     Column("crawl", String(200)),
     Index("ix_sources_crawl", "crawl", unique=True),
@@ -75,7 +75,7 @@ jobs = Table(
     Column("last_error", Text),
     # Force-run ("Run now") sets it to the run it brought forward; the run clears it as it
     # starts (re-crawls everything known, leaves the adaptive interval, keeps the plan).
-    # Migration 0023.
+    # Migration 0024.
     Column("forced_planned_at", Float),
     Column("metadata", Text, nullable=False, default="{}"),  # JSON object
     Column("created_at", Float, nullable=False),
