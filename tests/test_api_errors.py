@@ -127,27 +127,48 @@ async def test_the_summary_counts_by_category_and_type(api: Api) -> None:
 
 async def test_dead_letters_are_the_failed_urls_of_a_crawl(api: Api) -> None:
     arrange(api.store.engine)
-    listed = (await api.get("/api/dead-letter")).json()  # the service's crawl: "default"
+    everywhere = (await api.get("/api/dead-letter")).json()  # every crawl's
+    assert [(i["crawl"], i["url"]) for i in everywhere["items"]] == [
+        ("default", "http://a.test/dead0"),
+        ("default", "http://a.test/dead1"),
+        ("default", "http://b.test/dead2"),
+        ("other", "http://a.test/dead-elsewhere"),
+    ]
+    one = {"crawl": "default"}
+    listed = (await api.get("/api/dead-letter", params=one)).json()
     assert (listed["total"], [i["url"] for i in listed["items"]]) == (
         3,
         ["http://a.test/dead0", "http://a.test/dead1", "http://b.test/dead2"],
     )
     assert listed["items"][0]["attempts"] == 3
-    only = await api.get("/api/dead-letter", params={"host": "a.test", "type": "FetchTimeout"})
+    only = await api.get(
+        "/api/dead-letter", params={**one, "host": "a.test", "type": "FetchTimeout"}
+    )
     assert [i["url"] for i in only.json()["items"]] == ["http://a.test/dead1"]
-    paged = (await api.get("/api/dead-letter", params={"limit": 1, "offset": 2})).json()
+    paged = (await api.get("/api/dead-letter", params={**one, "limit": 1, "offset": 2})).json()
     assert (paged["total"], [i["url"] for i in paged["items"]]) == (3, ["http://b.test/dead2"])
 
 
 async def test_dead_letters_are_counted_by_error_class_for_a_filter(api: Api) -> None:
     arrange(api.store.engine)
-    listed = (await api.get("/api/dead-letter", params={"limit": 1})).json()
+    listed = (await api.get("/api/dead-letter", params={"limit": 1, "crawl": "default"})).json()
     assert (listed["crawl"], listed["by_type"]) == (
         "default",
         [{"type": "HttpStatusError", "count": 2}, {"type": "FetchTimeout", "count": 1}],
     )
+    everywhere = (await api.get("/api/dead-letter", params={"limit": 1})).json()
+    assert (everywhere["crawl"], everywhere["by_type"]) == (
+        None,
+        [
+            {"type": "HttpStatusError", "count": 2},
+            {"type": "FetchTimeout", "count": 1},
+            {"type": "X", "count": 1},
+        ],
+    )
     # The counts follow the host (the class filter offers what the host holds), not the class.
-    of_b = await api.get("/api/dead-letter", params={"host": "b.test", "type": "FetchTimeout"})
+    of_b = await api.get(
+        "/api/dead-letter", params={"host": "b.test", "type": "FetchTimeout", "crawl": "default"}
+    )
     assert (of_b.json()["total"], of_b.json()["by_type"]) == (
         0,
         [{"type": "HttpStatusError", "count": 1}],
@@ -172,7 +193,8 @@ async def test_requeue_by_ids_host_or_all_with_a_dry_run_first(api: Api) -> None
     engine = api.store.engine
     arrange(engine)
     before = statuses(engine)
-    ids = [i["id"] for i in (await api.get("/api/dead-letter")).json()["items"]]
+    default = {"crawl": "default"}
+    ids = [i["id"] for i in (await api.get("/api/dead-letter", params=default)).json()["items"]]
 
     dry = await requeue(api, all=True, dry_run=True)
     assert dry.json() == {"crawl": "default", "dry_run": True, "matched": 3, "requeued": 0}

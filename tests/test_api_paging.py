@@ -99,8 +99,11 @@ async def test_domains_count_their_failed_urls_in_the_crawl(api: Api) -> None:
     assert {d["host"]: d["errors"] for d in listed} == {"h0.test": 2, "h1.test": 2, "h2.test": 2}
     quiet, _ = await _walk(api, "/api/domains", 20, host="d0")
     assert {d["errors"] for d in quiet} == {0}
-    elsewhere, _ = await _walk(api, "/api/domains", 20, host="h", crawl="nowhere")
-    assert {d["errors"] for d in elsewhere} == {0}  # a crawl that does not exist failed nothing
+    add_crawl(engine, "elsewhere")
+    elsewhere, _ = await _walk(api, "/api/domains", 20, host="h", crawl="elsewhere")
+    assert {d["errors"] for d in elsewhere} == {0}  # another crawl failed nothing there
+    unknown = await api.get("/api/domains", params={"crawl": "nowhere"})
+    assert unknown.status_code == 404
 
 
 async def test_domains_show_the_breaker_states_workers_publish_in_redis(

@@ -97,8 +97,8 @@ async def test_a_product_its_shape_and_its_history(api: Api) -> None:
         "items"
     ]  # fmt: skip
     assert set(item) == {
-        "id", "crawl_id", "name", "brand", "category", "url", "domain", "sku", "gtin", "mpn",
-        "rating", "best_rating", "worst_rating", "review_count", "rating_count", "source",
+        "id", "crawl_id", "crawl", "name", "brand", "category", "url", "domain", "sku", "gtin",
+        "mpn", "rating", "best_rating", "worst_rating", "review_count", "rating_count", "source",
         "parser", "sources", "confidence", "offers", "images", "seen",
     }  # fmt: skip
     assert (item["url"], item["domain"]) == ("https://www.shop-b.test/p/34", "shop-b.test")

@@ -276,8 +276,12 @@ async def test_validation_errors_share_the_shape(api: Api) -> None:
 
 
 async def test_frontier_and_pages(api: Api) -> None:
-    empty = await api.get("/api/frontier/stats")
-    assert (empty.status_code, empty.json()["error"]["details"]) == (404, {"crawl": "default"})
+    empty = await api.get("/api/frontier/stats", params={"crawl": "default"})
+    assert (empty.status_code, empty.json()["error"]["details"]) == (
+        404,
+        {"crawl": "default", "crawls": []},
+    )
+    assert (await api.get("/api/frontier/stats")).json()["total"] == 0  # every crawl: none
     seeded = await api.post(
         "/api/frontier/seed",
         json={"urls": ["http://127.0.0.1:9/a", "http://127.0.0.1:9/a#x", "not a url"]},

@@ -97,7 +97,10 @@ async def test_filters_by_crawl_domain_and_dates(api: Api) -> None:
                               domain="B.test")) == ["new"]  # fmt: skip
     assert names(await search(api, q="zephyr", until=200)) == ["old"]
     missing = await api.get("/api/search", params={"q": "zephyr", "crawl": "nope"})
-    assert (missing.status_code, missing.json()["error"]["details"]) == (404, {"crawl": "nope"})
+    assert (missing.status_code, missing.json()["error"]["details"]) == (
+        404,
+        {"crawl": "nope", "crawls": ["one", "two"]},
+    )
 
 
 async def test_products_by_price_currency_and_availability(api: Api) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -38,6 +39,10 @@ async def test_backup_restore_replay_and_maintenance(site: TestSite, tmp_path: P
 
     code, err = await run("backup", str(copy), "--db", str(db))
     assert code == 0, err
+    # A table a person reads, never a dataclass's repr.
+    assert "BackupReport" not in err
+    assert "backup written" in err
+    assert re.search(rf"│ path +│ {re.escape(str(copy))} ", err)
     code, err = await run("restore", str(copy), "--db", str(restored))
     assert code == 0, err
     assert count(restored, "SELECT count(*) FROM crawled_pages") == pages
@@ -55,6 +60,8 @@ async def test_backup_restore_replay_and_maintenance(site: TestSite, tmp_path: P
 
     code, err = await run("maintenance", "--db", str(db))
     assert code == 0, err
+    assert "RetentionReport" not in err
+    assert "compaction: backend" in err
     code, err = await run("backup", str(copy), "--db", str(db))
     assert code == 2  # never over an existing file without --overwrite
     assert "exists: pass --overwrite" in err

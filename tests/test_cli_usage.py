@@ -96,7 +96,7 @@ def test_errors_refuses_an_unknown_category_and_names_the_known_ones(tmp_path: P
 
     code, out, _ = run("errors", "--category", "network", "--db", str(db))
     assert (code, out.splitlines()) == (
-        0, ["network\tFetchTimeout\thttp://a.test/1\tFetchTimeout at http://a.test/1"],
+        0, ["network\tFetchTimeout\thttp://a.test/1\tFetchTimeout at http://a.test/1\tdefault"],
     )  # fmt: skip
 
 

@@ -224,7 +224,7 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
 
     # Pages of the job's crawl, narrowed to a title.
     await _nav(page, "Pages").click()
-    await page.get_by_label("Crawl").fill(f"source-{served.source_id}")
+    await page.get_by_label("Crawl").fill(f"testsite-{served.source_id}")  # the source's crawl
     await page.get_by_role("button", name="Search").click()
     await expect(page.get_by_test_id("pages-table")).to_contain_text(site.url("/"))
     await page.screenshot(path=screenshot_path("pages"), full_page=True)
@@ -243,7 +243,7 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
     )  # fmt: skip
     assert rollout.status_code == 200, rollout.text
     await _nav(page, "Parsers").click()
-    await page.get_by_label("Crawl").fill(f"source-{served.source_id}")
+    await page.get_by_label("Crawl").fill(f"testsite-{served.source_id}")  # the source's crawl
     await page.get_by_role("button", name="Show").click()
     await expect(page.get_by_test_id("parser-rollouts")).to_contain_text(
         "shelf 2 on 127.0.0.1: 25.0% of pages"

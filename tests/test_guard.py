@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import doctest
 import ipaddress
+import json
 import socket
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -13,6 +15,8 @@ from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from conftest import SettingsFactory, serve
+from harvestman import addresses
+from harvestman import guard as guard_module
 from harvestman.crawl import Crawler
 from harvestman.errors import AddressRefused, PatternError
 from harvestman.fetch import Fetcher
@@ -21,6 +25,7 @@ from harvestman.patterns import compile_pattern
 from harvestman.render import Renderer
 from harvestman.store import SqlStore
 from harvestman.urls import Scope
+from proxyservers import HttpProxy
 
 UA = "Harvestman-test/1.0"
 SECRET_BODY = "the secret of the other port"
@@ -103,6 +108,117 @@ def test_guard_admits_public_allow_list_and_admitted_origins_only(
     assert guard.is_allowed(ip(address), port) is allowed
 
 
+# Every special-purpose block of IANA's IPv4 and IPv6 registries (and the deprecated IPv6 ones
+# some stacks still route), one address each: refused unless the registry calls it globally
+# reachable. An IPv6 form that carries an IPv4 address is judged by the address it carries.
+SPECIAL_BLOCKS = [
+    ("0.0.0.0/8 this network", "0.1.2.3", False),
+    ("0.0.0.0/32 this host", "0.0.0.0", False),
+    ("10.0.0.0/8 private-use", "10.1.2.3", False),
+    ("100.64.0.0/10 shared address space", "100.64.0.1", False),
+    ("127.0.0.0/8 loopback", "127.0.0.2", False),
+    ("169.254.0.0/16 link-local", "169.254.169.254", False),
+    ("172.16.0.0/12 private-use", "172.16.0.1", False),
+    ("192.0.0.0/24 IETF protocol assignments", "192.0.0.100", False),
+    ("192.0.0.0/29 DS-Lite", "192.0.0.1", False),
+    ("192.0.0.8/32 IPv4 dummy", "192.0.0.8", False),
+    ("192.0.0.9/32 PCP anycast", "192.0.0.9", True),
+    ("192.0.0.10/32 TURN anycast", "192.0.0.10", True),
+    ("192.0.0.170/32 NAT64 discovery", "192.0.0.170", False),
+    ("192.0.0.171/32 NAT64 discovery", "192.0.0.171", False),
+    ("192.0.2.0/24 TEST-NET-1", "192.0.2.1", False),
+    ("192.31.196.0/24 AS112-v4", "192.31.196.1", True),
+    ("192.52.193.0/24 AMT", "192.52.193.1", True),
+    ("192.88.99.0/24 6to4 relay anycast", "192.88.99.1", False),
+    ("192.88.99.2/32 6a44 relay anycast", "192.88.99.2", False),
+    ("192.168.0.0/16 private-use", "192.168.1.1", False),
+    ("192.175.48.0/24 AS112 direct delegation", "192.175.48.1", True),
+    ("198.18.0.0/15 benchmarking", "198.19.0.1", False),
+    ("198.51.100.0/24 TEST-NET-2", "198.51.100.1", False),
+    ("203.0.113.0/24 TEST-NET-3", "203.0.113.1", False),
+    ("224.0.0.0/4 multicast", "239.1.1.1", False),
+    ("240.0.0.0/4 reserved", "240.0.0.1", False),
+    ("255.255.255.255/32 limited broadcast", "255.255.255.255", False),
+    ("public IPv4", "93.184.216.34", True),
+    ("::/128 unspecified", "::", False),
+    ("::1/128 loopback", "::1", False),
+    ("::/96 IPv4-compatible of loopback", "::7f00:1", False),
+    ("::/96 IPv4-compatible of a public address", "::5db8:d822", True),
+    ("::ffff:0:0/96 IPv4-mapped of link-local", "::ffff:169.254.169.254", False),
+    ("::ffff:0:0/96 IPv4-mapped of a public address", "::ffff:93.184.216.34", True),
+    ("::ffff:0:0:0/96 SIIT of loopback", "::ffff:0:7f00:1", False),
+    ("64:ff9b::/96 NAT64 of the metadata address", "64:ff9b::a9fe:a9fe", False),
+    ("64:ff9b::/96 NAT64 of loopback", "64:ff9b::127.0.0.1", False),
+    ("64:ff9b::/96 NAT64 of a public address", "64:ff9b::5db8:d822", True),
+    ("64:ff9b:1::/48 local-use NAT64", "64:ff9b:1::5db8:d822", False),
+    ("100::/64 discard-only", "100::1", False),
+    ("100:0:0:1::/64 dummy prefix", "100:0:0:1::1", False),
+    ("2001::/23 IETF protocol assignments", "2001:100::1", False),
+    ("2001::/32 Teredo, private client", "2001:0:4136:e378:8000:63bf:80ff:fffe", False),
+    ("2001::/32 Teredo, private server", "2001:0:a00:1:8000:63bf:a247:27dd", False),
+    ("2001::/32 Teredo, both public", "2001:0:4136:e378:8000:63bf:a247:27dd", True),
+    ("2001:1::1/128 PCP anycast", "2001:1::1", True),
+    ("2001:1::2/128 TURN anycast", "2001:1::2", True),
+    ("2001:1::3/128 DNS-SD SRP anycast", "2001:1::3", True),
+    ("2001:2::/48 benchmarking", "2001:2::1", False),
+    ("2001:3::/32 AMT", "2001:3::1", True),
+    ("2001:4:112::/48 AS112-v6", "2001:4:112::1", True),
+    ("2001:10::/28 ORCHID", "2001:10::1", False),
+    ("2001:20::/28 ORCHIDv2", "2001:20::1", True),
+    ("2001:30::/28 drone remote ID", "2001:30::1", True),
+    ("2001:db8::/32 documentation", "2001:db8::1", False),
+    ("2002::/16 6to4 of private-use", "2002:a00:1::1", False),
+    ("2002::/16 6to4 of loopback", "2002:7f00:1::1", False),
+    ("2002::/16 6to4 of a public address", "2002:5db8:d822::1", True),
+    ("2620:4f:8000::/48 AS112 direct delegation", "2620:4f:8000::1", True),
+    ("3fff::/20 documentation", "3fff::1", False),
+    ("5f00::/16 SRv6 SIDs", "5f00::1", False),
+    ("fc00::/7 unique-local", "fd00::1", False),
+    ("fe80::/10 link-local", "fe80::1", False),
+    ("fec0::/10 site-local", "fec0::1", False),
+    ("ff00::/8 multicast", "ff02::1", False),
+    ("outside 2000::/3, reserved by the IETF", "4000::1", False),
+    ("public IPv6", "2606:2800:220:1:248:1893:25c8:1946", True),
+]
+
+
+@pytest.mark.parametrize(
+    ("address", "allowed"),
+    [pytest.param(a, allowed, id=name) for name, a, allowed in SPECIAL_BLOCKS],
+)
+def test_special_purpose_blocks_are_refused_unless_globally_reachable(
+    address: str, allowed: bool
+) -> None:
+    assert NetworkGuard().is_allowed(ip(address), 80) is allowed
+
+
+def test_an_ipv6_form_of_an_allowed_ipv4_address_is_allowed_with_it() -> None:
+    guard = NetworkGuard(["10.9.0.0/16", "64:ff9b:1::/48"])
+    guard.admit(ip("127.0.0.1"), 8089)
+    assert guard.is_allowed(ip("64:ff9b::a09:1"), 80)  # NAT64 of 10.9.0.1, in the list
+    assert guard.is_allowed(ip("2002:a09:1::1"), 80)  # 6to4 of it
+    assert guard.is_allowed(ip("64:ff9b:1::1"), 80)  # the allow-list names the block itself
+    assert guard.is_allowed(ip("::ffff:0:7f00:1"), 8089)  # SIIT of the admitted origin
+    assert not guard.is_allowed(ip("::ffff:0:7f00:1"), 8090)
+
+
+def test_the_address_tables_examples_hold() -> None:
+    assert doctest.testmod(addresses).failed == 0
+    assert doctest.testmod(guard_module).failed == 0
+
+
+async def test_the_refusal_names_the_ipv4_address_an_ipv6_form_carries() -> None:
+    guard = NetworkGuard()
+    with pytest.raises(AddressRefused) as refused:
+        await guard.check_url("http://[64:ff9b::a9fe:a9fe]/latest/meta-data/")
+    assert str(refused.value).startswith(
+        "64:ff9b::a9fe:a9fe (IPv4/IPv6 translation (NAT64) of 169.254.169.254) port 80"
+        " is a non-public address"
+    )
+    with pytest.raises(AddressRefused):
+        guard.check_host("[2002:7f00:1::1]", 443)
+
+
 def test_allow_list_host_names_and_literals() -> None:
     guard = NetworkGuard(["Intranet.Example.", " ", "[::1]:9000"])
     assert guard.hosts == {"intranet.example"}
@@ -166,6 +282,32 @@ async def test_fetcher_refuses_private_hops_and_admits_the_origin(secret: Hits) 
                 await fetcher.fetch(f"http://localhost:{secret.port}/direct")
     assert refused.value.url == f"http://127.0.0.1:{secret.port}/x"
     assert (dict(home.hits), dict(secret.hits)) == ({"/none": 1, "/go": 1}, {})
+
+
+async def test_a_proxy_is_sent_the_normalized_url_the_guard_checked(secret: Hits) -> None:
+    site = Hits({"/page": html()})
+    async with serve(site.handle) as port, HttpProxy() as proxy:
+        guard = NetworkGuard()
+        await guard.admit_url(f"http://127.0.0.1:{port}/")
+        async with Fetcher(user_agent=UA, guard=guard) as fetcher:
+            # A proxy that decodes hosts would reach 127.0.0.1's other port with the first.
+            for written in (
+                f"http://%31%32%37.0.0.1:{secret.port}/x",
+                f"http://127%2e0%2e0%2e1:{secret.port}/x",
+                f"http://0x7f.1:{secret.port}/x",
+                f"http://[64:ff9b::7f00:1]:{secret.port}/x",
+            ):
+                with pytest.raises(AddressRefused) as refused:
+                    await fetcher.fetch(written, proxy=proxy.url)
+                assert refused.value.url == written
+            with pytest.raises(AddressRefused, match="does not resolve here"):
+                await fetcher.fetch(f"http://nowhere.invalid:{port}/", proxy=proxy.url)
+            sent = await fetcher.fetch(
+                f"http://%31%32%37.0.0.1:{port}/page?utm_source=x#top", proxy=proxy.url
+            )
+    assert sent.status == 200
+    assert proxy.targets == [f"http://127.0.0.1:{port}/page"]
+    assert (dict(secret.hits), dict(site.hits)) == ({}, {"/page": 1})
 
 
 # -- crawls -------------------------------------------------------------------------------------
@@ -240,6 +382,13 @@ async def test_a_seed_admits_its_origin_not_its_address(
         f"{other}/linked": "AddressRefused",
         f"http://127.0.0.1:{port}/away": "AddressRefused",
     }
+    # What `harvestman errors` and the dead letters show: the setting that admits it, once.
+    linked = next(r["error"] for r in rows if r["url"] == f"{other}/linked")
+    assert linked.endswith(
+        f"127.0.0.1 port {secret.port} is a non-public address outside the network allow-list"
+        f" (network_allow: '127.0.0.1:{secret.port}' admits it)"
+    )
+    assert linked.count("network_allow") == 1
 
 
 async def test_the_allow_list_admits_what_a_seed_links_to(
@@ -254,6 +403,39 @@ async def test_the_allow_list_admits_what_a_seed_links_to(
         )
         await crawl(settings, [f"http://127.0.0.1:{port}/"])
     assert secret.hits["/ok"] == 1
+
+
+def product_page(image: str) -> Answer:
+    data = {"@context": "https://schema.org", "@type": "Product", "name": "Mug", "image": [image]}
+    body = (
+        f'<html><head><title>Mug</title><script type="application/ld+json">{json.dumps(data)}'
+        f"</script></head><body><p>{'words ' * 200}</p></body></html>"
+    )
+    return lambda: web.Response(text=body, content_type="text/html")
+
+
+async def test_an_image_url_goes_to_the_proxy_only_as_the_guard_checked_it(
+    make_settings: SettingsFactory, secret: Hits
+) -> None:
+    written = f"http://%31%32%37.0.0.1:{secret.port}/x.png"
+    site = Hits({"/": product_page(written)})
+    async with serve(site.handle) as port, HttpProxy() as proxy:
+        settings = make_settings(
+            discovery_sitemaps=False,
+            crawl_images=True,
+            proxy_urls=[proxy.url],
+        )
+        _, rows, _ = await crawl(settings, [f"http://127.0.0.1:{port}/"])
+    image = next(r for r in rows if r["kind"] == "image")
+    assert (image["url"], image["status"], image["error_class"]) == (
+        written,
+        "failed",
+        "AddressRefused",
+    )
+    assert dict(secret.hits) == {}
+    # The proxy carried the site's own requests, never the image in any form.
+    assert all(f":{secret.port}/" not in target for target in proxy.targets)
+    assert f"http://127.0.0.1:{port}/" in proxy.targets
 
 
 # -- patterns -----------------------------------------------------------------------------------
@@ -290,16 +472,6 @@ def test_settings_bound_pattern_length(make_settings: SettingsFactory) -> None:
 
 
 # -- the renderer -------------------------------------------------------------------------------
-
-
-async def test_the_renderer_asks_the_guard_for_every_request() -> None:
-    guard = NetworkGuard()
-    guard.admit(ip("127.0.0.1"), 8089)
-    renderer = Renderer(user_agent=UA, guard=guard)
-    assert await renderer.is_refused("http://127.0.0.1:8089/app.js") is False
-    assert await renderer.is_refused("http://127.0.0.1:6379/") is True
-    assert await renderer.is_refused("http://[::1]:8089/") is True
-    assert await renderer.is_refused("data:text/plain,hi") is False
 
 
 async def test_seeds_admit_literal_and_localhost_origins_but_not_dns_answers() -> None:

@@ -107,6 +107,11 @@ DECODED_TO_LOOPBACK = [
     "http://%31%32%37.0.0.1:{port}/",
     "http://127%2e0%2e0%2e1:{port}/",
     "http://127.0.0.1:{port}\\@allowed.example/",
+    # IPv6 forms that carry 127.0.0.1 (NAT64, 6to4, IPv4-compatible, SIIT)
+    "http://[64:ff9b::7f00:1]:{port}/",
+    "http://[2002:7f00:1::1]:{port}/",
+    "http://[::127.0.0.1]:{port}/",
+    "http://[::ffff:0:7f00:1]:{port}/",
 ]
 
 

@@ -224,7 +224,7 @@ async def test_the_interval_grows_while_the_start_page_stays_and_resets_when_it_
     assert first.cpu_time_ms >= 0
     assert first.memory_peak_mb is not None
     assert first.memory_peak_mb > 10
-    assert first.metadata["namespace"] == "source-1"
+    assert first.metadata["namespace"] == "news-1"  # the source's crawl, named after it
     lines = [line.message for line in await service.store.executions.logs(first.id)]
     assert lines[0] == "job 1: execution 1 started (attempt 0)"
     assert "job 1: start pages unchanged 0 times, next interval 1800s" in lines

@@ -4,6 +4,7 @@ restore into a scratch database, restores into another database, and the refusal
 from __future__ import annotations
 
 import dataclasses
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,9 +196,9 @@ async def test_the_backup_and_restore_commands_take_postgresql_urls(
     out, junk = tmp_path / "store.dump", tmp_path / "junk.dump"
     junk.write_text("not a dump")
 
-    code, _, err = await run_cli("backup", str(out), "--database-url", url)
+    code, printed, err = await run_cli("backup", str(out), "--database-url", url, "--json")
     assert code == 0, err
-    assert "verified=True" in err
+    assert json.loads(printed)["verified"] is True
     code, _, err = await run_cli("restore", str(out), "--database-url", database)
     assert code == 0, err
     code, _, err = await run_cli("restore", str(out), "--database-url", database)

@@ -5,6 +5,7 @@ of the stats history are archived before the roll-up drops them."""
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -180,10 +181,10 @@ async def test_the_command_loads_an_archive_with_its_filters(tmp_path: Path) -> 
     pages = retain(engine, tmp_path) / f"pages-{STAMP}.jsonl.gz"
     engine.dispose()
 
-    code, _, err = await run_cli("restore-archive", str(pages), "--db", str(db),
-                                 "--domain", "b.test")  # fmt: skip
+    code, out, err = await run_cli("restore-archive", str(pages), "--db", str(db),
+                                   "--domain", "b.test", "--json")  # fmt: skip
     assert code == 0, err
-    assert "added=1" in err
+    assert json.loads(out)["added"] == 1
     code, _, err = await run_cli("restore-archive", str(pages), "--db", str(db), "--since", "x")
     assert code == 2
     assert "--since" in err

@@ -123,12 +123,12 @@ async def test_a_sources_options_change_its_crawl_and_parser_stats_are_served(
             " JOIN crawls c ON c.id = p.crawl_id GROUP BY c.name",
         )
     )
-    assert counts == {f"source-{with_text}": 3, f"source-{without}": 0}
+    assert counts == {f"with-text-{with_text}": 3, f"without-{without}": 0}
 
     answer = await api.get("/api/parsers/stats", params={"source_id": with_text, "days": True})
     assert answer.status_code == 200, answer.text
     body = answer.json()
-    assert body["crawl"] == f"source-{with_text}"
+    assert body["crawl"] == f"with-text-{with_text}"
     [line] = body["items"]
     assert (line["host"], line["parser"], line["version"]) == (
         f"127.0.0.1:{courier.port}", "courier-article", "1.2.0",

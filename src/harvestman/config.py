@@ -334,6 +334,23 @@ class Settings(BaseSettings):
     jobs_log_flush_interval: float = Field(
         1.0, gt=0, le=60, description="seconds between stores of a run's new log lines"
     )
+    # A run's log keeps at most 10,000 lines (jobs.logs.LogCapture): the URL lines stay below
+    # it, so the run's own lines (its end, its errors) are never the ones dropped.
+    job_log_url_lines: int = Field(
+        5000,
+        ge=0,
+        le=9000,
+        description="fetched URLs a run's log has a line for (the first ones; 0: none)",
+    )
+    jobs_progress_interval: float = Field(
+        5.0, gt=0, le=300, description="seconds between stores of a running execution's counters"
+    )
+    jobs_progress_samples: int = Field(
+        360,
+        ge=10,
+        le=10_000,
+        description="counter samples kept per execution for its chart (thinned when full)",
+    )
     api_log_poll_interval: float = Field(
         0.5, gt=0, le=60, description="seconds between store reads of a followed job log"
     )
@@ -390,6 +407,14 @@ class Settings(BaseSettings):
     url_trailing_slash: Literal["keep", "add", "strip"] = Field(
         "keep", description="a path's trailing slash: as written, added (not to a file), stripped"
     )
+
+    @field_validator("database_url", mode="before")
+    @classmethod
+    def _postgres_scheme(cls, value: Any) -> Any:
+        # Heroku, Render and libpq's docs write postgres://; SQLAlchemy knows only postgresql.
+        if isinstance(value, str) and value.startswith(("postgres://", "postgres+")):
+            return "postgresql" + value.removeprefix("postgres")
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod

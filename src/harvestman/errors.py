@@ -133,12 +133,14 @@ class RedirectRefused(FetchError):
 
 class AddressRefused(FetchError):
     """The network guard (:mod:`harvestman.guard`) refused every address of ``host``: private,
-    loopback, link-local or reserved, and neither in the allow-list nor an admitted origin."""
+    loopback, link-local or reserved, and neither in the allow-list nor an admitted origin.
+    ``reason`` is the refusal alone, without the message's hint of the setting."""
 
     category = "http"
 
-    def __init__(self, message: str, url: str = "", host: str = "") -> None:
+    def __init__(self, message: str, url: str = "", host: str = "", reason: str = "") -> None:
         self.host = host
+        self.reason = reason or message
         super().__init__(message, url)
 
 

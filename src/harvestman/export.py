@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Collection
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import IO, Any
 
@@ -46,9 +47,22 @@ FIELDS = (
 )  # fmt: skip
 
 
-def _exported(row: dict[str, Any]) -> dict[str, Any]:
+def iso_time(timestamp: float | None) -> str | None:
+    """A stored Unix time as ISO 8601 in UTC, to the millisecond.
+
+    >>> iso_time(0.25), iso_time(None)
+    ('1970-01-01T00:00:00.250+00:00', None)
+    """
+    if timestamp is None:
+        return None
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds")
+
+
+def page_line(row: dict[str, Any]) -> dict[str, Any]:
+    """A page as ``export`` and ``crawl --output`` both write it: :data:`FIELDS`, in order, with
+    ``fetched_at`` in ISO 8601 (one shape, so a file from either reads the same)."""
     record = {name: row.get(name) for name in FIELDS}
-    record["status"] = row.get("status_code")  # the short name users look for
+    record["fetched_at"] = iso_time(record["fetched_at"])
     return record
 
 
@@ -117,7 +131,7 @@ def export_pages(
     elif what == "records":
         rows, convert, fields = store.iter_records(crawl_id), _exported_record, RECORD_FIELDS
     elif what == "pages":
-        rows, convert, fields = store.iter_pages(crawl_id, kinds=kinds), _exported, FIELDS
+        rows, convert, fields = store.iter_pages(crawl_id, kinds=kinds), page_line, FIELDS
     else:
         raise ValueError(f"unknown export {what!r}: one of {', '.join(WHAT)}")
     count = 0
@@ -140,7 +154,7 @@ def export_pages(
         return count
     if fmt == "csv":
         text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=True)
-        extra = {"pages": ["status"], "products": ["images"], "records": []}[what]
+        extra = {"pages": [], "products": ["images"], "records": []}[what]
         writer = csv.DictWriter(text, fieldnames=[*fields, *extra])
         writer.writeheader()
         for row in rows:
@@ -163,24 +177,6 @@ def page_summary(outcome: Outcome, kinds: Collection[str] = PAGES_ONLY) -> bytes
     page = outcome.page
     if page is None or outcome.request.kind not in kinds:
         return None
-    return (
-        orjson.dumps(
-            {
-                "url": page.url,
-                "final_url": page.final_url,
-                "status": page.status_code,
-                "title": page.title,
-                "description": page.description,
-                "content_type": page.content_type,
-                "content_length": page.content_length,
-                "content_hash": page.content_hash,
-                "links_count": page.links_count,
-                "depth": outcome.request.depth,
-                "kind": outcome.request.kind,
-                "fetched_at": page.fetched_at,
-                "error_class": page.error_class,
-                "error": page.error,
-            }
-        )
-        + b"\n"
-    )
+    values = {name: getattr(page, name, None) for name in FIELDS}
+    values["depth"], values["kind"] = outcome.request.depth, outcome.request.kind
+    return orjson.dumps(page_line(values)) + b"\n"

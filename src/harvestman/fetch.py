@@ -18,9 +18,11 @@ With a ``guard`` (:class:`harvestman.guard.NetworkGuard`) every hop is checked b
 requested: the connector's resolver keeps only the addresses the guard allows and connects to
 those (so a rebinding name cannot swap them), and an IP-literal host, which aiohttp does not
 resolve, is checked by the fetcher. A refused hop raises ``AddressRefused``. Through a proxy
-the proxy resolves the target, so the target's name is resolved and checked here first (not
-proof against rebinding; the proxy is the operator's to lock down). Without a guard nothing is
-checked: only tests and callers that check elsewhere build one so.
+the proxy resolves the target, so every hop is normalized, its name resolved and checked here
+first, and the proxy is sent that normalized URL, never the one as written (a host that does
+not resolve here is refused; not proof against rebinding: the proxy is the operator's to lock
+down). Without a guard nothing is checked: only tests and callers that check elsewhere build
+one so.
 
 Proxies are chosen per call (``fetch(url, proxy=...)``, see :mod:`harvestman.proxies`): http and
 https proxies go through aiohttp's ``proxy=``; a SOCKS5 proxy needs a connector of its own, so
@@ -351,9 +353,12 @@ class Fetcher:
         chain: list[str] = []
         seen: set[str] | None = None
         while True:
-            target_url = _to_yarl(current)
-            if self.guard is not None:
-                await self._check_address(target_url, current, proxied)
+            if proxied:
+                target_url = await self._proxied_target(current)
+            else:
+                target_url = _to_yarl(current)
+                if self.guard is not None:  # names: the resolver checks them at connection
+                    self.guard.check_host(target_url.host or "", target_url.port or 0, current)
             response = await session.get(
                 target_url, headers=headers, allow_redirects=False, proxy=http_proxy
             )
@@ -397,14 +402,21 @@ class Fetcher:
             seen.add(target)
             current = target
 
-    async def _check_address(self, target: URL, current: str, proxied: bool) -> None:
-        """IP literals are checked here (aiohttp does not resolve them); names are checked by
-        the resolver, or here ahead of time when a proxy will resolve them instead."""
-        assert self.guard is not None
-        host, port = target.host or "", target.port or 0
-        self.guard.check_host(host, port, current)
-        if proxied:
-            await self.guard.check_url(current)
+    async def _proxied_target(self, current: str) -> URL:
+        """What a proxy is sent for ``current``: its normalized URL, whose host was resolved
+        and checked here, since the proxy resolves it again by itself.
+
+        A proxy parses what it receives in its own way (one that decodes ``%31%32%37.0.0.1``
+        reaches 127.0.0.1), so it never sees the URL as written, only the form the guard
+        judged; a URL that does not normalize raises UrlError, and with a guard a host that
+        does not resolve here is refused (the proxy might resolve it to anything).
+        """
+        normalized = self._normalize(current)
+        target = _to_yarl(normalized)
+        if self.guard is not None:
+            self.guard.check_host(target.host or "", target.port or 0, current)
+            await self.guard.check_url(normalized, for_proxy=current)
+        return target
 
     def _normalized_or_same(self, url: str) -> str:
         try:

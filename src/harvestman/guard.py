@@ -4,15 +4,18 @@ Every connection the crawler or the API opens on a user's behalf is checked here
 resolution, against the address actually connected to (aiohttp connects to what its resolver
 returned, so a name re-pointed after the check — DNS rebinding — cannot swap the address):
 
-- a public address (``is_global``, not multicast) is allowed;
+- a public address is allowed (IANA's special-purpose registries, written out in
+  :mod:`harvestman.addresses`; an IPv6 address that carries an IPv4 address — mapped, NAT64,
+  6to4, Teredo, … — is judged by the IPv4 address it carries);
 - an address inside an allow-list network (``network_allow``: CIDRs) is allowed, and so is
   every address of an allow-list host name;
 - an admitted origin ``(address, port)`` is allowed: a crawl admits the origins of its own
   seeds (what a person asked for on purpose), never the whole address, so a seed on
   127.0.0.1:8089 that links or redirects to 127.0.0.1:6379 does not reach 6379 (an IP-literal
   or ``localhost`` seed; a DNS name is admitted by the allow-list, see :meth:`admit_url`);
-- anything else (loopback, private, link-local, reserved, unspecified, multicast, IPv4-mapped
-  forms of those) is refused with :class:`~harvestman.errors.AddressRefused`.
+- anything else (loopback, private, link-local, reserved, unspecified, multicast, documentation,
+  and the IPv6 forms that carry one of those) is refused with
+  :class:`~harvestman.errors.AddressRefused`.
 
 >>> import ipaddress
 >>> guard = NetworkGuard(["10.1.0.0/16"])
@@ -40,9 +43,10 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 from yarl import URL
 
+from harvestman.addresses import embedded_ipv4, is_public, special_block
 from harvestman.errors import AddressRefused
 
-__all__ = ["GuardedResolver", "IpAddress", "NetworkGuard", "parse_address"]
+__all__ = ["GuardedResolver", "IpAddress", "NetworkGuard", "allow_entry", "parse_address"]
 
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -103,14 +107,21 @@ class NetworkGuard:
         return frozenset(self._origins)
 
     def is_allowed(self, address: IpAddress, port: int) -> bool:
-        """Whether a connection to ``address``:``port`` may be opened."""
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
+        """Whether a connection to ``address``:``port`` may be opened.
+
+        An IPv6 address that carries an IPv4 address (mapped, NAT64, 6to4, Teredo, …: see
+        :mod:`harvestman.addresses`) is allowed when the allow-list names it, or when every
+        IPv4 address it carries is allowed by the same rule.
+        """
         if (address, port) in self._origins:
             return True
         if any(address in network for network in self.networks):
             return True
-        return address.is_global and not address.is_multicast
+        if isinstance(address, ipaddress.IPv6Address):
+            carried = embedded_ipv4(address)
+            if carried is not None:
+                return all(self.is_allowed(inner, port) for inner in carried)
+        return is_public(address)
 
     def is_allowed_host(self, host: str) -> bool:
         """Whether ``host`` is an allow-list host name (all its addresses are allowed)."""
@@ -163,22 +174,35 @@ class NetworkGuard:
         if refusal is not None:
             raise AddressRefused(refusal, url, host=host)
 
-    async def check_url(self, url: str) -> None:
+    async def check_url(self, url: str, *, for_proxy: str | None = None) -> None:
         """Resolve ``url``'s host now and raise AddressRefused if any address is refused.
 
         Ahead of the connection, so not proof against DNS rebinding: the connection itself is
         guarded by :class:`GuardedResolver`. A host that does not resolve passes (the fetch
-        records the failure).
+        records the failure), unless ``url`` is about to go to a proxy, which would resolve
+        the name its own way: ``for_proxy`` (the URL as requested) says so, and then such a
+        host is refused too, and refusals name ``for_proxy``.
         """
         target = _host_port(url)
         if target is None:
+            if for_proxy is not None:
+                raise AddressRefused(f"{url[:200]!r} has no host and port to check", for_proxy)
             return
         host, port = target
         if self.is_allowed_host(host):
             return
-        for address in await resolve_addresses(host):
+        found = await resolve_addresses(host)
+        if not found and for_proxy is not None:
+            why = f"{host} does not resolve here, so it is not sent to a proxy to resolve"
+            raise AddressRefused(why, for_proxy, host=host)
+        for address in found:
             if not self.is_allowed(address, port):
-                raise AddressRefused(_refusal(host, address, port), url, host=host)
+                raise AddressRefused(
+                    _refusal(host, address, port),
+                    for_proxy or url,
+                    host=host,
+                    reason=_reason(host, address, port),
+                )
 
     def resolver(self) -> GuardedResolver:
         """A fresh aiohttp resolver applying this guard (one per connector)."""
@@ -269,6 +293,29 @@ def _host_port(url: str) -> tuple[str, int] | None:
     return host.lower(), port
 
 
-def _refusal(host: str, address: IpAddress, port: int) -> str:
+def allow_entry(host: str, port: int) -> str:
+    """The ``network_allow`` entry that admits ``host``:``port`` and no more: the origin of an
+    IP literal, else the host name (every address of a name in the list is allowed).
+
+    >>> allow_entry("127.0.0.1", 19200), allow_entry("[::1]", 80), allow_entry("nas.lan", 80)
+    ('127.0.0.1:19200', '[::1]:80', 'nas.lan')
+    """
+    address = parse_address(host)
+    if address is None:
+        return host
+    return f"[{address}]:{port}" if address.version == 6 else f"{address}:{port}"
+
+
+def _reason(host: str, address: IpAddress, port: int) -> str:
     where = host if str(address) == host.strip("[]") else f"{host} ({address})"
+    carried = embedded_ipv4(address) if isinstance(address, ipaddress.IPv6Address) else None
+    if carried is not None:
+        block = special_block(address)
+        name = block.name if block is not None else "IPv6"
+        where += f" ({name} of {', '.join(map(str, carried))})"
     return f"{where} port {port} is a non-public address outside the network allow-list"
+
+
+def _refusal(host: str, address: IpAddress, port: int) -> str:
+    """The reason and the setting that admits it, as a crawl records it."""
+    return f"{_reason(host, address, port)} (network_allow: {allow_entry(host, port)!r} admits it)"

@@ -142,6 +142,8 @@ class Outcome:
     # A product page's adaptive re-crawl (products_recrawl_interval): the store applies it as
     # it compares the page's products with the stored ones; None: next_crawl_at stands.
     recrawl: RecrawlRule | None = None
+    # How long the fetch took, for the run's log (a 304 has no page record to carry it).
+    elapsed_ms: int | None = None
 
     @classmethod
     def failed(

@@ -11,10 +11,15 @@ Images, media and fonts are not loaded: they cost bandwidth and time and change 
 browser serves the whole crawl; every page gets a fresh context (no cookies or storage leak
 from one site to the next) and at most ``render_concurrency`` pages render at once.
 
-Every request the browser makes (the page, its scripts, XHRs, redirects) is intercepted and
-checked by the crawl's network guard first; a refused one is aborted. The browser resolves
-names itself, so this check is ahead of its connection (not proof against DNS rebinding), and
-a request the browser makes without asking the page's routes (a service worker's) is not seen.
+With the crawl's network guard, every connection the browser opens goes through
+:class:`~harvestman.egress.EgressProxy`, an in-process forward proxy that resolves the target,
+applies the guard and connects to the address it checked: the page, every redirect hop, its
+scripts, frames, stylesheets, XHRs and fetches, WebSockets, preconnects, a service worker's
+requests. Chromium is started so that loopback is proxied too, it resolves no name itself and
+it speaks no QUIC and no non-proxied WebRTC UDP (:data:`~harvestman.egress.BROWSER_ARGS`).
+Playwright's request interception is used only to skip images, media and fonts: it never sees
+a redirect hop or a WebSocket, so it cannot be the guard. A page whose document the proxy
+refused (a redirect to an internal address) fails the render with the proxy's reason.
 """
 
 from __future__ import annotations
@@ -27,11 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harvestman.errors import AddressRefused, HarvestmanError
+from harvestman.egress import BROWSER_ARGS, REFUSED_HEADER, EgressProxy
+from harvestman.errors import HarvestmanError
 from harvestman.guard import NetworkGuard
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, Playwright, Route
+    from playwright.async_api import Browser, Playwright, Response, Route
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +67,8 @@ def renderer_unavailable(browser: str) -> str | None:
 
 
 class Renderer:
-    """One headless Chromium for the crawl, started on first use."""
+    """One headless Chromium for the crawl, started on first use, with its egress proxy when
+    there is a ``guard`` (without one nothing is checked: only tests build one so)."""
 
     def __init__(
         self,
@@ -84,9 +91,17 @@ class Renderer:
         self._start_lock = asyncio.Lock()
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
+        self._proxy: EgressProxy | None = None
+
+    @property
+    def egress(self) -> EgressProxy | None:
+        """The proxy the browser goes out through (None before the start, or without a guard)."""
+        return self._proxy
 
     async def render(self, url: str) -> Rendered:
-        """Load ``url`` in the browser and return the DOM its scripts built."""
+        """Load ``url`` (http or https) in the browser and return the DOM its scripts built."""
+        if not url[:8].lower().startswith(("http://", "https://")):
+            raise RenderError(f"rendering {url[:200]!r}: only http and https pages are rendered")
         async with self._slots:
             browser = await self._started()
             try:
@@ -105,12 +120,25 @@ class Renderer:
         try:
             await context.route("**/*", self._route)
             page = await context.new_page()
+            # Every document the main frame loads, the first and any the page moves on to
+            # (a redirect, a meta refresh, a script's navigation, a form): when the last one is
+            # a refusal of the proxy, the DOM is that refusal, no page of the site.
+            refused: list[str | None] = [None]
+
+            def note(response: Response) -> None:
+                request = response.request
+                if request.is_navigation_request() and request.frame == page.main_frame:
+                    refused[0] = response.headers.get(REFUSED_HEADER.lower())
+
+            page.on("response", note)
             response = await page.goto(url, wait_until="load", timeout=self.timeout_ms)
             if self.settle_ms:
                 # Scripts often fetch their data after "load"; idle network means it arrived.
                 with contextlib.suppress(Exception):
                     await page.wait_for_load_state("networkidle", timeout=self.settle_ms)
             html = (await page.content()).encode("utf-8", "surrogatepass")
+            if refused[0] is not None:
+                raise RenderError(f"rendering {url}: the browser was refused {refused[0]}")
         finally:
             await context.close()
         if len(html) > self.max_bytes:
@@ -118,25 +146,11 @@ class Renderer:
         return Rendered(url, response.status if response is not None else None, html)
 
     async def _route(self, route: Route, *_: Any) -> None:
-        request = route.request
-        if request.resource_type in SKIPPED_RESOURCES:
+        # Bandwidth only: the guard is the proxy's (this handler never sees redirect hops).
+        if route.request.resource_type in SKIPPED_RESOURCES:
             await route.abort()
             return
-        if await self.is_refused(request.url):
-            await route.abort("addressunreachable")
-            return
         await route.continue_()
-
-    async def is_refused(self, url: str) -> bool:
-        """Whether the guard refuses ``url`` (only http(s) requests reach the network)."""
-        if self.guard is None or not url.startswith(("http://", "https://")):
-            return False
-        try:
-            await self.guard.check_url(url)
-        except AddressRefused as exc:
-            log.info("renderer: %s", exc)
-            return True
-        return False
 
     async def _started(self) -> Browser:
         async with self._start_lock:
@@ -147,13 +161,17 @@ class Renderer:
                 raise RenderError(why)
             from playwright.async_api import async_playwright
 
+            args = ["--no-sandbox", "--disable-dev-shm-usage"]
+            if self.guard is not None:
+                if self._proxy is None:
+                    proxy = EgressProxy(self.guard, timeout=self.timeout_ms / 1000)
+                    self._proxy = await proxy.__aenter__()
+                args += [f"--proxy-server={self._proxy.url}", *BROWSER_ARGS]
             try:
                 if self._playwright is None:
                     self._playwright = await async_playwright().start()
                 self._browser = await self._playwright.chromium.launch(
-                    executable_path=self.browser_path,
-                    headless=True,
-                    args=["--no-sandbox", "--disable-dev-shm-usage"],
+                    executable_path=self.browser_path, headless=True, args=args
                 )
             except Exception as exc:
                 raise RenderError(f"could not start {self.browser_path}: {exc}") from exc
@@ -164,9 +182,12 @@ class Renderer:
         async with self._start_lock:
             browser, self._browser = self._browser, None
             playwright, self._playwright = self._playwright, None
+            proxy, self._proxy = self._proxy, None
             with contextlib.suppress(Exception):
                 if browser is not None:
                     await browser.close()
             with contextlib.suppress(Exception):
                 if playwright is not None:
                     await playwright.stop()
+            if proxy is not None:
+                await proxy.__aexit__(None, None, None)

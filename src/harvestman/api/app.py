@@ -42,6 +42,7 @@ from harvestman.api.routes import (
     sources,
     workers,
 )
+from harvestman.api.routes import crawls as crawl_list_routes
 from harvestman.api.routes import errors as error_routes
 from harvestman.api.routes import frontier as frontier_routes
 from harvestman.api.routes import login as login_routes
@@ -207,6 +208,7 @@ def create_app(
         executions,
         scheduler_routes,
         crawl,
+        crawl_list_routes,
         events,
         metrics,
         parser_routes,

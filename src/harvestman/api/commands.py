@@ -121,6 +121,8 @@ async def _serve(
                 retention=retention_rules(settings),
                 backups=backup_schedule(settings),
                 log_flush_interval=settings.jobs_log_flush_interval,
+                progress_interval=settings.jobs_progress_interval,
+                progress_samples=settings.jobs_progress_samples,
             )
             if queue is not None:  # executions run on the workers: the leader publishes them
                 from harvestman.jobs.dispatch import Dispatcher
@@ -201,15 +203,16 @@ def token_create(
         typer.Option("--days", help="Valid for this many days [default: api_token_days, 30]"),
     ] = None,
     dev: Annotated[bool, typer.Option("--dev", help="Sign with the dev secret")] = False,
+    config: ConfigOption = None,
 ) -> None:
     """Print a bearer token signed with the api_jwt_secret setting (HARVESTMAN_API_JWT_SECRET)."""
     from harvestman.api.auth import Role, create_token, resolve_secret
-    from harvestman.config import load_settings
+    from harvestman.cli.stores import load_settings
 
     if role not in (Role.ADMIN.value, Role.USER.value):
         raise _fail("--role must be admin or user")
     try:
-        settings = load_settings()
+        settings = load_settings(config)
         secret = resolve_secret(settings.api_jwt_secret, dev=dev)
     except ConfigError as exc:
         raise _fail(str(exc)) from None

@@ -17,10 +17,11 @@ compile or one longer than ``pattern_max_length``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 from harvestman.api.errors import ApiError
 from harvestman.errors import AddressRefused, ConfigError, PatternError, UrlError
-from harvestman.guard import NetworkGuard, resolve_addresses
+from harvestman.guard import NetworkGuard, allow_entry, resolve_addresses
 from harvestman.patterns import compile_pattern
 from harvestman.urls import Scope, UrlNormalizer
 
@@ -50,7 +51,7 @@ class UrlGuard:
         try:
             await self.guard.check_url(normalized)
         except AddressRefused as exc:
-            raise _refused(field, url, str(exc)) from None
+            raise _address_refused(field, url, normalized, exc) from None
         return normalized
 
     async def check_all(self, urls: Iterable[str], field: str = "urls") -> list[str]:
@@ -102,6 +103,9 @@ class UrlGuard:
                 )
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def _split_key(key: str) -> tuple[str, int]:
     """``host[:port]`` -> (host, port); an entry without a port counts as port 80.
 
@@ -112,6 +116,45 @@ def _split_key(key: str) -> tuple[str, int]:
     if sep and "]" not in port and port.isdigit():
         return host.strip("[]"), int(port)
     return key.strip("[]"), 80
+
+
+def how_to_allow(entry: str) -> str:
+    """What an operator does to admit a private address: the setting, in each of its forms.
+
+    >>> how_to_allow("127.0.0.1:19200")  # doctest: +NORMALIZE_WHITESPACE
+    'To crawl it, add "127.0.0.1:19200" to the setting network_allow and restart serve:
+    HARVESTMAN_NETWORK_ALLOW=127.0.0.1:19200 in its environment, or network_allow =
+    ["127.0.0.1:19200"] in its config file (a CIDR such as 127.0.0.0/8 admits a whole network).'
+    """
+    return (
+        f'To crawl it, add "{entry}" to the setting network_allow and restart serve: '
+        f"HARVESTMAN_NETWORK_ALLOW={entry} in its environment, or "
+        f'network_allow = ["{entry}"] in its config file '
+        "(a CIDR such as 127.0.0.0/8 admits a whole network)."
+    )
+
+
+def _address_refused(field: str, url: str, normalized: str, exc: AddressRefused) -> ApiError:
+    """One message: the refused URL, why (the guard's reason), and the setting that admits it
+    (``how_to_allow``); ``details`` has each part for a client (``allow``: the entry)."""
+    parts = urlsplit(normalized)
+    host = parts.hostname or exc.host
+    entry = allow_entry(
+        f"[{host}]" if ":" in host else host, parts.port or _DEFAULT_PORTS[parts.scheme]
+    )
+    reason = exc.reason  # without the guard's hint: the setting is named once, below
+    return ApiError(
+        422,
+        f"{field}: {url[:300]} is refused: {reason}. {how_to_allow(entry)}",
+        code="url_refused",
+        details={
+            "field": field,
+            "url": url[:300],
+            "reason": reason,
+            "setting": "network_allow",
+            "allow": entry,
+        },
+    )
 
 
 def _refused(field: str, url: str, reason: str) -> ApiError:

@@ -117,6 +117,10 @@ class SourceOut(BaseModel):
     options: SourceOptionsIn
     created_at: float
     updated_at: float
+    crawl: str = Field(
+        description="the crawl its jobs crawl into (named after the source when it was made; "
+        "the crawl parameter of pages, frontier, products, ...; renames do not move it)"
+    )
     jobs: list[SourceJob] = Field(
         default_factory=list,
         description="the source's jobs (id, state); creating an enabled source makes one",
@@ -191,14 +195,31 @@ class JobOut(BaseModel):
         description="the interval adaptive scheduling chose after the source's last run "
         "(None: not adaptive, or no run observed yet)",
     )
+    forced_planned_at: float | None = Field(
+        None, description="set by force-run until that run starts: the run it brought forward"
+    )
+    crawl: str | None = Field(
+        None, description="the crawl it crawls into: its source's (the crawl parameter elsewhere)"
+    )
 
     @classmethod
-    def of(cls, job: Job, adapted: Mapping[int, float] | None = None) -> JobOut:
-        """``adapted``: seconds per source id, from ``SourceRepository.adapted_intervals``."""
-        return cls(**cls.item(job, adapted))
+    def of(
+        cls,
+        job: Job,
+        adapted: Mapping[int, float] | None = None,
+        crawls: Mapping[int, str] | None = None,
+    ) -> JobOut:
+        """``adapted``: seconds per source id, from ``SourceRepository.adapted_intervals``;
+        ``crawls``: the crawl per source id (``SourceRepository.crawls``)."""
+        return cls(**cls.item(job, adapted, crawls))
 
     @classmethod
-    def item(cls, job: Job, adapted: Mapping[int, float] | None = None) -> dict[str, Any]:
+    def item(
+        cls,
+        job: Job,
+        adapted: Mapping[int, float] | None = None,
+        crawls: Mapping[int, str] | None = None,
+    ) -> dict[str, Any]:
         """The fields of ``of`` as plain values: a list page renders these as they are, where
         validating 50 models (and ``asdict``'s deep copies) cost more than reading them."""
         interval = (adapted or {}).get(job.source_id) if job.adaptive_scheduling else None
@@ -207,6 +228,7 @@ class JobOut(BaseModel):
             "interval_type": str(job.interval_type),
             "allowed_actions": allowed_actions(job.status),
             "adapted_interval_seconds": interval,
+            "crawl": (crawls or {}).get(job.source_id),
         }
         return {
             name: derived[name] if name in derived else getattr(job, name)
@@ -215,6 +237,11 @@ class JobOut(BaseModel):
 
 
 class ExecutionOut(BaseModel):
+    """One run. While it runs, ``items_crawled`` (fetched), ``items_indexed`` (stored),
+    ``items_failed`` and ``pages_per_second`` (between the last two samples) are its counters
+    as last stored (every ``jobs_progress_interval``, 5 s) and ``duration_ms`` is the time
+    since it started. Once it ended, ``pages_per_second`` is the run's average."""
+
     id: int
     job_id: int
     execution_number: int
@@ -224,16 +251,45 @@ class ExecutionOut(BaseModel):
     duration_ms: int | None
     items_crawled: int
     items_indexed: int
+    items_failed: int
+    pages_per_second: float | None
     error_message: str | None
     stack_trace: str | None
     cpu_time_ms: int | None
     memory_peak_mb: float | None
     retry_attempt: int
     metadata: dict[str, Any]
+    crawl: str | None = Field(None, description="the crawl the run crawls into: its job's source's")
 
     @classmethod
-    def of(cls, execution: Execution) -> ExecutionOut:
-        return cls(**asdict(execution))
+    def of(
+        cls, execution: Execution, now: float | None = None, crawl: str | None = None
+    ) -> ExecutionOut:
+        """``now``: the time a running execution's duration runs to; ``crawl``: the crawl its
+        job's source crawls into."""
+        out = cls(**asdict(execution), crawl=crawl)
+        if out.status == "running":
+            if out.duration_ms is None and now is not None:
+                out.duration_ms = max(0, round((now - out.started_at) * 1000))
+        elif out.duration_ms:
+            out.pages_per_second = round(out.items_crawled * 1000 / out.duration_ms, 2)
+        return out
+
+
+class ProgressPointOut(BaseModel):
+    at: float
+    fetched: int
+    stored: int
+    failed: int
+
+
+class ExecutionProgressOut(BaseModel):
+    """An execution's counters over time (a sample every ``jobs_progress_interval`` while it
+    ran, at most ``jobs_progress_samples``, thinned evenly when full), oldest first."""
+
+    execution_id: int
+    status: str
+    samples: list[ProgressPointOut]
 
 
 class LogLineOut(BaseModel):

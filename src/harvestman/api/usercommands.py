@@ -7,12 +7,13 @@ Passwords are read from the terminal (twice), or from standard input with ``--pa
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-
-from harvestman.errors import ConfigError, HarvestmanError
 
 if TYPE_CHECKING:
     from harvestman.store import SqlStore
@@ -20,9 +21,6 @@ if TYPE_CHECKING:
 user_app = typer.Typer(help="People who sign in to the API and dashboard.", no_args_is_help=True)
 
 Name = Annotated[str, typer.Argument(help="The user name they sign in with")]
-DatabaseUrl = Annotated[
-    str | None, typer.Option("--database-url", help="SQLAlchemy URL of the store")
-]
 PasswordStdin = Annotated[
     bool, typer.Option("--password-stdin", help="Read the password from standard input")
 ]
@@ -33,18 +31,17 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _store(database_url: str | None) -> SqlStore:
+@contextlib.contextmanager
+def _store(config: Path | None, db: Path | None, database_url: str | None) -> Iterator[SqlStore]:
+    """The store the options name, set up (the embedded store makes itself), disposed after;
+    its errors become one line and the CLI's exit status (``cli.exits``)."""
     import asyncio
 
-    from harvestman.config import load_settings
-    from harvestman.store import SqlStore
+    from harvestman.cli.stores import open_store
 
-    try:
-        store = SqlStore(load_settings(database_url=database_url).database_url)
-        asyncio.run(_prepare(store))  # the embedded store sets itself up
-    except HarvestmanError as exc:
-        raise _fail(str(exc), 2 if isinstance(exc, ConfigError) else 1) from None
-    return store
+    with open_store(config, db, database_url) as (_, store):
+        asyncio.run(_prepare(store))
+        yield store
 
 
 async def _prepare(store: SqlStore) -> None:
@@ -70,7 +67,9 @@ def create(
     name: Name,
     role: Annotated[str, typer.Option("--role", help="admin or user")] = "user",
     password_stdin: PasswordStdin = False,
-    database_url: DatabaseUrl = None,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Add a user who may sign in with ROLE."""
     from harvestman.api.passwords import hash_password
@@ -80,59 +79,80 @@ def create(
         raise _fail("--role must be admin or user")
     if not name.strip() or len(name) > 100 or name != name.strip():
         raise _fail("a user name has 1 to 100 characters and no surrounding spaces")
-    store = _store(database_url)
-    try:
-        store.create_user(name, hash_password(_password(password_stdin)), role)
-    except UserExists:
-        raise _fail(f"a user named {name!r} exists already") from None
-    finally:
-        store.dispose()
+    password = _password(password_stdin)
+    with _store(config, db, database_url) as store:
+        try:
+            store.create_user(name, hash_password(password), role)
+        except UserExists:
+            raise _fail(f"a user named {name!r} exists already") from None
     typer.echo(f"created {role} {name}")
 
 
 @user_app.command("list")
-def list_(database_url: DatabaseUrl = None) -> None:
-    """The users, one a line: name, role, enabled or disabled."""
-    store = _store(database_url)
-    try:
-        for user in store.list_users():
-            typer.echo(f"{user.name}\t{user.role}\t{'enabled' if user.enabled else 'disabled'}")
-    finally:
-        store.dispose()
+def list_(
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The users, one a line: name, role, enabled or disabled (--json: one object a line)."""
+    import json
+
+    with _store(config, db, database_url) as store:
+        users = store.list_users()
+    for user in users:
+        state = "enabled" if user.enabled else "disabled"
+        if as_json:
+            typer.echo(json.dumps({"name": user.name, "role": user.role, "state": state}))
+        else:
+            typer.echo(f"{user.name}\t{user.role}\t{state}")
 
 
 @user_app.command("disable")
 def disable(
     name: Name,
     enable: Annotated[bool, typer.Option("--enable", help="Enable the user again")] = False,
-    database_url: DatabaseUrl = None,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Stop a user signing in; the tokens they hold stop working at once."""
     from harvestman.store.users import UnknownUser
 
-    store = _store(database_url)
-    try:
-        store.set_user_enabled(name, enable)
-    except UnknownUser:
-        raise _fail(f"no user named {name!r}", 1) from None
-    finally:
-        store.dispose()
+    with _store(config, db, database_url) as store:
+        try:
+            store.set_user_enabled(name, enable)
+        except UnknownUser:
+            raise _fail(f"no user named {name!r}", 1) from None
     typer.echo(f"{'enabled' if enable else 'disabled'} {name}")
 
 
 @user_app.command("set-password")
 def set_password_(
-    name: Name, password_stdin: PasswordStdin = False, database_url: DatabaseUrl = None
+    name: Name,
+    password_stdin: PasswordStdin = False,
+    db: DbOption = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Give a user a new password; the tokens issued with the old one stop working."""
     from harvestman.api.passwords import hash_password
     from harvestman.store.users import UnknownUser
 
-    store = _store(database_url)
-    try:
-        store.set_user_password(name, hash_password(_password(password_stdin)))
-    except UnknownUser:
-        raise _fail(f"no user named {name!r}", 1) from None
-    finally:
-        store.dispose()
+    password = _password(password_stdin)
+    with _store(config, db, database_url) as store:
+        try:
+            store.set_user_password(name, hash_password(password))
+        except UnknownUser:
+            raise _fail(f"no user named {name!r}", 1) from None
     typer.echo(f"new password for {name}")
+
+
+# Last, not first (as in api/commands.py): importing harvestman.cli registers its commands,
+# this module's included; Typer reads these annotations only when it builds the command.
+from harvestman.cli.options import (  # noqa: E402
+    ConfigOption,
+    DatabaseUrlOption,
+    DbOption,
+    JsonOption,
+)

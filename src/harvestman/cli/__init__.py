@@ -13,6 +13,7 @@ module           holds
 options.py       the shared options (``--db``, ``--database-url``, ``--config``, ...)
 stores.py        ``open_store``/``open_crawl``: settings, the store, always disposed
 exits.py         the error printer and the exit statuses
+reports.py       a lifecycle command's report as a table (or JSON with --json)
 runtime.py       logging, the allocator, the event loop (uvloop when installed)
 crawl.py         crawl, worker, seed, status
 data.py          export, stats, errors, dead-letter, search

@@ -22,12 +22,12 @@ from harvestman.cli.options import (
     KindOption,
     NameOption,
     PerHostConcurrencyOption,
+    ReadCrawlOption,
     RedisOption,
     VerboseOption,
 )
 from harvestman.cli.runtime import collect_after_start, log, run, setup_logging
 from harvestman.cli.stores import open_store
-from harvestman.errors import ConfigError
 
 if TYPE_CHECKING:
     import asyncio
@@ -239,6 +239,13 @@ async def _crawl(
             if out is not None:
                 out.close()
         err.print(summary_table(engine, counts))
+        budget = engine.wiring.budget
+        if budget is not None and budget.fetched_before >= budget.max_pages:
+            err.print(
+                f"[yellow]nothing fetched:[/yellow] crawl {settings.crawl_name!r} already holds "
+                f"{budget.fetched_before} fetches and --max-pages ({budget.max_pages}) counts "
+                "every run's; raise it, or crawl into a new --name or --db"
+            )
         return 130 if interrupted else 0
 
 
@@ -407,14 +414,17 @@ def status(
     database_url: DatabaseUrlOption = None,
     redis_url: RedisOption = None,
     config: ConfigOption = None,
-    name: NameOption = None,
+    name: ReadCrawlOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """The frontier, the live workers with their hosts and rates, and per-host state."""
+    from harvestman.cli.stores import choose_crawl
+
     with open_store(
         config, db, database_url, must_exist=True, redis_url=redis_url, crawl_name=name
     ) as (settings, store):
-        report = run(_status(settings, store))
+        crawl_name, crawl_id = choose_crawl(store, name)
+        report = run(_status(settings, store, crawl_id, crawl_name))
     if as_json:
         import orjson
 
@@ -425,16 +435,14 @@ def status(
         Console().print(render_status(report))
 
 
-async def _status(settings: Settings, store: SqlStore) -> dict[str, Any]:
+async def _status(
+    settings: Settings, store: SqlStore, crawl_id: int, crawl_name: str
+) -> dict[str, Any]:
     import asyncio
     import time
     from dataclasses import asdict
 
     async with store:
-        await store.check_schema()
-        crawl_id = await store.find_crawl(settings.crawl_name)
-        if crawl_id is None:
-            raise ConfigError(f"no crawl named {settings.crawl_name!r} in this store")
         counts = await store.counts(crawl_id)
         now = time.time()
         live: list[dict[str, Any]] = []
@@ -458,7 +466,7 @@ async def _status(settings: Settings, store: SqlStore) -> dict[str, Any]:
                     )
         hosts = await asyncio.to_thread(store.host_states, crawl_id)
     return {
-        "crawl": settings.crawl_name,
+        "crawl": crawl_name,
         "urls": counts.by_status,
         "pages": counts.pages,
         "workers": live,

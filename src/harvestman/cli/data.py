@@ -23,7 +23,7 @@ from harvestman.cli.options import (
     JsonOption,
     KindOption,
     LimitOption,
-    NameOption,
+    ReadCrawlOption,
 )
 from harvestman.cli.stores import existing_crawl, open_crawl, open_store
 from harvestman.errors import ConfigError, HarvestmanError
@@ -51,7 +51,7 @@ def export(
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
-    name: NameOption = None,
+    name: ReadCrawlOption = None,
 ) -> None:
     """Write every stored page (product, parser record) of a crawl, streaming; WARC from the
     raw archive. Pages are the crawl's pages unless --kind adds its sitemaps and feeds; a WARC
@@ -109,13 +109,19 @@ def _export_warc(store: SqlStore, crawl_id: int, settings: Settings, output: Pat
     err.print(f"exported {report.written} pages")
     if report.missing:
         raise HarvestmanError(f"{report.missing} archived bodies are not in {location}")
+    if not report.written:
+        raise HarvestmanError(
+            "nothing to export: this crawl archived no page bodies. Turn the raw archive on "
+            "(HARVESTMAN_ARCHIVE_ENABLED=true, or archive_enabled = true in --config) and crawl "
+            "again; `crawl --warc FILE` writes a WARC while it crawls"
+        )
 
 
 def stats(
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
-    name: NameOption = None,
+    name: ReadCrawlOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Print what the store holds for a crawl: URLs by status, pages, statuses, errors, hosts."""
@@ -142,21 +148,35 @@ def errors(
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
-    name: NameOption = None,
+    name: EveryCrawlOption = None,
     limit: LimitOption = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object an error")] = False,
 ) -> None:
-    """The newest errors a crawl recorded, by category."""
+    """The newest errors recorded (every crawl's, or one's), by category; the crawl is the last
+    column."""
     from harvestman.store.failures import CATEGORIES
 
     if category is not None and category not in CATEGORIES:
         raise usage_error(f"unknown category {category!r}; choose one of {', '.join(CATEGORIES)}")
-    with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
+    with open_store(config, db, database_url, must_exist=True) as (_, store):
+        crawl_id = existing_crawl(store, name) if name is not None else None
         rows = store.error_rows(
             crawl_id=crawl_id, category=category, error_class=error_type,
             host=host, limit=limit,
         )  # fmt: skip
     for row in rows:
-        typer.echo(f"{row['category']}\t{row['error_class']}\t{row['task']}\t{row['message']}")
+        if as_json:
+            _json_line(row)
+        else:
+            fields = ("category", "error_class", "task", "message", "crawl")
+            typer.echo("\t".join(str(row[field]) for field in fields))
+
+
+def _json_line(row: dict[str, Any]) -> None:
+    import orjson
+
+    record = {str(key): value for key, value in dict(row).items()}
+    sys.stdout.buffer.write(orjson.dumps(record, default=str) + b"\n")
 
 
 @dead_app.command("list")
@@ -166,14 +186,18 @@ def dead_list(
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
-    name: NameOption = None,
+    name: ReadCrawlOption = None,
     limit: LimitOption = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object a URL")] = False,
 ) -> None:
     """URLs that failed for good, with their error."""
     with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
         rows, total = store.dead_letters(crawl_id, host=host, error_class=error_class, limit=limit)
     for row in rows:
-        typer.echo(f"{row['url']}\t{row['error_class']}\t{row['error']}")
+        if as_json:
+            _json_line(row)
+        else:
+            typer.echo(f"{row['url']}\t{row['error_class']}\t{row['error']}")
     err.print(f"{len(rows)} of {total} failed URLs shown")
 
 
@@ -185,7 +209,7 @@ def dead_requeue(
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
-    name: NameOption = None,
+    name: ReadCrawlOption = None,
 ) -> None:
     """Put failed URLs back into the frontier (retries reset); the next crawl fetches them."""
     import time

@@ -8,7 +8,8 @@ status  when
 ======  =====================================================================================
 0       done
 1       the work failed (a ``HarvestmanError``: the store refused, a backup exists, pages lost)
-2       a usage or settings error (``ConfigError``, a bad option value, no such crawl)
+2       a usage or settings error (``ConfigError``, a bad option value, no such crawl), or a
+        database that cannot be reached or used (one line: where, and the driver's first line)
 75      the store stays unavailable (``StoreUnavailable``): a supervisor restarts the command
 130     stopped by Ctrl-C / SIGTERM after finishing its writes
 ======  =====================================================================================
@@ -49,3 +50,23 @@ def errors_exit() -> Iterator[None]:
     except HarvestmanError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(1) from None
+    except Exception as exc:
+        message = database_problem(exc)
+        if message is None:
+            raise
+        raise usage_error(message) from None
+
+
+def database_problem(exc: BaseException) -> str | None:
+    """One line for a database the command could not reach or use (None: not such an error).
+
+    SQLAlchemy's message spans lines (the driver's hint, a link to its docs); the first line of
+    the driver's own message says what happened, and the URL is shown without its password.
+    """
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    if not isinstance(exc, OperationalError | InterfaceError):
+        return None
+    detail = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
+    first = detail[0].strip() if detail else type(exc).__name__
+    return f"the database cannot be used: {first}"

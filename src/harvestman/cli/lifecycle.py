@@ -8,15 +8,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harvestman.cli.exits import err, errors_exit, usage_error
+from harvestman.cli.exits import errors_exit, usage_error
 from harvestman.cli.options import (
     ConfigOption,
     DatabaseUrlOption,
     DbOption,
     DryRunOption,
     JsonOption,
-    NameOption,
+    ReadCrawlOption,
 )
+from harvestman.cli.reports import print_report
 from harvestman.cli.stores import load_settings, open_crawl, open_store, sqlite_file
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ def maintenance(
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Apply the retention rules (export, then delete old rows) and compact the store."""
     import time
@@ -39,7 +41,7 @@ def maintenance(
         rules = RetentionRules.from_settings(settings)
         store.schema.check_current()
         report = store.apply_retention(rules, time.time())
-    err.print(report)
+    print_report("maintenance: retention applied, store compacted", report, as_json=as_json)
 
 
 # A restore is refused while a worker beat this recently (as compaction's full VACUUM is).
@@ -60,6 +62,7 @@ def backup(
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """A consistent online copy of the store (safe while a crawl writes): SQLite's backup API,
     or pg_dump's custom format for PostgreSQL."""
@@ -71,14 +74,15 @@ def backup(
     with errors_exit():
         path = sqlite_file(settings.database_url)
         if path is not None:
-            err.print(backup_sqlite(path, out, overwrite=overwrite))
+            written = backup_sqlite(path, out, overwrite=overwrite)
+            print_report("backup written", written, as_json=as_json)
             return
         tools = PgTools.find(settings.backup_pg_bin_dir)
         report = backup_postgres(settings.database_url, out, overwrite=overwrite, tools=tools)
         if settings.backup_verify if verify is None else verify:
             admin_url = settings.backup_admin_url or settings.database_url
             report = verify_postgres_backup(report, admin_url, tools=tools)
-    err.print(report)
+    print_report("backup written", report, as_json=as_json)
 
 
 def restore(
@@ -87,6 +91,7 @@ def restore(
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Restore the store from a backup (refused while any process has it open)."""
     from harvestman.lifecycle import PgTools, restore_postgres, restore_sqlite
@@ -104,7 +109,7 @@ def restore(
                 tools=PgTools.find(settings.backup_pg_bin_dir),
             )
         store.schema.check_current()  # the engine connects only now, after the restore
-    err.print(report)
+    print_report("store restored", report, as_json=as_json)
 
 
 def restore_archive(
@@ -120,6 +125,7 @@ def restore_archive(
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Load rows that retention archived back into the store (loading twice adds nothing)."""
     import time
@@ -136,7 +142,7 @@ def restore_archive(
     with open_store(config, db, database_url, must_exist=True) as (_, store):
         store.schema.check_current()
         report = store.restore_archive(archive, since=since_at, domain=domain, now=now)
-    err.print(report)
+    print_report("archive restored", report, as_json=as_json)
 
 
 def replay(
@@ -146,7 +152,8 @@ def replay(
     db: DbOption = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
-    name: NameOption = None,
+    as_json: JsonOption = False,
+    name: ReadCrawlOption = None,
 ) -> None:
     """Re-queue stored pages of a domain fetched since T (after a parser change)."""
     import time
@@ -160,7 +167,8 @@ def replay(
         raise usage_error(f"--since: {exc}") from None
     with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
         plan = store.replay(crawl_id, domain, since_at, dry_run=dry_run, now=now)
-    err.print(plan)
+    title = "replay: what would be re-queued (dry run)" if dry_run else "replay: re-queued"
+    print_report(title, plan, as_json=as_json)
 
 
 def storage(

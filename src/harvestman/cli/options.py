@@ -36,6 +36,14 @@ AvailabilityOption = Annotated[
 NameOption = Annotated[
     str | None, typer.Option("--name", help="Crawl namespace [default: default]")
 ]
+# Commands that read one crawl: without --name, the store's only crawl, else `default`, else the
+# newest, and a line on stderr names it and the others (cli/stores.existing_crawl).
+ReadCrawlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--name", help="Crawl namespace [default: the only one, else default, else the newest]"
+    ),
+]
 RedisOption = Annotated[
     str | None, typer.Option("--redis-url", help="Redis shared by the workers (optional)")
 ]

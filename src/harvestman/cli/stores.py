@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harvestman.cli.exits import errors_exit, usage_error
+from harvestman.cli.exits import err, errors_exit, usage_error
 from harvestman.cli.options import CONFIG_ENV
 from harvestman.errors import ConfigError
 
@@ -69,26 +69,58 @@ def open_store(
 def open_crawl(
     config: Path | None, db: Path | None, database_url: str | None, name: str | None
 ) -> Iterator[tuple[Settings, SqlStore, int]]:
-    """``open_store`` for an existing crawl: the schema must be current and the crawl there."""
+    """``open_store`` for an existing crawl: the schema must be current and the crawl there
+    (``name``, or without one the crawl :func:`existing_crawl` chooses and names)."""
     opened = open_store(config, db, database_url, must_exist=True, crawl_name=name)
     with opened as (settings, store):
-        yield settings, store, existing_crawl(store, settings.crawl_name)
+        crawl_id = existing_crawl(store, name)
+        yield settings, store, crawl_id
 
 
-def existing_crawl(store: SqlStore, name: str) -> int:
-    """The id of crawl ``name``; ``ConfigError`` when the store has none (or an old schema)."""
-    import asyncio
+def existing_crawl(store: SqlStore, name: str | None) -> int:
+    """The id of the crawl :func:`choose_crawl` chooses."""
+    return choose_crawl(store, name)[1]
 
+
+def choose_crawl(store: SqlStore, name: str | None) -> tuple[str, int]:
+    """Crawl ``name`` and its id; ``ConfigError`` naming the crawls there are when it has none.
+
+    Without a name: the store's only crawl, else ``default``, else the newest; when the store
+    holds more than one, a line on stderr says which is shown and which others exist (a
+    service's jobs each crawl into their own namespace, which a bare ``stats`` would hide).
+    """
     store.schema.check_current()
-    crawl_id = asyncio.run(_find(store, name))
-    if crawl_id is None:
-        raise ConfigError(f"no crawl named {name!r} in {store.database_url}")
-    return crawl_id
+    crawls = store.crawl_ids()
+    if name is not None:
+        if name in crawls:
+            return name, crawls[name]
+        raise ConfigError(f"no crawl named {name!r} in this store; {holdings(crawls)}")
+    if not crawls:
+        raise ConfigError("this store holds no crawl yet: `harvestman crawl URL` makes one")
+    if len(crawls) == 1:
+        (chosen,) = crawls
+    else:
+        chosen = "default" if "default" in crawls else max(crawls, key=crawls.__getitem__)
+        others = sorted(set(crawls) - {chosen})
+        err.print(
+            f"crawl {chosen!r} (the store also holds {', '.join(map(repr, others))}: "
+            "choose one with --name)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    return chosen, crawls[chosen]
 
 
-async def _find(store: SqlStore, name: str) -> int | None:
-    async with store:
-        return await store.find_crawl(name)
+def holdings(crawls: dict[str, int]) -> str:
+    """What a store holds, for an error that names a crawl it does not.
+
+    >>> holdings({}), holdings({"default": 1, "shop-2": 2})
+    ('it holds no crawl yet', "it holds 'default', 'shop-2'")
+    """
+    if not crawls:
+        return "it holds no crawl yet"
+    return "it holds " + ", ".join(map(repr, sorted(crawls)))
 
 
 def refuse_missing_sqlite(database_url: str) -> None:

@@ -38,7 +38,9 @@ class ImageLinksStep:
     """A page step: the images of the page's products join the frontier as ``image`` rows.
 
     The row keeps the URL as the product gives it (the ``images`` rows are matched by it);
-    a URL the crawl's normalizer refuses is dropped and counted.
+    a URL the crawl's normalizer refuses is dropped and counted. The fetch itself goes by the
+    normalized form where it matters: a proxy is sent each hop's normalized URL, the one the
+    guard checked (:mod:`harvestman.fetch`).
     """
 
     on_rejected: ClassVar[bool] = False

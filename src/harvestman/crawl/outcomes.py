@@ -47,6 +47,7 @@ class Outcomes:
             etag=result.headers.get("ETag"),
             last_modified=result.headers.get("Last-Modified"),
             page=page,
+            elapsed_ms=int(result.elapsed * 1000),
         )
 
     def revisit_after(self, request: CrawlRequest) -> float:
@@ -89,7 +90,7 @@ class Outcomes:
             wait = self.retry.delay(request.attempts + 1, retry_after)
             if wait is not None:
                 self.stats.inc("fetch/retries")
-                return Outcome.failed(
+                retry = Outcome.failed(
                     request,
                     exc,
                     now + wait,
@@ -98,6 +99,8 @@ class Outcomes:
                     status_code=status_code,
                     error=f"{exc} (retry {request.attempts + 1} of {self.retry.max_retries})",
                 )
+                retry.elapsed_ms = int((now - started) * 1000)  # no page record carries it
+                return retry
         if result is not None:
             record = self.page_record(request, result)
         else:

@@ -57,6 +57,20 @@ def after_success(job: Job, interval: float | None, now: float) -> NextStep:
     )
 
 
+def after_forced_success(
+    job: Job, interval: float | None, now: float, planned: float | None
+) -> NextStep:
+    """A run asked for by hand (force-run) leaves the plan as it was: a recurring job's next
+    run is ``planned``, the one the force-run brought forward (or, once that time has passed,
+    the next one of its phase); a one-time job rests completed."""
+    if interval is None or not job.is_recurring:
+        return NextStep(JobStatus.COMPLETED, None, 0, (JobStatus.COMPLETED,))
+    if planned is None:
+        planned = now
+    due = planned if planned >= now else next_run_keeping_phase(planned, interval, now)
+    return NextStep(JobStatus.SCHEDULED, due, 0, (JobStatus.COMPLETED, JobStatus.SCHEDULED))
+
+
 def after_failure(
     job: Job, now: float, *, cap: float = RETRY_BACKOFF_CAP, count_attempt: bool = True
 ) -> NextStep:

@@ -31,6 +31,7 @@ from harvestman.jobs.records import LogLine
 log = logging.getLogger(__name__)
 
 _execution: ContextVar[int | None] = ContextVar("harvestman_execution", default=None)
+_capture: ContextVar[LogCapture | None] = ContextVar("harvestman_log_capture", default=None)
 _formatter = logging.Formatter()
 
 
@@ -40,6 +41,13 @@ class _Buffer:
     kept: int = 0
     dropped: int = 0
     pending: list[LogLine] = field(default_factory=list)
+
+
+def capturing() -> tuple[LogCapture, int] | None:
+    """The capture and the execution whose log this context goes to (None: no log is
+    captured here)."""
+    capture, execution_id = _capture.get(), _execution.get()
+    return None if capture is None or execution_id is None else (capture, execution_id)
 
 
 class LogCapture(logging.Handler):
@@ -90,9 +98,11 @@ class LogCapture(logging.Handler):
         with self._guard:
             self._buffers.setdefault(execution_id, _Buffer(seq=after))
         token = _execution.set(execution_id)
+        capture_token = _capture.set(self)
         try:
             yield
         finally:
+            _capture.reset(capture_token)
             _execution.reset(token)
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -102,20 +112,25 @@ class LogCapture(logging.Handler):
         message = record.getMessage()
         if record.exc_info:
             message += "\n" + _formatter.formatException(record.exc_info)
+        self.add(execution_id, [(record.created, record.levelname, record.name, message)])
+
+    def add(self, execution_id: int, lines: Sequence[tuple[float, str, str, str]]) -> None:
+        """Capture ``(created, level, logger, message)`` lines for ``execution_id`` without a
+        logging record each: for a caller with many lines and no use for the process's own
+        log (``jobs.urllines``: a record and its handlers cost several times the line)."""
         with self._guard:
             buffer = self._buffers.get(execution_id)
             if buffer is None:
                 return
-            if buffer.kept >= self.max_lines:
-                buffer.dropped += 1
-                return
-            buffer.seq += 1
-            buffer.kept += 1
-            buffer.pending.append(
-                LogLine(
-                    execution_id, buffer.seq, record.created, record.levelname, record.name, message
+            for created, level, logger, message in lines:
+                if buffer.kept >= self.max_lines:
+                    buffer.dropped += 1
+                    continue
+                buffer.seq += 1
+                buffer.kept += 1
+                buffer.pending.append(
+                    LogLine(execution_id, buffer.seq, created, level, logger, message)
                 )
-            )
 
     def take_all(self) -> list[LogLine]:
         """The lines of every execution captured since the last ``take``, each execution's in

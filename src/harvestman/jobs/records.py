@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
@@ -22,6 +24,11 @@ from harvestman.urls import TRAILING_SLASH_RULES, normalize_url
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# An execution's metadata when it is a run asked for by hand (force-run, "Run now"), from the
+# moment it starts: ``forced`` true, and the planned run it brought forward.
+FORCED = "forced"
+FORCED_PLANNED = "forced_planned_at"
 
 DEFAULT_MAX_DEPTH = 3
 DEEP_CRAWL_WARNING = 5
@@ -167,11 +174,31 @@ class SourceSpec:
             )
 
 
+def crawl_name(name: str, source_id: int) -> str:
+    """The crawl namespace of a new source: its name as a slug (ASCII, lower case, words
+    joined by ``-``, at most 60 characters), then its id, which keeps it unique (the id is the
+    part after the last ``-``) and never reused.
+
+    >>> crawl_name("Kettles & Co. Shop", 12), crawl_name("Café Zürich", 3), crawl_name("!!", 4)
+    ('kettles-co-shop-12', 'cafe-zurich-3', 'source-4')
+    """
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")[:60].rstrip("-")
+    return f"{slug or 'source'}-{source_id}"
+
+
 @dataclass(slots=True, kw_only=True)
 class Source(SourceSpec):
     id: int
     created_at: float
     updated_at: float
+    # The crawl namespace its jobs crawl into (pages, frontier), fixed when it was created;
+    # sources from before migration 0024 have ``source-<id>``. Renames do not move it.
+    crawl: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.crawl:
+            self.crawl = f"source-{self.id}"
 
 
 @dataclass(slots=True, kw_only=True)
@@ -243,8 +270,16 @@ class Job(JobSpec):
     last_run_at: float | None = None
     last_moved_at: float | None = None
     last_error: str | None = None
+    # Set by force-run: the run it brought forward; moved to the run's execution
+    # (``FORCED``, ``FORCED_PLANNED``) as that run starts.
+    forced_planned_at: float | None = None
     created_at: float
     updated_at: float
+
+    @property
+    def is_forced(self) -> bool:
+        """Whether the next run was asked for by hand (force-run, "Run now")."""
+        return self.forced_planned_at is not None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -266,6 +301,19 @@ class Execution:
     memory_peak_mb: float | None = None
     retry_attempt: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Stored while the run goes (jobs.progress); items_crawled and items_indexed are too.
+    items_failed: int = 0
+    pages_per_second: float | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class ProgressSample:
+    """An execution's counters at ``at`` (the store's clock): a point of its chart."""
+
+    at: float
+    fetched: int
+    stored: int
+    failed: int
 
 
 @dataclass(slots=True, kw_only=True)

@@ -1,12 +1,18 @@
 """Runs one execution of a job: the crawler on the job's source, measured.
 
 - **Settings for the source**: the service's settings with the source's namespace
-  (``source-<id>``: the source's frontier and pages, kept across runs), its max depth (0: 3), crawl
+  (``Source.crawl``, named after the source when it was created: ``my-shop-12``; ``source-<id>``
+  for sources made before migration 0024; the source's frontier and pages, kept across runs),
+  its max depth (0: 3), crawl
   delay, per-run page budget and scope rules, and the crawl options it turns on or off (main
   text, feeds, pagination, archives, near-duplicates, stored text).
 - **Seeds**: the job's URL, then the source's start URLs. They are made due again before each
   run, so a recurring job re-fetches its start pages (with the stored ETag / Last-Modified) and
   follows their links to what is new or due; the rest of the namespace keeps its visited TTL.
+  A forced run ("Run now": ``FORCED`` in the execution's metadata) makes every completed row
+  of the namespace due (``make_known_due``): each known page is asked for again with its
+  stored ETag / Last-Modified, so a 304 costs no body, and a changed child is found whatever
+  its own re-crawl interval.
   A run that resumes an execution another worker began (a broker's takeover: more than one
   of the execution's ``holders``) goes on from the namespace as it is.
 - **Result**: fetches finished (``items_crawled``), pages stored (``items_indexed``), the
@@ -19,7 +25,10 @@
   unreachable or denying it).
 
 Log lines are captured by the scheduler's ``LogCapture`` around the call: every task the crawler
-starts inherits the execution's context.
+starts inherits the execution's context. While they are, each fetched URL gets a line
+(``jobs.urllines``, the first ``job_log_url_lines``). The counters (fetched, stored, failed) are
+the scheduler's ``RunProgress`` of the execution (``jobs.progress``), which it stores while the
+run goes; both are fed by the crawl's ``on_pages``, once per stored batch.
 """
 
 from __future__ import annotations
@@ -38,14 +47,17 @@ from typing import Any
 from harvestman.config import Settings
 from harvestman.crawl import Crawler
 from harvestman.errors import UrlError
+from harvestman.jobs.progress import RunProgress, current_progress
 from harvestman.jobs.records import (
     DEEP_CRAWL_WARNING,
+    FORCED,
     Execution,
     ExecutionResult,
     ExecutionStatus,
     Job,
     Source,
 )
+from harvestman.jobs.urllines import UrlLines
 from harvestman.records import Outcome, UrlStatus
 from harvestman.store import SqlStore
 from harvestman.store.jobs.handover import HOLDERS
@@ -56,8 +68,8 @@ log = logging.getLogger(__name__)
 
 
 def namespace(source: Source) -> str:
-    """The crawl namespace of a source: stable across renames."""
-    return f"source-{source.id}"
+    """The crawl namespace of a source: fixed when it was created, stable across renames."""
+    return source.crawl
 
 
 def job_seeds(job: Job, source: Source) -> list[str]:
@@ -170,7 +182,9 @@ class EngineRunner:
     ) -> ExecutionResult:
         start: dict[str, str] = {}  # url hash -> normalized start URL
         seen: dict[str, Outcome] = {}  # url hash -> the start URL's final outcome
-        counts = {"crawled": 0, "indexed": 0}
+        # The scheduler's counters of this execution (stored while it runs), or our own.
+        progress = current_progress() or RunProgress(started_at=self.clock())
+        url_lines = UrlLines.for_run(self.settings.job_log_url_lines)
         result = ExecutionResult(status=ExecutionStatus.COMPLETED)
         async with ResourceMeter() as meter:
             try:
@@ -185,18 +199,22 @@ class EngineRunner:
                 # resumes one another worker began: it made them due and may have fetched them.
                 if len(holders or []) <= 1:
                     await self.start_pages.make_due(crawl_id, list(start), self.clock())
+                    if execution.metadata.get(FORCED):
+                        known = await self.store.make_known_due(
+                            crawl_id, self.clock(), source.effective_max_depth
+                        )
+                        log.info("run asked for by hand: %d known URLs are due again", known)
                 # Counted after the start pages are due again, as the crawler counts.
                 before = (await self.store.counts(crawl_id)).fetched
                 settings = source_settings(self.settings, source, fetched_before=before)
 
                 def on_pages(outcomes: Sequence[Outcome]) -> None:
+                    progress.observe(outcomes)
+                    if url_lines is not None:
+                        url_lines.observe(outcomes)
                     for outcome in outcomes:
                         if outcome.status is UrlStatus.PENDING:  # a retry comes later
                             continue
-                        counts["crawled"] += 1
-                        page = outcome.page
-                        if outcome.status is UrlStatus.COMPLETED and page and not page.error_class:
-                            counts["indexed"] += 1
                         if outcome.request.url_hash in start:
                             seen[outcome.request.url_hash] = outcome
 
@@ -213,6 +231,8 @@ class EngineRunner:
                     await engine.run()
                 finally:
                     watcher.cancel()
+                    if url_lines is not None:
+                        url_lines.close()
                 result.metadata["stopped_early"] = engine.stopped_early
                 result.start_hashes = await self._start_hashes(crawl_id, start, seen)
                 failed = None
@@ -228,8 +248,8 @@ class EngineRunner:
                 result.status = ExecutionStatus.FAILED
                 result.error_message = f"{type(exc).__name__}: {exc}"
                 result.stack_trace = "".join(traceback.format_exception(exc))
-        result.items_crawled = counts["crawled"]
-        result.items_indexed = counts["indexed"]
+        result.items_crawled = progress.fetched
+        result.items_indexed = progress.stored
         result.cpu_time_ms = meter.cpu_ms
         result.memory_peak_mb = meter.peak_mb
         return result

@@ -11,8 +11,10 @@ per ``retention_interval`` (a day) across all instances, and so do the scheduled
 followed as they come: a source enabled or disabled gets or loses its recurring job at once.
 With a ``dispatcher`` (``broker_url`` set) the leader publishes due jobs to the broker instead
 of running them, and ``harvestman worker`` runs them here through ``adopt`` (``jobs.consumer``).
-Time comes from the store's clock, so tests drive ``poll``, ``sweep``, ``retain``, ``back_up``
-and ``wait_idle`` by hand without sleeping.
+A run's counters (``jobs.progress``) are stored every ``progress_interval`` (by ``run``'s loop,
+or by ``poll``: a broker worker only polls) and as it ends.
+Time comes from the store's clock, so tests drive ``poll``, ``sweep``, ``retain``, ``back_up``,
+``record_progress`` and ``wait_idle`` by hand without sleeping.
 """
 
 from __future__ import annotations
@@ -33,8 +35,11 @@ from harvestman.errors import HarvestmanError
 from harvestman.jobs import adaptive, lifecycle
 from harvestman.jobs.events import SourceEvents, Subscription
 from harvestman.jobs.logs import LogCapture, LogWriter
+from harvestman.jobs.progress import ProgressBoard, RunProgress
 from harvestman.jobs.reconcile import SyncPlan, sync_enabled_sources
 from harvestman.jobs.records import (
+    FORCED,
+    FORCED_PLANNED,
     Claim,
     Execution,
     ExecutionResult,
@@ -53,6 +58,9 @@ if TYPE_CHECKING:
     from harvestman.store.lifecycle.schedule import BackupSchedule
 
 log = logging.getLogger(__name__)
+
+# What a forced run's execution says from its start, kept in its final record.
+FORCED_MARKS = (FORCED, FORCED_PLANNED)
 
 RETENTION = "retention"
 BACKUP = "backup"
@@ -114,6 +122,8 @@ class Scheduler:
         source_job_interval_minutes: int = 360,
         log_capture: LogCapture | None = None,
         log_flush_interval: float = 1.0,
+        progress_interval: float = 5.0,
+        progress_samples: int = 360,
         events: SourceEvents | None = None,
         retention: RetentionRules | None = None,
         retention_interval: float = 86400.0,
@@ -152,6 +162,9 @@ class Scheduler:
         self.logs = log_capture or LogCapture(clock=store.clock)
         self.log_flush_interval = log_flush_interval
         self.log_writer = LogWriter(self.logs, store.executions)
+        self.progress = ProgressBoard(progress_samples)
+        self.progress_interval = progress_interval
+        self._progress_due = 0.0
         self._runs: dict[str, _Run] = {}
         self._stopping = asyncio.Event()
         self._stop_reason: str | None = None
@@ -181,7 +194,8 @@ class Scheduler:
     # -- one step each (the loops call these; tests call them directly) ------------------------
 
     async def poll(self) -> list[Claim]:
-        """Renew running locks, stop cancelled runs, flush their logs, start due jobs."""
+        """Renew running locks, stop cancelled runs, flush their logs, store their counters
+        (once per ``progress_interval``), start due jobs."""
         started = time.perf_counter()
         self.logs.install()
         held = {token: run.claim.job.id for token, run in self._runs.items()}
@@ -191,6 +205,8 @@ class Scheduler:
                 run.reason = "cancelled"
                 run.stop.set()
         await self.log_writer.flush()
+        # A broker worker only polls (jobs.consumer): its runs' counters are stored from here.
+        await self._record_progress_when_due()
         if self.dispatcher is not None:  # the workers run them; the leader publishes them
             lead = self.leader.is_leader and not self._stopping.is_set()
             claims = await self.dispatcher.dispatch_due() if lead else []
@@ -364,7 +380,10 @@ class Scheduler:
         try:
             # A run taken up again (a redelivery) numbers its lines after those stored.
             after = await self.store.executions.last_log_seq(execution.id)
-            with self.logs.capture(execution.id, after=after):
+            with (
+                self.logs.capture(execution.id, after=after),
+                self.progress.track(execution.id, execution.started_at) as progress,
+            ):
                 log.info(
                     "job %d: execution %d started (attempt %d)",
                     job.id,
@@ -372,11 +391,16 @@ class Scheduler:
                     execution.retry_attempt,
                 )
                 try:
+                    if job.is_forced:  # the mark moves to this run's execution
+                        await self.store.jobs.take_forced(job, execution)
                     source = await self.store.sources.get(job.source_id)
                     result = await self.runner.run(job, source, execution, run.stop)
                 except Exception as exc:
                     log.exception("job %d: the run failed", job.id)
                     source, result = None, failure(exc)
+                forced = {k: execution.metadata[k] for k in FORCED_MARKS if k in execution.metadata}
+                result.metadata.update(forced)  # kept by the execution's final record
+                await self._store_progress(execution.id, progress)  # the run's last sample
                 if run.reason == HANDBACK and await self._hand_back(run):
                     return
                 step = await self._next_step(run, source, result)
@@ -427,18 +451,34 @@ class Scheduler:
             status = JobStatus.CANCELLED
             return lifecycle.NextStep(status, None, job.current_retry_count, (status,))
         if result.status is ExecutionStatus.COMPLETED:
+            marks = run.claim.execution.metadata
+            if marks.get(FORCED):  # an extra run: the adaptive interval and the plan stay
+                interval = await self._interval(job, source, result, now, observe=False)
+                planned = marks.get(FORCED_PLANNED)
+                return lifecycle.after_forced_success(job, interval, now, planned)
             interval = await self._interval(job, source, result, now)
             return lifecycle.after_success(job, interval, now)
         return lifecycle.after_failure(job, now, cap=self.retry_backoff_cap)
 
     async def _interval(
-        self, job: Job, source: Source | None, result: ExecutionResult, now: float
+        self,
+        job: Job,
+        source: Source | None,
+        result: ExecutionResult,
+        now: float,
+        *,
+        observe: bool = True,
     ) -> float | None:
+        """The interval until the job's next run; ``observe``: the run's start pages count
+        towards adaptive scheduling (a forced run's do not: it neither stretches nor resets
+        the interval)."""
         baseline = job.interval_seconds
         if baseline is None or not job.adaptive_scheduling or source is None:
             return baseline
         try:
             state = await self.store.sources.adaptive_state(source.id)
+            if not observe:
+                return state.current_interval or baseline
             state = adaptive.observe(
                 state, result.start_hashes, baseline, now, self.adaptive_max_interval
             )
@@ -458,6 +498,31 @@ class Scheduler:
         """Store the new log lines of the runs in progress (the flush loop's step)."""
         await self.log_writer.flush()
 
+    async def record_progress(self) -> int:
+        """Store the counters of the runs in progress here (the progress loop's step, every
+        ``progress_interval``); how many were stored."""
+        stored = 0
+        for execution_id, progress in self.progress.running().items():
+            stored += await self._store_progress(execution_id, progress)
+        return stored
+
+    async def _record_progress_when_due(self) -> None:
+        now = self.clock()
+        if now < self._progress_due:
+            return
+        self._progress_due = now + self.progress_interval
+        await self.record_progress()
+
+    async def _store_progress(self, execution_id: int, progress: RunProgress) -> bool:
+        progress.sample(self.clock())
+        try:
+            return await self.store.executions.record_progress(
+                execution_id, progress.samples, progress.pages_per_second
+            )
+        except HarvestmanError as exc:  # the counters are stored again with the next sample
+            log.warning("execution %d: counters not stored: %s", execution_id, exc)
+            return False
+
     # -- the service --------------------------------------------------------------------------
 
     def stop(self) -> None:
@@ -471,6 +536,9 @@ class Scheduler:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._every(self.poll_interval, self.poll))
                 group.create_task(self._every(self.log_flush_interval, self.flush_logs))
+                group.create_task(
+                    self._every(self.progress_interval, self._record_progress_when_due)
+                )
                 group.create_task(self._every(self.leader.ttl / 3, self._maintain))
                 group.create_task(self._every(self.metrics_interval, self.refresh_metrics))
                 if self.retention is not None:

@@ -24,8 +24,8 @@ CATEGORIES = ("network", "http", "parse", "validation", "storage")
 MAX_IDS = 1000  # ids per re-queue request: one IN list, far below SQLite's parameter limit
 
 DEAD_LETTER_FIELDS = (
-    "id", "url", "host", "kind", "depth", "attempts", "status_code", "error_class", "error",
-    "discovered_at", "last_fetched_at", "updated_at",
+    "id", "crawl_id", "url", "host", "kind", "depth", "attempts", "status_code", "error_class",
+    "error", "discovered_at", "last_fetched_at", "updated_at",
 )  # fmt: skip
 
 
@@ -117,9 +117,11 @@ def error_summary(
 
 
 def _dead_conditions(
-    crawl_id: int, host: str | None, error_class: str | None, ids: Sequence[int] | None
+    crawl_id: int | None, host: str | None, error_class: str | None, ids: Sequence[int] | None
 ) -> list[ColumnElement[bool]]:
-    where = [urls.c.crawl_id == crawl_id, urls.c.status == UrlStatus.FAILED.value]
+    where = [urls.c.status == UrlStatus.FAILED.value]
+    if crawl_id is not None:
+        where.append(urls.c.crawl_id == crawl_id)
     if host:
         where.append(urls.c.host == host.lower())
     if error_class:
@@ -133,14 +135,15 @@ def _dead_conditions(
 
 def dead_letters(
     engine: Engine,
-    crawl_id: int,
+    crawl_id: int | None,
     *,
     host: str | None = None,
     error_class: str | None = None,
     limit: int = 50,
     offset: int = 0,
 ) -> tuple[list[dict[str, Any]], int]:
-    """A page of the crawl's dead letters (failed URLs) in id order, and how many there are."""
+    """A page of the crawl's (every crawl's: None) dead letters (failed URLs) in id order,
+    and how many there are."""
     where = _dead_conditions(crawl_id, host, error_class, None)
     columns = [urls.c[name] for name in DEAD_LETTER_FIELDS]
     with engine.connect() as conn:
@@ -152,10 +155,10 @@ def dead_letters(
 
 
 def dead_letter_classes(
-    engine: Engine, crawl_id: int, *, host: str | None = None
+    engine: Engine, crawl_id: int | None, *, host: str | None = None
 ) -> list[dict[str, Any]]:
-    """The crawl's dead letters counted by error class (of one host), most first: what a
-    filter by class can offer."""
+    """The crawl's (every crawl's: None) dead letters counted by error class (of one host),
+    most first: what a filter by class can offer."""
     where = _dead_conditions(crawl_id, host, None, None)
     count = func.count().label("n")
     query = (
@@ -209,10 +212,14 @@ class FailureRepository(StoreConnection):
     ) -> dict[str, Any]:
         return error_summary(self.engine, crawl_id=crawl_id, since=since)
 
-    def dead_letters(self, crawl_id: int, **filters: Any) -> tuple[list[dict[str, Any]], int]:
+    def dead_letters(
+        self, crawl_id: int | None, **filters: Any
+    ) -> tuple[list[dict[str, Any]], int]:
         return dead_letters(self.engine, crawl_id, **filters)
 
-    def dead_letter_classes(self, crawl_id: int, host: str | None = None) -> list[dict[str, Any]]:
+    def dead_letter_classes(
+        self, crawl_id: int | None, host: str | None = None
+    ) -> list[dict[str, Any]]:
         return dead_letter_classes(self.engine, crawl_id, host=host)
 
     def requeue_dead_letters(self, crawl_id: int, now: float, **filters: Any) -> int:

@@ -45,6 +45,10 @@ class FrontierStore(Protocol):
         """Completed rows past their visited TTL (pages within ``max_depth``) pending again."""
         ...
 
+    async def make_known_due(self, crawl_id: int, now: float, max_depth: int) -> int:
+        """Every completed row (pages within ``max_depth``) pending again: a forced run."""
+        ...
+
     async def give_up_host(
         self,
         crawl_id: int,

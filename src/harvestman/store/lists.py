@@ -1,9 +1,12 @@
 """The crawl store's browsable lists: pages, frontier rows, domains (the API pages them).
 
 A filter is a frozen value naming one list and its conditions, so it also keys the API's
-count cache. Each list's order is one unique column and every filter combination but a host
-substring is served by an index ending in that column (migration 0009); ``SqlStore.list_rows``
-and ``SqlStore.count_rows`` run them.
+count cache. Each list's order is one unique column and every filter combination of one crawl
+but a host substring is served by an index ending in that column (migration 0009);
+``SqlStore.list_rows`` and ``SqlStore.count_rows`` run them. ``crawl_id`` None lists every
+crawl: the page walks the key's own order (the primary key) and filters, which is fast for
+the unfiltered list and for common values, and slow for a rare one on a large store (no index
+leads with host or status alone: they would cost every write of the frontier).
 """
 
 from __future__ import annotations
@@ -19,18 +22,18 @@ from harvestman.store.keyset import Keyset
 from harvestman.store.schema import crawled_pages, domains, urls
 
 PAGE_FIELDS = (
-    "id", "url", "final_url", "host", "status_code", "content_type", "content_length",
+    "id", "crawl_id", "url", "final_url", "host", "status_code", "content_type", "content_length",
     "content_hash", "title", "description", "canonical", "lang", "links_count",
     "crawl_duration_ms", "fetched_at", "error_class", "error", "validation_status",
     "rejection_reason", "near_duplicate_of",
 )  # fmt: skip
 URL_FIELDS = (
-    "id", "url", "url_hash", "host", "status", "kind", "priority", "depth", "next_crawl_at",
-    "lease_until", "leased_by", "attempts", "discovered_at", "last_fetched_at", "status_code",
-    "error_class", "error",
+    "id", "crawl_id", "url", "url_hash", "host", "status", "kind", "priority", "depth",
+    "next_crawl_at", "lease_until", "leased_by", "attempts", "discovered_at", "last_fetched_at",
+    "status_code", "error_class", "error",
 )  # fmt: skip
 DISCOVERED_FIELDS = (
-    "id", "url", "host", "status", "kind", "depth", "discovered_at", "parent_id",
+    "id", "crawl_id", "url", "host", "status", "kind", "depth", "discovered_at", "parent_id",
     "discovered_via",
 )  # fmt: skip
 # What a discovered link may have come from (records.DISCOVERED_VIA but the seeds).
@@ -82,7 +85,7 @@ class PageFilter(RowFilter):
     fields = PAGE_FIELDS
     keyset = Keyset(crawled_pages.c.id, descending=True)
 
-    crawl_id: int
+    crawl_id: int | None  # None: every crawl
     host: str | None = None
     status_code: int | None = None
     validation_status: str | None = None
@@ -90,7 +93,7 @@ class PageFilter(RowFilter):
 
     def conditions(self) -> list[ColumnElement[bool]]:
         c = crawled_pages.c
-        where = [c.crawl_id == self.crawl_id]
+        where = [] if self.crawl_id is None else [c.crawl_id == self.crawl_id]
         if self.host:
             where.append(c.host == self.host.lower())
         if self.status_code is not None:
@@ -103,6 +106,8 @@ class PageFilter(RowFilter):
 
     def index_prefix(self) -> list[Column[Any]]:
         c = crawled_pages.c
+        if self.crawl_id is None:
+            return []
         if self.host:
             return [c.crawl_id, c.host]
         if self.status_code is not None:
@@ -120,12 +125,12 @@ class UrlFilter(RowFilter):
     fields = URL_FIELDS
     keyset = Keyset(urls.c.id)
 
-    crawl_id: int
+    crawl_id: int | None  # None: every crawl
     status: str | None = None
     host: str | None = None
 
     def conditions(self) -> list[ColumnElement[bool]]:
-        where = [urls.c.crawl_id == self.crawl_id]
+        where = [] if self.crawl_id is None else [urls.c.crawl_id == self.crawl_id]
         if self.status:
             where.append(urls.c.status == self.status)
         if self.host:
@@ -133,6 +138,8 @@ class UrlFilter(RowFilter):
         return where
 
     def index_prefix(self) -> list[Column[Any]]:
+        if self.crawl_id is None:
+            return []
         if self.host:  # with a status too: a host's rows are few, the status is filtered
             return [urls.c.crawl_id, urls.c.host]
         if self.status:
@@ -150,13 +157,13 @@ class DiscoveredFilter(RowFilter):
     fields = DISCOVERED_FIELDS
     keyset = Keyset(urls.c.id)
 
-    crawl_id: int
+    crawl_id: int | None  # None: every crawl
     parent_id: int | None = None
     via: str | None = None
     host: str | None = None
 
     def conditions(self) -> list[ColumnElement[bool]]:
-        where = [urls.c.crawl_id == self.crawl_id]
+        where = [] if self.crawl_id is None else [urls.c.crawl_id == self.crawl_id]
         if self.parent_id is not None:
             where.append(urls.c.parent_id == self.parent_id)
         if self.via:
@@ -168,6 +175,8 @@ class DiscoveredFilter(RowFilter):
         return where
 
     def index_prefix(self) -> list[Column[Any]]:
+        if self.crawl_id is None:
+            return []
         if self.parent_id is not None:
             return [urls.c.crawl_id, urls.c.parent_id]
         if self.host:

@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
-from sqlalchemy import Connection, Engine, bindparam, case, func, select
+from sqlalchemy import Connection, Engine, bindparam, case, cast, func, select
 
 from harvestman.errors import error_category
 from harvestman.records import Outcome
@@ -183,14 +183,15 @@ def iter_records(
 
 def parser_stats_report(
     engine: Engine,
-    crawl_id: int,
+    crawl_id: int | None,
     *,
     host: str | None = None,
     parser: str | None = None,
     since: float | None = None,
     with_days: bool = False,
 ) -> list[dict[str, Any]]:
-    """Success rates per (host, parser, version) of a crawl, busiest first.
+    """Success rates per (host, parser, version) of a crawl (of every crawl: None), busiest
+    first.
 
     Each line sums the days since ``since`` (all by default) and says how the last day with
     attempts compares with the days before it: ``last_day``, ``last_day_rate``,
@@ -198,30 +199,26 @@ def parser_stats_report(
     last_day_rate``, or ``None``), so a site whose layout changed shows as a positive drop.
     ``with_days`` adds ``days``: the counts of each day, oldest first.
     """
-    conditions = [parser_stats.c.crawl_id == crawl_id]
+    c = parser_stats.c
+    conditions = [] if crawl_id is None else [c.crawl_id == crawl_id]
     if host is not None:
-        conditions.append(parser_stats.c.host == host)
+        conditions.append(c.host == host)
     if parser is not None:
-        conditions.append(parser_stats.c.parser == parser)
+        conditions.append(c.parser == parser)
     if since is not None:
-        conditions.append(parser_stats.c.day >= day_of(since))
+        conditions.append(c.day >= day_of(since))
+    # Summed per day: every crawl's rows of one (host, parser, version, day) are one day.
     query = (
         select(
-            parser_stats.c.host,
-            parser_stats.c.parser,
-            parser_stats.c.parser_version,
-            parser_stats.c.day,
-            parser_stats.c.updated_at,
-            *(parser_stats.c[name] for name in _COUNTS),
+            c.host, c.parser, c.parser_version, c.day,
+            func.max(c.updated_at).label("updated_at"),
+            # cast: PostgreSQL sums bigints as numeric (a Decimal to the driver)
+            *(cast(func.sum(c[name]), c[name].type).label(name) for name in _COUNTS),
         )
         .where(*conditions)
-        .order_by(
-            parser_stats.c.host,
-            parser_stats.c.parser,
-            parser_stats.c.parser_version,
-            parser_stats.c.day,
-        )
-    )
+        .group_by(c.host, c.parser, c.parser_version, c.day)
+        .order_by(c.host, c.parser, c.parser_version, c.day)
+    )  # fmt: skip
     lines: dict[tuple[str, str, str], dict[str, Any]] = {}
     with engine.connect() as conn:
         for row in conn.execute(query).mappings():

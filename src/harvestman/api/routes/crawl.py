@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from harvestman.api import paging
 from harvestman.api.context import ApiContext, context_of
+from harvestman.api.crawls import CrawlQuery, OneCrawlQuery, crawl_id, name_rows, one_crawl_id
 from harvestman.api.errors import ApiError
 from harvestman.api.paging import PageResponse
 from harvestman.api.params import Admin, AdminSeed, Anonymous, Cursor, Limit, Offset, User
@@ -22,29 +23,9 @@ from harvestman.urls import UrlNormalizer, host_key, url_hash
 
 router = APIRouter(tags=["crawl"])
 
-CrawlName = Query(None, min_length=1, max_length=200, description="namespace (default: serve's)")
 Host = Query(None, min_length=1, max_length=300)
 UrlState = Literal["pending", "in_progress", "completed", "failed", "blocked"]
 PRIORITIES = {"high": 3, "normal": 2, "low": 1}
-
-
-async def _find_crawl(ctx: ApiContext, name: str | None) -> int | None:
-    """The id of a crawl; found ones are kept, as a crawl is never renamed nor deleted."""
-    name = name or ctx.settings.crawl_name
-    found = ctx.crawl_ids.get(name)
-    if found is None:
-        found = await ctx.sql_store.find_crawl(name)
-        if found is not None:
-            ctx.crawl_ids[name] = found
-    return found
-
-
-async def _crawl(ctx: ApiContext, name: str | None) -> int:
-    found = await _find_crawl(ctx, name)
-    if found is None:
-        name = name or ctx.settings.crawl_name
-        raise ApiError(404, f"no crawl named {name!r}", details={"crawl": name})
-    return found
 
 
 async def _list(
@@ -58,11 +39,15 @@ async def _list(
     annotate: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> dict[str, Any]:
     """One page of a crawl-store list (``store.lists``), its total from the count cache;
-    ``annotate`` completes the items in the same trip to the store's thread."""
+    ``annotate`` completes the items in the same trip to the store's thread, where a row of a
+    crawl also gets its crawl's name (``crawl``)."""
     store = ctx.sql_store
+    named = "crawl_id" in where.fields
 
     def read(after: Key | None) -> tuple[list[dict[str, Any]], Key | None]:
         items, next_after = store.list_rows(where, after=after, limit=limit, offset=offset)
+        if named:
+            name_rows(ctx, items)
         if annotate is not None:
             annotate(items)
         return items, next_after
@@ -88,11 +73,10 @@ async def _list(
 
 
 @router.get("/api/stats")
-async def stats(request: Request, _: Anonymous, crawl: str | None = CrawlName) -> dict[str, Any]:
+async def stats(request: Request, _: Anonymous, crawl: CrawlQuery = None) -> dict[str, Any]:
     """Crawl statistics (all crawls unless ``crawl`` names one) and the jobs per state."""
     ctx = context_of(request)
-    crawl_id = None if crawl is None else await _crawl(ctx, crawl)
-    values = await ctx.read(ctx.sql_store.crawl_stats, crawl_id, time.time())
+    values = await ctx.read(ctx.sql_store.crawl_stats, await crawl_id(ctx, crawl), time.time())
     values["jobs"] = await ctx.job_store.jobs.status_counts()
     return values
 
@@ -101,7 +85,7 @@ async def stats(request: Request, _: Anonymous, crawl: str | None = CrawlName) -
 async def stats_timeseries(
     request: Request,
     _: User,
-    crawl: str | None = CrawlName,
+    crawl: CrawlQuery = None,
     minutes: int = Query(
         60, ge=1, le=366 * 24 * 60, description="how far back (day rows past 7 days)"
     ),
@@ -109,9 +93,9 @@ async def stats_timeseries(
 ) -> dict[str, Any]:
     """Pages fetched per bucket over the last ``minutes``."""
     ctx = context_of(request)
-    crawl_id = None if crawl is None else await _crawl(ctx, crawl)
     since = time.time() - minutes * 60
-    points = await ctx.read(ctx.sql_store.timeseries, crawl_id, since, float(bucket_seconds))
+    one = await crawl_id(ctx, crawl)
+    points = await ctx.read(ctx.sql_store.timeseries, one, since, float(bucket_seconds))
     return {"since": since, "bucket_seconds": bucket_seconds, "points": points}
 
 
@@ -119,28 +103,27 @@ async def stats_timeseries(
 
 
 @router.get("/api/frontier/stats")
-async def frontier_stats(
-    request: Request, _: User, crawl: str | None = CrawlName
-) -> dict[str, Any]:
+async def frontier_stats(request: Request, _: User, crawl: CrawlQuery = None) -> dict[str, Any]:
+    """Frontier rows per status, due now, hosts with pending rows (every crawl unless one)."""
     ctx = context_of(request)
-    crawl_id = await _crawl(ctx, crawl)
-    return await ctx.read(ctx.sql_store.frontier_stats, crawl_id, time.time())
+    return await ctx.read(ctx.sql_store.frontier_stats, await crawl_id(ctx, crawl), time.time())
 
 
 @router.get("/api/frontier/urls", response_model=Page[dict[str, Any]])
 async def frontier_urls(
     request: Request,
     _: User,
-    crawl: str | None = CrawlName,
+    crawl: CrawlQuery = None,
     status: UrlState | None = None,
     host: str | None = Host,
     limit: Limit = 50,
     offset: Offset = 0,
     cursor: Cursor = None,
 ) -> Response:
-    """Frontier rows in id order, optionally of one status or host (see ``Page``)."""
+    """Frontier rows in id order (every crawl unless ``crawl`` names one; each row says its
+    ``crawl``), optionally of one status or host (see ``Page``)."""
     ctx = context_of(request)
-    where = UrlFilter(crawl_id=await _crawl(ctx, crawl), status=status, host=host)
+    where = UrlFilter(crawl_id=await crawl_id(ctx, crawl), status=status, host=host)
     return PageResponse(await _list(ctx, "urls", where, cursor=cursor, limit=limit, offset=offset))
 
 
@@ -156,11 +139,11 @@ async def _add(ctx: ApiContext, body: UrlsIn, default_priority: str, seeds: bool
             rejected.append({"url": url[:300], "reason": exc.reason})
     await ctx.guard.check_all(good)
     name = body.crawl or ctx.settings.crawl_name
-    crawl_id = await ctx.sql_store.ensure_crawl(name, good if seeds else ())
+    into = await ctx.sql_store.ensure_crawl(name, good if seeds else ())
     priority = PRIORITIES[body.priority or default_priority]
     rows = [NewUrl(u, url_hash(u), host_key(u), 0, priority) for u in dict.fromkeys(good)]
-    known = await ctx.read(ctx.sql_store.known_hashes, crawl_id, [r.url_hash for r in rows])
-    await ctx.sql_store.add_urls(crawl_id, rows, time.time())
+    known = await ctx.read(ctx.sql_store.known_hashes, into, [r.url_hash for r in rows])
+    await ctx.sql_store.add_urls(into, rows, time.time())
     ctx.counts.forget("urls")
     added = sum(row.url_hash not in known for row in rows)
     return {"crawl": name, "added": added, "rejected": rejected}
@@ -187,13 +170,10 @@ async def frontier_recover(request: Request, _: Admin) -> dict[str, int]:
 
 
 @router.delete("/api/frontier")
-async def frontier_clear(
-    request: Request, _: Admin, crawl: str | None = CrawlName
-) -> dict[str, int]:
+async def frontier_clear(request: Request, _: Admin, crawl: OneCrawlQuery = None) -> dict[str, int]:
     """Delete the crawl's pending URLs."""
     ctx = context_of(request)
-    crawl_id = await _crawl(ctx, crawl)
-    deleted = await ctx.read(ctx.sql_store.clear_frontier, crawl_id)
+    deleted = await ctx.read(ctx.sql_store.clear_frontier, await one_crawl_id(ctx, crawl))
     ctx.counts.forget("urls")
     return {"deleted": deleted}
 
@@ -205,7 +185,7 @@ async def frontier_clear(
 async def list_pages(
     request: Request,
     _: User,
-    crawl: str | None = CrawlName,
+    crawl: CrawlQuery = None,
     host: str | None = Host,
     status_code: int | None = Query(None, ge=0, le=999),
     validation_status: Literal["ok", "soft", "hard"] | None = None,
@@ -214,10 +194,11 @@ async def list_pages(
     offset: Offset = 0,
     cursor: Cursor = None,
 ) -> Response:
-    """Stored pages, newest first (see ``Page``)."""
+    """Stored pages, newest first (every crawl unless ``crawl`` names one; each page says its
+    ``crawl``; see ``Page``)."""
     ctx = context_of(request)
     where = PageFilter(
-        crawl_id=await _crawl(ctx, crawl),
+        crawl_id=await crawl_id(ctx, crawl),
         host=host,
         status_code=status_code,
         validation_status=validation_status,
@@ -230,14 +211,14 @@ async def list_pages(
 async def delete_pages(
     request: Request,
     _: Admin,
-    crawl: str | None = CrawlName,
+    crawl: OneCrawlQuery = None,
     host: str | None = Host,
     before: float | None = Query(None, ge=0, le=1e11, allow_inf_nan=False),
 ) -> dict[str, int]:
     """Delete stored pages of a crawl (of one host, fetched before a time)."""
     ctx = context_of(request)
-    crawl_id = await _crawl(ctx, crawl)
-    deleted = await ctx.read(lambda: ctx.sql_store.delete_pages(crawl_id, host=host, before=before))
+    one = await one_crawl_id(ctx, crawl)
+    deleted = await ctx.read(lambda: ctx.sql_store.delete_pages(one, host=host, before=before))
     ctx.counts.forget("pages")
     return {"deleted": deleted}
 
@@ -247,22 +228,21 @@ async def list_domains(
     request: Request,
     _: User,
     host: str | None = Query(None, max_length=300, description="part of the host name"),
-    crawl: str | None = CrawlName,
+    crawl: CrawlQuery = None,
     limit: Limit = 50,
     offset: Offset = 0,
     cursor: Cursor = None,
 ) -> Response:
-    """Known domains by host name (see ``Page``); ``errors`` counts each host's failed URLs in
-    ``crawl`` (the service's default crawl unless named); ``breaker`` is its circuit breaker's
-    state as workers publish it in Redis (None: not known here, without Redis); ``paused``
-    whether an operator paused it (``PUT /api/domains/{domain}/settings``)."""
+    """Known domains by host name (see ``Page``; hosts are shared by every crawl); ``errors``
+    counts each host's failed URLs in ``crawl`` (every crawl unless named); ``breaker`` is its
+    circuit breaker's state as workers publish it in Redis (None: not known here, without
+    Redis); ``paused`` whether an operator paused it (``PUT /api/domains/{domain}/settings``)."""
     ctx = context_of(request)
-    crawl_id = await _find_crawl(ctx, crawl)
+    one = await crawl_id(ctx, crawl)
 
     def count_errors(items: list[dict[str, Any]]) -> None:
         hosts = [item["host"] for item in items]
-        store = ctx.sql_store
-        failures = {} if crawl_id is None else store.host_failures(crawl_id, hosts)
+        failures = ctx.sql_store.host_failures(one, hosts)
         for item in items:
             item["errors"] = failures.get(item["host"], 0)
 

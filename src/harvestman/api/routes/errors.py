@@ -11,8 +11,8 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request
 from pydantic import Field, model_validator
 
-from harvestman.api.context import ApiContext, context_of
-from harvestman.api.errors import ApiError
+from harvestman.api.context import context_of
+from harvestman.api.crawls import CrawlQuery, crawl_id, name_rows, one_crawl_id
 from harvestman.api.params import Admin, Limit, Offset, User
 from harvestman.api.schemas import MAX_ID, Strict
 from harvestman.store import failures
@@ -20,18 +20,9 @@ from harvestman.store import failures
 router = APIRouter(tags=["errors"])
 
 Category = Literal["network", "http", "parse", "validation", "storage"]
-CrawlName = Query(None, min_length=1, max_length=200, description="a crawl's name")
 Host = Query(None, min_length=1, max_length=300, description="host[:port], as the store keys it")
 ErrorType = Query(None, alias="type", min_length=1, max_length=64, description="an error class")
 Since = Query(None, ge=0, le=1e11, allow_inf_nan=False, description="epoch seconds")
-
-
-async def _crawl_id(ctx: ApiContext, name: str | None) -> int:
-    name = name or ctx.settings.crawl_name
-    found = await ctx.sql_store.find_crawl(name)
-    if found is None:
-        raise ApiError(404, f"no crawl named {name!r}", details={"crawl": name})
-    return found
 
 
 def _error_item(row: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +42,7 @@ def _error_item(row: dict[str, Any]) -> dict[str, Any]:
 async def list_errors(
     request: Request,
     _: User,
-    crawl: str | None = Query(None, min_length=1, max_length=200, description="default: all"),
+    crawl: CrawlQuery = None,
     category: Category | None = None,
     error_type: str | None = ErrorType,
     host: str | None = Host,
@@ -62,10 +53,10 @@ async def list_errors(
     """Recorded errors, newest first. The next page: ``before`` = the response's ``next_before``
     (None on the last page)."""
     ctx = context_of(request)
-    crawl_id = None if crawl is None else await _crawl_id(ctx, crawl)
+    one = await crawl_id(ctx, crawl)
     rows = await ctx.read(
         lambda: ctx.sql_store.error_rows(
-            crawl_id=crawl_id,
+            crawl_id=one,
             category=category,
             error_class=error_type,
             host=host,
@@ -82,40 +73,42 @@ async def list_errors(
 async def errors_summary(
     request: Request,
     _: User,
-    crawl: str | None = Query(None, min_length=1, max_length=200, description="default: all"),
+    crawl: CrawlQuery = None,
     since: float | None = Since,
 ) -> dict[str, Any]:
     """Recorded errors counted by category and by type (error class), most first."""
     ctx = context_of(request)
-    crawl_id = None if crawl is None else await _crawl_id(ctx, crawl)
-    return await ctx.read(lambda: ctx.sql_store.error_summary(crawl_id=crawl_id, since=since))
+    one = await crawl_id(ctx, crawl)
+    return await ctx.read(lambda: ctx.sql_store.error_summary(crawl_id=one, since=since))
 
 
 @router.get("/api/dead-letter")
 async def list_dead_letters(
     request: Request,
     _: User,
-    crawl: str | None = CrawlName,
+    crawl: CrawlQuery = None,
     host: str | None = Host,
     error_type: str | None = ErrorType,
     limit: Limit = 50,
     offset: Offset = 0,
 ) -> dict[str, Any]:
-    """URLs that failed for good (retries exhausted or not retryable), in id order, and
-    ``by_type``: the crawl's dead letters (of ``host``) counted by error class, most first."""
+    """URLs that failed for good (retries exhausted or not retryable), in id order, of every
+    crawl unless ``crawl`` names one (each says its ``crawl``), and ``by_type``: those dead
+    letters (of ``host``) counted by error class, most first, for a filter by class."""
     ctx = context_of(request)
-    crawl_id = await _crawl_id(ctx, crawl)
+    one = await crawl_id(ctx, crawl)
     store = ctx.sql_store
 
     def read() -> tuple[list[dict[str, Any]], int, list[dict[str, Any]]]:
-        items, total = store.dead_letters(
-            crawl_id, host=host, error_class=error_type, limit=limit, offset=offset
+        rows, count = store.dead_letters(
+            one, host=host, error_class=error_type, limit=limit, offset=offset
         )
-        return items, total, store.dead_letter_classes(crawl_id, host)
+        name_rows(ctx, rows)
+        return rows, count, store.dead_letter_classes(one, host)
 
     items, total, by_type = await ctx.read(read)
     return {
-        "crawl": crawl or ctx.settings.crawl_name,
+        "crawl": crawl,
         "items": items,
         "total": total,
         "limit": limit,
@@ -151,10 +144,10 @@ async def requeue_dead_letters(request: Request, body: RequeueIn, _: Admin) -> d
     only counts them)."""
     ctx = context_of(request)
     name = body.crawl or ctx.settings.crawl_name
-    crawl_id = await _crawl_id(ctx, name)
+    one = await one_crawl_id(ctx, name)
     matched = await ctx.read(
         lambda: ctx.sql_store.requeue_dead_letters(
-            crawl_id,
+            one,
             time.time(),
             ids=body.ids,
             host=body.host,

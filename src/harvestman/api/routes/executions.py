@@ -1,5 +1,5 @@
-"""Executions of a job, and their log lines: listed, downloaded, or followed (SSE) from the
-store."""
+"""Executions of a job, their live counters and chart, and their log lines: listed (searched,
+filtered by level), downloaded, or followed (SSE) from the store."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -18,12 +19,29 @@ from harvestman.api import paging
 from harvestman.api.context import ApiContext, context_of
 from harvestman.api.errors import ApiError
 from harvestman.api.params import Cursor, Id, Limit, Offset, User
-from harvestman.api.schemas import MAX_ID, ExecutionOut, LogLineOut, Page
-from harvestman.jobs import Execution, ExecutionStatus, LogLine
+from harvestman.api.schemas import (
+    MAX_ID,
+    ExecutionOut,
+    ExecutionProgressOut,
+    LogLineOut,
+    Page,
+    ProgressPointOut,
+)
+from harvestman.jobs import Execution, ExecutionStatus, LogLine, NotFound
 
 router = APIRouter(tags=["executions"])
 
 ExecutionState = Literal["running", "completed", "failed", "cancelled"]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+
+async def _crawl_of(ctx: ApiContext, job_id: int) -> str | None:
+    """The crawl job ``job_id`` crawls into (its source's); None when the job is gone."""
+    try:
+        job = await ctx.job_store.jobs.get(job_id)
+    except NotFound:
+        return None
+    return (await ctx.job_store.sources.crawls([job.source_id])).get(job.source_id)
 
 
 @router.get("/api/v1/jobs/{job_id}/executions", response_model=Page[ExecutionOut])
@@ -40,6 +58,7 @@ async def list_executions(
     newest are kept)."""
     ctx = context_of(request)
     repository = ctx.job_store.executions
+    crawl = await _crawl_of(ctx, job_id)
 
     async def fetch(after: int | str | None) -> tuple[list[Any], int | str | None, int | None]:
         page = await repository.list(
@@ -49,7 +68,9 @@ async def list_executions(
             limit=limit,
             offset=offset,
         )
-        return [ExecutionOut.of(e) for e in page.items], page.next_after, page.total
+        now = ctx.job_store.clock()
+        items = [ExecutionOut.of(e, now, crawl) for e in page.items]
+        return items, page.next_after, page.total
 
     return paging.PageResponse(
         await paging.paged(
@@ -66,7 +87,23 @@ async def list_executions(
 
 @router.get("/api/v1/executions/{execution_id}", response_model=ExecutionOut)
 async def get_execution(request: Request, execution_id: Id, _: User) -> ExecutionOut:
-    return ExecutionOut.of(await context_of(request).job_store.executions.get(execution_id))
+    ctx = context_of(request)
+    store = ctx.job_store
+    execution = await store.executions.get(execution_id)
+    return ExecutionOut.of(execution, store.clock(), await _crawl_of(ctx, execution.job_id))
+
+
+@router.get("/api/v1/executions/{execution_id}/progress", response_model=ExecutionProgressOut)
+async def execution_progress(request: Request, execution_id: Id, _: User) -> ExecutionProgressOut:
+    """The execution's counters over time, for its chart (see ``ExecutionProgressOut``)."""
+    repository = context_of(request).job_store.executions
+    execution = await repository.get(execution_id)
+    samples = await repository.progress(execution_id)
+    return ExecutionProgressOut(
+        execution_id=execution_id,
+        status=execution.status.value,
+        samples=[ProgressPointOut(**asdict(sample)) for sample in samples],
+    )
 
 
 async def _execution_of(ctx: ApiContext, job_id: int, execution_id: int | None) -> Execution:
@@ -96,32 +133,53 @@ async def job_logs(
     after: int = Query(0, ge=0, le=10**9, description="lines after this seq"),
     limit: int = Query(1000, ge=1, le=10_000),
     download: bool = Query(False, description="the run's whole log as a text file"),
+    q: str | None = Query(
+        None, min_length=1, max_length=200, description="lines whose message holds this text"
+    ),
+    level: LogLevel | None = Query(None, description="lines at this level or above"),
 ) -> dict[str, object] | Response:
     """An execution's stored log lines (a run in progress stores its new lines every
-    ``jobs_log_flush_interval``, 1 s). ``download=1``: every line of the run as text/plain,
-    one ``time level logger: message`` line each, as an attachment."""
+    ``jobs_log_flush_interval``, 1 s); any run kept, by ``execution_id``, the latest without.
+    ``q`` keeps the lines whose message holds the text (any case), ``level`` those at that
+    level or above. ``download=1``: every line of the run that passes them as text/plain, one
+    ``time level logger: message`` line each, as an attachment."""
     ctx = context_of(request)
     execution = await _execution_of(ctx, job_id, execution_id)
     if download:
         name = f"job-{job_id}-run-{execution.execution_number}.log"
         return StreamingResponse(
-            _log_text(ctx, execution.id),
+            _log_text(ctx, execution.id, LineFilter(q, level)),
             media_type="text/plain; charset=utf-8",
             headers={"Content-Disposition": f'attachment; filename="{name}"'},
         )
-    lines = await ctx.job_store.executions.logs(execution.id, after=after, limit=limit)
+    lines = await ctx.job_store.executions.logs(
+        execution.id, after=after, limit=limit, text=q, min_level=level
+    )
     return {
         "job_id": job_id,
         "execution_id": execution.id,
+        "execution_number": execution.execution_number,
         "status": execution.status.value,
         "lines": [LogLineOut.model_validate(line, from_attributes=True) for line in lines],
+        # Read on from here (with the same filters) while a page comes back full.
+        "next_after": lines[-1].seq if len(lines) == limit else None,
     }
 
 
-async def _stored_lines(ctx: ApiContext, execution_id: int, after: int) -> AsyncIterator[LogLine]:
+@dataclass(frozen=True, slots=True)
+class LineFilter:
+    text: str | None = None
+    min_level: str | None = None
+
+
+async def _stored_lines(
+    ctx: ApiContext, execution_id: int, after: int, only: LineFilter = LineFilter()
+) -> AsyncIterator[LogLine]:
     """The execution's stored lines after ``after``, read a page at a time."""
     while True:
-        lines = await ctx.job_store.executions.logs(execution_id, after=after, limit=PAGE)
+        lines = await ctx.job_store.executions.logs(
+            execution_id, after=after, limit=PAGE, text=only.text, min_level=only.min_level
+        )
         for line in lines:
             yield line
         if len(lines) < PAGE:
@@ -129,8 +187,8 @@ async def _stored_lines(ctx: ApiContext, execution_id: int, after: int) -> Async
         after = lines[-1].seq
 
 
-async def _log_text(ctx: ApiContext, execution_id: int) -> AsyncIterator[bytes]:
-    async for line in _stored_lines(ctx, execution_id, 0):
+async def _log_text(ctx: ApiContext, execution_id: int, only: LineFilter) -> AsyncIterator[bytes]:
+    async for line in _stored_lines(ctx, execution_id, 0, only):
         when = datetime.fromtimestamp(line.created_at, UTC).isoformat(timespec="milliseconds")
         yield f"{when} {line.level} {line.logger}: {line.message}\n".encode()
 

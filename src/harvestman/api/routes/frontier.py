@@ -13,11 +13,11 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request, Response
 
 from harvestman.api.context import ApiContext, context_of
+from harvestman.api.crawls import CrawlQuery, crawl_id, name_rows
 from harvestman.api.errors import ApiError
 from harvestman.api.paging import PageResponse
 from harvestman.api.params import Cursor, Id, Limit, Offset, User
-from harvestman.api.routes.crawl import CrawlName, Host
-from harvestman.api.routes.crawl import _crawl as crawl_id_of
+from harvestman.api.routes.crawl import Host
 from harvestman.api.routes.crawl import _list as list_page
 from harvestman.api.schemas import MAX_ID, Page
 from harvestman.store.lists import DiscoveredFilter, RowFilter, UrlFilter
@@ -31,24 +31,26 @@ async def _one(ctx: ApiContext, where: RowFilter, row_id: int, kind: str) -> dic
     row = await ctx.read(ctx.sql_store.find_row, where, row_id)
     if row is None:
         raise ApiError(404, f"no {kind} with id {row_id}", details={"kind": kind, "id": row_id})
+    await ctx.read(name_rows, ctx, [row])
     return row
 
 
 @router.get("/api/v1/frontier/{url_id}")
 async def frontier_row(
-    request: Request, url_id: Id, _: User, crawl: str | None = CrawlName
+    request: Request, url_id: Id, _: User, crawl: CrawlQuery = None
 ) -> dict[str, Any]:
-    """One frontier row: URL, host, status, priority, depth, due time (``next_crawl_at``),
-    attempts, the lease and the last fetch's status or error."""
+    """One frontier row: its crawl, URL, host, status, priority, depth, due time
+    (``next_crawl_at``), attempts, the lease and the last fetch's status or error (404 when
+    ``crawl`` is named and the row is not in it)."""
     ctx = context_of(request)
-    where = UrlFilter(crawl_id=await crawl_id_of(ctx, crawl))
+    where = UrlFilter(crawl_id=await crawl_id(ctx, crawl))
     return await _one(ctx, where, url_id, "frontier row")
 
 
-def _with_parents(ctx: ApiContext, crawl_id: int) -> Any:
+def _with_parents(ctx: ApiContext, crawl: int | None) -> Any:
     def annotate(items: list[dict[str, Any]]) -> None:
         parents = {item["parent_id"] for item in items if item["parent_id"] is not None}
-        found = ctx.sql_store.url_of_ids(crawl_id, parents)
+        found = ctx.sql_store.url_of_ids(crawl, parents)
         for item in items:
             item["parent_url"] = found.get(item["parent_id"])
 
@@ -59,7 +61,7 @@ def _with_parents(ctx: ApiContext, crawl_id: int) -> Any:
 async def discovered_links(
     request: Request,
     _: User,
-    crawl: str | None = CrawlName,
+    crawl: CrawlQuery = None,
     parent_id: int | None = Query(None, ge=1, le=MAX_ID, description="found on this row"),
     via: Via | None = Query(None, description="how it was found"),
     host: str | None = Host,
@@ -70,8 +72,8 @@ async def discovered_links(
     """URLs the crawl discovered, in discovery order, each with ``discovered_via`` (link,
     sitemap, feed, pagination, archive), ``parent_id`` and ``parent_url`` (see ``Page``)."""
     ctx = context_of(request)
-    crawl_id = await crawl_id_of(ctx, crawl)
-    where = DiscoveredFilter(crawl_id=crawl_id, parent_id=parent_id, via=via, host=host)
+    one = await crawl_id(ctx, crawl)
+    where = DiscoveredFilter(crawl_id=one, parent_id=parent_id, via=via, host=host)
     page = await list_page(
         ctx,
         "urls",
@@ -79,18 +81,18 @@ async def discovered_links(
         cursor=cursor,
         limit=limit,
         offset=offset,
-        annotate=_with_parents(ctx, crawl_id),
+        annotate=_with_parents(ctx, one),
     )
     return PageResponse(page)
 
 
 @router.get("/api/v1/discovered-links/{url_id}")
 async def discovered_link(
-    request: Request, url_id: Id, _: User, crawl: str | None = CrawlName
+    request: Request, url_id: Id, _: User, crawl: CrawlQuery = None
 ) -> dict[str, Any]:
     """One discovered URL with where it came from."""
     ctx = context_of(request)
-    crawl_id = await crawl_id_of(ctx, crawl)
-    row = await _one(ctx, DiscoveredFilter(crawl_id=crawl_id), url_id, "discovered link")
-    await ctx.read(_with_parents(ctx, crawl_id), [row])
+    one = await crawl_id(ctx, crawl)
+    row = await _one(ctx, DiscoveredFilter(crawl_id=one), url_id, "discovered link")
+    await ctx.read(_with_parents(ctx, one), [row])
     return row

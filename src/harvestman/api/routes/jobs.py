@@ -27,10 +27,16 @@ async def _adapted(ctx: ApiContext, jobs: Sequence[Job]) -> Mapping[int, float]:
     return await ctx.job_store.sources.adapted_intervals(adaptive)
 
 
+async def _crawls(ctx: ApiContext, jobs: Sequence[Job]) -> Mapping[int, str]:
+    """The crawl each job's source crawls into."""
+    return await ctx.job_store.sources.crawls([job.source_id for job in jobs])
+
+
 async def _out(ctx: ApiContext, *jobs: Job) -> list[JobOut]:
-    """Jobs as the API shows them, with the interval adaptive scheduling chose for each."""
-    adapted = await _adapted(ctx, jobs)
-    return [JobOut.of(job, adapted) for job in jobs]
+    """Jobs as the API shows them, with the interval adaptive scheduling chose for each and
+    the crawl they crawl into."""
+    adapted, crawls = await _adapted(ctx, jobs), await _crawls(ctx, jobs)
+    return [JobOut.of(job, adapted, crawls) for job in jobs]
 
 
 @router.get("/api/v1/jobs", response_model=Page[JobOut])
@@ -56,8 +62,9 @@ async def list_jobs(
             offset=offset,
             with_total=False,
         )
-        adapted = await _adapted(ctx, page.items)
-        return [JobOut.item(job, adapted) for job in page.items], page.next_after, None
+        adapted, crawls = await _adapted(ctx, page.items), await _crawls(ctx, page.items)
+        items = [JobOut.item(job, adapted, crawls) for job in page.items]
+        return items, page.next_after, None
 
     page = await paging.paged(
         ctx.counts,
@@ -178,7 +185,9 @@ async def retry_job(request: Request, job_id: Id, _: Admin) -> JobOut:
 
 @router.post("/api/v2/jobs/{job_id}/force-run", response_model=JobOut)
 async def force_run_job(request: Request, job_id: Id, _: Admin) -> JobOut:
-    """A scheduled job becomes due now."""
+    """A scheduled job becomes due now, for a run that visits every page its crawl knows
+    again (conditional requests: an unchanged page answers 304 without a body), leaves the
+    adaptive interval as it is, and is followed by the run that was planned."""
     return await _act(request, job_id, Action.FORCE_RUN)
 
 

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from harvestman.api.auth import Principal
 from harvestman.api.context import ApiContext, context_of
+from harvestman.api.crawls import CrawlQuery, crawl_id
 from harvestman.api.errors import ApiError
 from harvestman.api.params import Admin, User
 from harvestman.api.schemas import MAX_ID, Strict
@@ -91,12 +92,8 @@ def _compare(rollout: dict[str, Any], lines: list[dict[str, Any]]) -> list[dict[
 async def parser_stats(
     request: Request,
     _: User,
-    crawl: str | None = Query(
-        None, min_length=1, max_length=200, description="namespace (default: serve's)"
-    ),
-    source_id: int | None = Query(
-        None, ge=1, le=MAX_ID, description="a source's namespace instead of crawl"
-    ),
+    crawl: CrawlQuery = None,
+    source_id: int | None = Query(None, ge=1, le=MAX_ID, description="a source's crawl"),
     host: str | None = Query(None, min_length=1, max_length=300),
     parser: str | None = Query(None, min_length=1, max_length=100),
     since: float | None = Query(
@@ -104,20 +101,21 @@ async def parser_stats(
     ),
     days: bool = Query(False, description="add each day's counts (oldest first)"),
 ) -> dict[str, Any]:
-    """Per (host, parser, version): pages handled, with records, empty, failed; the success
-    rate overall, on the last day with attempts and on the days before (``drop``). Each
-    rollout in force lists its parser's versions on its domain with their success rates
-    (``rollouts[].versions``, the candidate first)."""
+    """Per (host, parser, version), of every crawl unless ``crawl`` (or ``source_id``: its
+    source's crawl) names one (``crawl`` in the answer: null for every crawl): pages handled,
+    with records, empty, failed; the success rate overall, on the last day with attempts and
+    on the days before (``drop``). Each rollout in force lists its parser's versions on its
+    domain with their success rates (``rollouts[].versions``, the candidate first)."""
     ctx = context_of(request)
     if crawl is not None and source_id is not None:
         raise ApiError(422, "give crawl or source_id, not both")
-    name = f"source-{source_id}" if source_id is not None else crawl or ctx.settings.crawl_name
-    crawl_id = await ctx.sql_store.find_crawl(name)
-    if crawl_id is None:
-        raise ApiError(404, f"no crawl named {name!r}", details={"crawl": name})
+    name = crawl
+    if source_id is not None:
+        name = (await ctx.job_store.sources.get(source_id)).crawl
+    one = await crawl_id(ctx, name)
     lines = await ctx.read(
         lambda: ctx.sql_store.parser_stats(
-            crawl_id, host=host, parser=parser, since=since, with_days=days
+            one, host=host, parser=parser, since=since, with_days=days
         )
     )
     rollouts = await _rollouts(ctx, parser)

@@ -19,6 +19,8 @@ from starlette.responses import Response
 
 from harvestman.api import paging
 from harvestman.api.context import ApiContext, context_of
+from harvestman.api.crawls import crawl_id as _crawl_id
+from harvestman.api.crawls import name_rows
 from harvestman.api.errors import ApiError
 from harvestman.api.params import Cursor, Id, User
 from harvestman.api.routes.search import Availability, CrawlName, Domain, Price, Time
@@ -67,6 +69,7 @@ class SeenOut(BaseModel):
 class ProductOut(BaseModel):
     id: int
     crawl_id: int
+    crawl: str | None = Field(None, description="the crawl's name (the crawl parameter)")
     name: str | None
     brand: str | None
     category: str | None
@@ -174,10 +177,14 @@ async def list_products(
     kind = f"products-{sort}-{order}"
     key = paging.decode_cursor(kind, cursor, text_key=True)
     after = None if key is None else str(key)
+
+    def read() -> tuple[list[dict[str, Any]], str | None]:
+        found, next_key = ctx.sql_store.list_products(query, after=after, limit=limit)
+        name_rows(ctx, found)
+        return found, next_key
+
     try:
-        items, next_after = await ctx.read(
-            lambda: ctx.sql_store.list_products(query, after=after, limit=limit)
-        )
+        items, next_after = await ctx.read(read)
     except ValueError:
         raise ApiError(
             422,
@@ -196,6 +203,7 @@ async def get_product(request: Request, product_id: Id, _: User) -> Response:
     item = await ctx.read(ctx.sql_store.get_product, product_id)
     if item is None:
         raise ApiError(404, f"no product {product_id}", details={"id": product_id})
+    await ctx.read(name_rows, ctx, [item])
     return DecimalResponse(item)
 
 
@@ -235,12 +243,3 @@ def _check_limit(ctx: ApiContext, limit: int) -> None:
 
 def _decimal_of(value: float | None) -> Decimal | None:
     return None if value is None else Decimal(str(value))
-
-
-async def _crawl_id(ctx: ApiContext, name: str | None) -> int | None:
-    if name is None:
-        return None
-    found = await ctx.sql_store.find_crawl(name)
-    if found is None:
-        raise ApiError(404, f"no crawl named {name!r}", details={"crawl": name})
-    return found

@@ -16,6 +16,8 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from harvestman.api.context import context_of
+from harvestman.api.crawls import CrawlQuery
+from harvestman.api.crawls import crawl_id as one_crawl_or_all
 from harvestman.api.errors import ApiError
 from harvestman.api.params import User
 from harvestman.errors import QueryError
@@ -43,9 +45,7 @@ Text = Annotated[
     Query(min_length=1, max_length=MAX_QUERY_CHARS,
           description='words (all required), "a phrase", a OR b, -excluded'),
 ]  # fmt: skip
-CrawlName = Annotated[
-    str | None, Query(min_length=1, max_length=200, description="one crawl (default: every crawl)")
-]
+CrawlName = CrawlQuery
 Domain = Annotated[
     str | None, Query(min_length=1, max_length=300, description="a host, example.com also www.")
 ]
@@ -130,11 +130,7 @@ async def search(
     _check_filters(target, since, until, min_price, max_price, currency, availability)
     ctx = context_of(request)
     store = ctx.sql_store
-    crawl_id = None
-    if crawl is not None:
-        crawl_id = await ctx.sql_store.find_crawl(crawl)
-        if crawl_id is None:
-            raise ApiError(404, f"no crawl named {crawl!r}", details={"crawl": crawl})
+    crawl_id = await one_crawl_or_all(ctx, crawl)
     items: list[PageHitOut] | list[ProductHitOut]
     result: SearchResult[PageHit] | SearchResult[ProductHit]
     if target == "pages":

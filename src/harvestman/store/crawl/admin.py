@@ -15,38 +15,33 @@ from sqlalchemy import Engine, and_, delete, func, select, update
 from harvestman.records import UrlStatus
 from harvestman.store import history
 from harvestman.store.connection import StoreConnection
-from harvestman.store.schema import crawled_pages, domains, urls
+from harvestman.store.schema import crawled_pages, crawls, domains, urls
 from harvestman.store.transaction import locked_ids, transaction
 
 
-def host_failures(engine: Engine, crawl: int, hosts: list[str]) -> dict[str, int]:
-    """Failed frontier rows per host of ``hosts`` in a crawl: one range of ``ix_urls_lease``
-    (crawl, status, host), however many URLs the hosts have."""
+def host_failures(engine: Engine, crawl: int | None, hosts: list[str]) -> dict[str, int]:
+    """Failed frontier rows per host of ``hosts`` in a crawl (every crawl: None): one range
+    of ``ix_urls_lease`` (crawl, status, host) per crawl, however many URLs the hosts have."""
     if not hosts:
         return {}
-    query = (
-        select(urls.c.host, func.count())
-        .where(
-            urls.c.crawl_id == crawl,
-            urls.c.status == UrlStatus.FAILED.value,
-            urls.c.host.in_(hosts),
-        )
-        .group_by(urls.c.host)
-    )
+    where = [urls.c.status == UrlStatus.FAILED.value, urls.c.host.in_(hosts)]
+    if crawl is not None:
+        where.append(urls.c.crawl_id == crawl)
+    query = select(urls.c.host, func.count()).where(*where).group_by(urls.c.host)
     with engine.connect() as conn:
         return {str(host): int(n) for host, n in conn.execute(query)}
 
 
-def frontier_stats(engine: Engine, crawl: int, now: float) -> dict[str, Any]:
-    """Rows per status, pending rows due now, hosts with pending rows."""
-    pending = and_(urls.c.crawl_id == crawl, urls.c.status == UrlStatus.PENDING.value)
+def frontier_stats(engine: Engine, crawl: int | None, now: float) -> dict[str, Any]:
+    """Rows per status, pending rows due now, hosts with pending rows (hosts counted once
+    across crawls); every crawl when ``crawl`` is None."""
+    of_crawl = [] if crawl is None else [urls.c.crawl_id == crawl]
+    pending = and_(*of_crawl, urls.c.status == UrlStatus.PENDING.value)
     with engine.connect() as conn:
         by_status = {
             str(status): int(n)
             for status, n in conn.execute(
-                select(urls.c.status, func.count())
-                .where(urls.c.crawl_id == crawl)
-                .group_by(urls.c.status)
+                select(urls.c.status, func.count()).where(*of_crawl).group_by(urls.c.status)
             )
         }
         due = conn.execute(
@@ -182,6 +177,39 @@ def timeseries(
     return history.page_points(engine, crawl, since, bucket)
 
 
+def crawl_summaries(engine: Engine) -> list[dict[str, Any]]:
+    """Every crawl in name order: its id, name, creation time, stored pages and frontier rows
+    per status. Two grouped counts over the crawl-leading indexes (``ix_crawled_pages_crawl_id``,
+    ``ix_urls_status``): no table row is read."""
+    with engine.connect() as conn:
+        found = conn.execute(
+            select(crawls.c.id, crawls.c.name, crawls.c.created_at).order_by(crawls.c.name)
+        ).all()
+        pages: dict[int, int] = {
+            int(crawl): int(n)
+            for crawl, n in conn.execute(
+                select(crawled_pages.c.crawl_id, func.count()).group_by(crawled_pages.c.crawl_id)
+            )
+        }
+        by_status: dict[int, dict[str, int]] = {}
+        for crawl, status, n in conn.execute(
+            select(urls.c.crawl_id, urls.c.status, func.count()).group_by(
+                urls.c.crawl_id, urls.c.status
+            )
+        ):
+            by_status.setdefault(int(crawl), {})[str(status)] = int(n)
+    return [
+        {
+            "id": int(crawl),
+            "name": name,
+            "created_at": created_at,
+            "pages": pages.get(int(crawl), 0),
+            "urls": by_status.get(int(crawl), {}),
+        }
+        for crawl, name, created_at in found
+    ]
+
+
 def bytes_downloaded(engine: Engine) -> int:
     """The bytes of every stored page (their content lengths), across crawls."""
     with engine.connect() as conn:
@@ -192,10 +220,10 @@ def bytes_downloaded(engine: Engine) -> int:
 class AdminRepository(StoreConnection):
     """The functions above as store methods (synchronous: run them off the event loop)."""
 
-    def host_failures(self, crawl: int, hosts: list[str]) -> dict[str, int]:
+    def host_failures(self, crawl: int | None, hosts: list[str]) -> dict[str, int]:
         return host_failures(self.engine, crawl, hosts)
 
-    def frontier_stats(self, crawl: int, now: float) -> dict[str, Any]:
+    def frontier_stats(self, crawl: int | None, now: float) -> dict[str, Any]:
         return frontier_stats(self.engine, crawl, now)
 
     def clear_frontier(self, crawl: int) -> int:
@@ -214,6 +242,9 @@ class AdminRepository(StoreConnection):
 
     def timeseries(self, crawl: int | None, since: float, bucket: float) -> list[dict[str, Any]]:
         return timeseries(self.engine, crawl, since, bucket)
+
+    def crawl_summaries(self) -> list[dict[str, Any]]:
+        return crawl_summaries(self.engine)
 
     def bytes_downloaded(self) -> int:
         return bytes_downloaded(self.engine)

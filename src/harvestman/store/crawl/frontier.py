@@ -251,19 +251,31 @@ class FrontierRepository(StoreConnection):
         (the crawl's limit may have shrunk since) stay as they are; sitemaps and feeds have
         their own depth. One UPDATE, rows locked in id order (``locked_ids``).
         """
+        return await self._make_due(crawl_id, now, max_depth, expired_only=True)
 
-        def _expire() -> int:
+    async def make_known_due(self, crawl_id: int, now: float, max_depth: int) -> int:
+        """Every completed row becomes pending again now, whatever its re-crawl time: a run
+        asked for by hand ("Run now") visits everything the crawl knows. Each is fetched with
+        its stored ETag / Last-Modified, so an unchanged page answers 304 without a body.
+        ``max_depth`` and the locking as in ``make_expired_due``; returns how many."""
+        return await self._make_due(crawl_id, now, max_depth, expired_only=False)
+
+    async def _make_due(
+        self, crawl_id: int, now: float, max_depth: int, *, expired_only: bool
+    ) -> int:
+        conditions = [
+            urls.c.crawl_id == crawl_id,
+            urls.c.status == UrlStatus.COMPLETED.value,
+            or_(urls.c.kind != "page", urls.c.depth <= max_depth),
+        ]
+        if expired_only:
+            conditions.append(urls.c.next_crawl_at <= now)
+
+        def _due() -> int:
             with self._begin() as conn:
                 result = conn.execute(
                     update(urls)
-                    .where(
-                        locked_ids(
-                            urls.c.crawl_id == crawl_id,
-                            urls.c.status == UrlStatus.COMPLETED.value,
-                            urls.c.next_crawl_at <= now,
-                            or_(urls.c.kind != "page", urls.c.depth <= max_depth),
-                        )
-                    )
+                    .where(locked_ids(*conditions))
                     .values(
                         status=UrlStatus.PENDING.value,
                         next_crawl_at=now,
@@ -273,7 +285,7 @@ class FrontierRepository(StoreConnection):
                 )
                 return result.rowcount or 0
 
-        return await self._run(_expire)
+        return await self._run(_due)
 
     async def give_up_host(
         self,

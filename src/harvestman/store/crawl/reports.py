@@ -139,7 +139,7 @@ class ReportRepository(StoreConnection):
         """Every record site parsers stored for a crawl, in id order, constant memory."""
         return parsed.iter_records(self.engine, crawl_id, parser=parser)
 
-    def parser_stats(self, crawl_id: int, **filters: Any) -> list[dict[str, Any]]:
+    def parser_stats(self, crawl_id: int | None, **filters: Any) -> list[dict[str, Any]]:
         """Success rates per (host, parser, version): ``store.parsed.parser_stats_report``."""
         return parsed.parser_stats_report(self.engine, crawl_id, **filters)
 
@@ -166,13 +166,14 @@ class ReportRepository(StoreConnection):
             row = conn.execute(query).mappings().first()
         return None if row is None else dict(row)
 
-    def url_of_ids(self, crawl_id: int, ids: Collection[int]) -> dict[int, str]:
-        """The URLs of a crawl's frontier rows by id (the parents of discovered links)."""
+    def url_of_ids(self, crawl_id: int | None, ids: Collection[int]) -> dict[int, str]:
+        """The URLs of a crawl's (any crawl's: None) frontier rows by id (the parents of
+        discovered links)."""
         if not ids:
             return {}
-        query = select(urls.c.id, urls.c.url).where(
-            urls.c.crawl_id == crawl_id, urls.c.id.in_(sorted(set(ids)))
-        )
+        query = select(urls.c.id, urls.c.url).where(urls.c.id.in_(sorted(set(ids))))
+        if crawl_id is not None:
+            query = query.where(urls.c.crawl_id == crawl_id)
         with self.engine.connect() as conn:
             return {row.id: row.url for row in conn.execute(query)}
 

@@ -1,4 +1,5 @@
-"""Executions (one row per run), their log lines, history pruning and run statistics."""
+"""Executions (one row per run), their live counters, their log lines, history pruning and
+run statistics."""
 
 from __future__ import annotations
 
@@ -7,11 +8,17 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import case, delete, func, select, true
+from sqlalchemy import case, delete, func, select, true, update
 from sqlalchemy.engine import RowMapping
 
 from harvestman.jobs.errors import NotFound
-from harvestman.jobs.records import Execution, ExecutionStatus, LogLine, ResultPage
+from harvestman.jobs.records import (
+    Execution,
+    ExecutionStatus,
+    LogLine,
+    ProgressSample,
+    ResultPage,
+)
 from harvestman.store import dialect, keyset
 from harvestman.store.jobs.tables import execution_logs, job_executions, jobs
 from harvestman.store.keyset import Keyset
@@ -43,7 +50,13 @@ def execution_from_row(row: RowMapping) -> Execution:
         memory_peak_mb=row["memory_peak_mb"],
         retry_attempt=int(row["retry_attempt"]),
         metadata=json.loads(row["metadata"]),
+        items_failed=int(row["items_failed"]),
+        pages_per_second=row["pages_per_second"],
     )
+
+
+# The log levels at or above each level, for ``logs(min_level=...)``.
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 class ExecutionRepository:
@@ -98,6 +111,57 @@ class ExecutionRepository:
 
         return await self._store.run(_list)
 
+    # -- live counters ------------------------------------------------------------------------
+
+    async def record_progress(
+        self,
+        execution_id: int,
+        samples: Sequence[ProgressSample],
+        pages_per_second: float,
+    ) -> bool:
+        """Store a running execution's counters (its last sample) and its samples; False when
+        it is no longer running (its end, written by ``locks.finish``, stands)."""
+        if not samples:
+            return False
+        last = samples[-1]
+        chart = json.dumps([[s.at, s.fetched, s.stored, s.failed] for s in samples])
+
+        def _record() -> bool:
+            with self._store.begin() as conn:
+                done = conn.execute(
+                    update(job_executions)
+                    .where(
+                        job_executions.c.id == execution_id,
+                        job_executions.c.status == ExecutionStatus.RUNNING.value,
+                    )
+                    .values(
+                        items_crawled=last.fetched,
+                        items_indexed=last.stored,
+                        items_failed=last.failed,
+                        pages_per_second=pages_per_second,
+                        progress=chart,
+                    )
+                )
+                return bool(done.rowcount)
+
+        return await self._store.run(_record)
+
+    async def progress(self, execution_id: int) -> builtins.list[ProgressSample]:
+        """The execution's stored samples, oldest first (none before its first store)."""
+
+        def _read() -> str | None:
+            query = select(job_executions.c.progress).where(job_executions.c.id == execution_id)
+            with self._store.read() as conn:
+                row = conn.execute(query).first()
+            if row is None:
+                raise NotFound("execution", execution_id)
+            chart: str | None = row[0]
+            return chart
+
+        chart = await self._store.run(_read)
+        points = json.loads(chart or "[]")
+        return [ProgressSample(at, int(f), int(s), int(x)) for at, f, s, x in points]
+
     async def latest(self, job_id: int) -> Execution | None:
         page = await self.list(job_id, limit=1)
         return page.items[0] if page.items else None
@@ -143,14 +207,29 @@ class ExecutionRepository:
         return await self._store.run(_last)
 
     async def logs(
-        self, execution_id: int, *, after: int = 0, limit: int = 1000
+        self,
+        execution_id: int,
+        *,
+        after: int = 0,
+        limit: int = 1000,
+        text: str | None = None,
+        min_level: str | None = None,
     ) -> builtins.list[LogLine]:
-        """An execution's stored log lines with ``seq > after``, in order."""
+        """An execution's stored log lines with ``seq > after``, in order; with ``text``, those
+        whose message holds it (any case); with ``min_level``, those at that level or above
+        (``LEVELS``; an unknown level keeps none). A run keeps at most 10,000 lines, so a
+        filtered read scans at most those (by the ``execution_id, seq`` key)."""
+        conditions = [execution_logs.c.execution_id == execution_id, execution_logs.c.seq > after]
+        if text:
+            conditions.append(execution_logs.c.message.icontains(text, autoescape=True))
+        if min_level is not None:
+            levels = LEVELS[LEVELS.index(min_level) :] if min_level in LEVELS else ()
+            conditions.append(execution_logs.c.level.in_(levels))
 
         def _read() -> list[LogLine]:
             query = (
                 select(execution_logs)
-                .where(execution_logs.c.execution_id == execution_id, execution_logs.c.seq > after)
+                .where(*conditions)
                 .order_by(execution_logs.c.seq)
                 .limit(limit)
             )

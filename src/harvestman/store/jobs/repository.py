@@ -18,10 +18,19 @@ from sqlalchemy.engine import RowMapping
 
 from harvestman.jobs import buckets
 from harvestman.jobs.errors import InvalidSpec, JobStateError, NotFound, UnknownSource
-from harvestman.jobs.records import UNIT_SECONDS, IntervalType, Job, JobSpec, ResultPage
+from harvestman.jobs.records import (
+    FORCED,
+    FORCED_PLANNED,
+    UNIT_SECONDS,
+    Execution,
+    IntervalType,
+    Job,
+    JobSpec,
+    ResultPage,
+)
 from harvestman.jobs.states import RUNNABLE, Action, JobStatus, allowed_actions, check_action
 from harvestman.store import keyset
-from harvestman.store.jobs.tables import jobs, sources
+from harvestman.store.jobs.tables import job_executions, jobs, sources
 from harvestman.store.keyset import Keyset
 
 if TYPE_CHECKING:
@@ -57,6 +66,7 @@ def job_from_row(row: RowMapping) -> Job:
         locked_by=row["locked_by"],
         last_moved_at=row["last_moved_at"],
         last_error=row["last_error"],
+        forced_planned_at=row["forced_planned_at"],
         metadata=json.loads(row["metadata"]),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
@@ -320,7 +330,12 @@ class JobRepository:
                 elif action is Action.RETRY:
                     values.update(current_retry_count=0, next_run_at=now)
                 elif action is Action.FORCE_RUN:
-                    values.update(next_run_at=now, cancelled_at=None)
+                    # The run it brings forward is kept: the job's plan resumes after it
+                    # (a cancelled job has none: it runs now and is planned from now).
+                    planned = job.next_run_at if job.next_run_at is not None else now
+                    if job.forced_planned_at is not None:  # asked twice before it ran
+                        planned = job.forced_planned_at
+                    values.update(next_run_at=now, forced_planned_at=planned, cancelled_at=None)
                 changed = conn.execute(
                     update(jobs)
                     .where(jobs.c.id == job_id, jobs.c.status == job.status.value)
@@ -334,6 +349,33 @@ class JobRepository:
                 return get_job(conn, job_id)
 
         return await self._store.run(_act)
+
+    async def take_forced(self, job: Job, execution: Execution) -> None:
+        """Move ``job``'s force-run mark to ``execution``, the run it asked for, as that run
+        starts: the job's next run is a planned one again, and the execution says it is
+        forced (``FORCED``, ``FORCED_PLANNED``) while it runs, to whoever runs it (a
+        worker resuming it after a hand-over too). ``execution.metadata`` is updated."""
+        marks = {FORCED: True, FORCED_PLANNED: job.forced_planned_at}
+
+        def _move() -> dict[str, Any]:
+            with self._store.begin() as conn:
+                conn.execute(
+                    update(jobs)
+                    .where(jobs.c.id == job.id, jobs.c.forced_planned_at.is_not(None))
+                    .values(forced_planned_at=None)
+                )
+                stored = conn.execute(
+                    select(job_executions.c.metadata).where(job_executions.c.id == execution.id)
+                ).scalar()
+                metadata: dict[str, Any] = {**json.loads(stored or "{}"), **marks}
+                conn.execute(
+                    update(job_executions)
+                    .where(job_executions.c.id == execution.id)
+                    .values(metadata=json.dumps(metadata))
+                )
+                return metadata
+
+        execution.metadata = await self._store.run(_move)
 
     async def pause(self, job_id: int) -> Job:
         return await self.act(job_id, Action.PAUSE)

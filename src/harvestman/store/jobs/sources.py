@@ -13,7 +13,14 @@ from sqlalchemy.exc import IntegrityError
 
 from harvestman.jobs.adaptive import AdaptiveState
 from harvestman.jobs.errors import InvalidSpec, JobStateError, NameTaken, NotFound
-from harvestman.jobs.records import ResultPage, ScopeRules, Source, SourceOptions, SourceSpec
+from harvestman.jobs.records import (
+    ResultPage,
+    ScopeRules,
+    Source,
+    SourceOptions,
+    SourceSpec,
+    crawl_name,
+)
 from harvestman.jobs.states import JobStatus, allowed_actions
 from harvestman.store import dialect, keyset
 from harvestman.store.jobs.tables import jobs, source_adaptive_state, sources
@@ -40,6 +47,7 @@ def source_from_row(row: RowMapping) -> Source:
         options=SourceOptions.of(json.loads(row["options"] or "{}")),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        crawl=row["crawl"] or "",
     )
 
 
@@ -81,7 +89,13 @@ class SourceRepository:
                         sources.insert().values(**_values(spec), created_at=now, updated_at=now)
                     ).inserted_primary_key
                     assert new_id is not None
-                    return self._get(conn, int(new_id[0]))
+                    source_id = int(new_id[0])
+                    conn.execute(
+                        update(sources)
+                        .where(sources.c.id == source_id)
+                        .values(crawl=crawl_name(spec.name, source_id))
+                    )
+                    return self._get(conn, source_id)
             except IntegrityError:
                 raise NameTaken(spec.name) from None
 
@@ -100,6 +114,51 @@ class SourceRepository:
         if row is None:
             raise NotFound("source", source_id)
         return source_from_row(row)
+
+    async def crawls(self, source_ids: Collection[int]) -> dict[int, str]:
+        """The crawl namespace of each source of ``source_ids`` that exists."""
+        ids = sorted(set(source_ids))
+        if not ids:
+            return {}
+
+        def _load() -> dict[int, str]:
+            with self._store.read() as conn:
+                rows = conn.execute(
+                    select(sources.c.id, sources.c.crawl).where(sources.c.id.in_(ids))
+                )
+                return {int(sid): crawl or f"source-{sid}" for sid, crawl in rows}
+
+        return await self._store.run(_load)
+
+    async def by_crawl(self) -> dict[str, tuple[int, str]]:
+        """Every source's crawl namespace -> (its id, its name): sources are few."""
+
+        def _load() -> dict[str, tuple[int, str]]:
+            with self._store.read() as conn:
+                rows = conn.execute(select(sources.c.id, sources.c.name, sources.c.crawl))
+                return {crawl or f"source-{sid}": (int(sid), name) for sid, name, crawl in rows}
+
+        return await self._store.run(_load)
+
+    async def job_ids(self, source_ids: Collection[int]) -> dict[int, list[int]]:
+        """The ids of each source's jobs, in id order (``ix_jobs_source_id``)."""
+        ids = sorted(set(source_ids))
+        if not ids:
+            return {}
+
+        def _load() -> dict[int, list[int]]:
+            found: dict[int, list[int]] = {}
+            with self._store.read() as conn:
+                rows = conn.execute(
+                    select(jobs.c.source_id, jobs.c.id)
+                    .where(jobs.c.source_id.in_(ids))
+                    .order_by(jobs.c.source_id, jobs.c.id)
+                )
+                for source, job in rows:
+                    found.setdefault(int(source), []).append(int(job))
+            return found
+
+        return await self._store.run(_load)
 
     async def list(
         self,

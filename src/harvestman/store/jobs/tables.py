@@ -38,6 +38,11 @@ sources = Table(
     # JSON: the crawl options the source turns on or off (records.SourceOptions; absent: the
     # service's setting). Added by migration 0007.
     Column("options", Text, nullable=False, default="{}", server_default="{}"),
+    # The crawl namespace its jobs crawl into, fixed at creation (``jobs.records.crawl_name``:
+    # a slug of the name and the id); sources made before migration 0024 keep ``source-<id>``.
+    # Nullable only because a row gets it in the transaction that inserts it (the id is needed).
+    Column("crawl", String(200)),
+    Index("ix_sources_crawl", "crawl", unique=True),
     # SQLite: a deleted source's id is never handed out again (its crawl is source-<id>).
     # Migration 0013.
     sqlite_autoincrement=True,
@@ -68,6 +73,10 @@ jobs = Table(
     Column("locked_by", String(128)),
     Column("last_moved_at", Float),  # the last placement in a slot (anti-thrashing)
     Column("last_error", Text),
+    # Force-run ("Run now") sets it to the run it brought forward; the run clears it as it
+    # starts (re-crawls everything known, leaves the adaptive interval, keeps the plan).
+    # Migration 0024.
+    Column("forced_planned_at", Float),
     Column("metadata", Text, nullable=False, default="{}"),  # JSON object
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
@@ -98,6 +107,10 @@ job_executions = Table(
     Column("memory_peak_mb", Float),
     Column("retry_attempt", SmallInteger, nullable=False, default=0),
     Column("metadata", Text, nullable=False, default="{}"),  # JSON object
+    # Live while the run goes (jobs.progress): stored every jobs_progress_interval.
+    Column("items_failed", Integer, nullable=False, default=0, server_default="0"),
+    Column("pages_per_second", Float),
+    Column("progress", Text),  # JSON [[at, fetched, stored, failed], ...], for the run's chart
     UniqueConstraint("job_id", "execution_number"),
     Index("ix_job_executions_started_at", "started_at"),
 )

@@ -128,6 +128,7 @@ export function describe(error) {
   if (error.status === 429) return `${error.message}: retry in ${error.retryAfter || "a few"} s`;
   const fields = error.fieldErrors ? error.fieldErrors() : {};
   const listed = Object.entries(fields).map(([name, text]) => (name ? `${name}: ${text}` : text));
-  if (error.status === 422 && listed.length) return `${error.message}: ${listed.join("; ")}`;
+  // A refusal of one field (details.field) already says it all in its message.
+  if (error.status === 422 && listed.length && !error.details?.field) return `${error.message}: ${listed.join("; ")}`;
   return error.message;
 }

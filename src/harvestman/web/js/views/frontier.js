@@ -18,7 +18,7 @@ const CRAWL_KEY = "harvestman.crawl";
 export function crawlInput(name = "crawl", { remember = true } = {}) {
   const list = h("datalist", { id: `${name}-names` }, h("option", { value: "default" }));
   api("/api/v1/sources", { query: { limit: 500 } })
-    .then((page) => list.append(...page.items.map((src) => h("option", { value: `source-${src.id}` }, src.name))))
+    .then((page) => list.append(...page.items.map((src) => h("option", { value: src.crawl || `source-${src.id}` }, src.name))))
     .catch(() => {});
   const input = h("input", {
     name, type: "text", list: list.id, placeholder: "default",

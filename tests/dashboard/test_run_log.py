@@ -1,0 +1,156 @@
+"""The job page's run log in Chromium (Playwright): a past run's log opened from the run
+table, filtered by level, searched and downloaded, beside its chart and counters.
+
+The API runs in process on a real uvicorn server over SQLite; two runs of a job crawled a
+small local shop through the real scheduler and ``EngineRunner`` before the browser opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from apiclient import SECRET, api_settings
+from conftest import SettingsFactory, serve
+from dashboard.browser import CHROMIUM, require_chromium, screenshot_path
+from harvestman.api import Role, create_app, create_token
+from harvestman.jobs import EngineRunner, JobSpec, JobStore, Scheduler, SourceSpec
+from harvestman.store import SqlStore
+from support.scheduling import Clock
+from support.smallshop import Shop
+
+pytestmark = pytest.mark.timeout(90)
+
+WAIT = 15_000  # ms
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def _served(app: Any) -> AsyncIterator[str]:
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    task = asyncio.create_task(server.serve())
+    while not server.started:  # uvicorn offers no event to wait on
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def test_a_past_runs_log_is_opened_filtered_searched_and_downloaded(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    require_chromium()
+    from playwright.async_api import async_playwright, expect
+
+    expect.set_options(timeout=WAIT)
+    settings = make_settings(discovery_sitemaps=False, fetch_max_retries=0)
+    shop, clock = Shop(), Clock()
+    async with (
+        serve(shop.handle) as port,
+        SqlStore(settings.database_url) as store,
+    ):
+        await store.upgrade()
+        async with JobStore(store.engine, clock=clock) as jobs:
+            base = f"http://127.0.0.1:{port}/"
+            source = await jobs.sources.create(SourceSpec(name="shop", start_urls=[base]))
+            job = await jobs.jobs.create(
+                JobSpec(
+                    source_id=source.id, url=base, interval_minutes=60, adaptive_scheduling=False
+                )
+            )
+            scheduler = Scheduler(jobs, EngineRunner(settings, store), instance_id="t")
+            for _ in range(2):  # run 1 crawls the shop; run 2 finds the start page unchanged
+                assert len(await scheduler.poll()) == 1
+                clock.now += 30  # each run ends (its last sample) 30 s after it began
+                await scheduler.wait_idle()
+                clock.now += 7200
+            scheduler.logs.uninstall()
+            app = create_app(settings, sql_store=store, job_store=jobs, api_settings=api_settings())
+            async with _served(app) as api, async_playwright() as pw:
+                browser = await pw.chromium.launch(executable_path=str(CHROMIUM))
+                try:
+                    await _read_the_first_runs_log(browser, api, job.id, base)
+                finally:
+                    await browser.close()
+
+
+async def _read_the_first_runs_log(browser: Any, api: str, job_id: int, base: str) -> None:
+    from playwright.async_api import expect
+
+    context = await browser.new_context(
+        viewport={"width": 1280, "height": 800}, accept_downloads=True
+    )
+    page = await context.new_page()
+    page.set_default_timeout(WAIT)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    await page.goto(api + "/")
+    await page.get_by_label("API token").fill(create_token(SECRET, Role.USER))
+    await page.get_by_role("button", name="Use token").click()
+    await page.get_by_role("heading", name="Overview").wait_for()
+    await page.goto(f"{api}/#/jobs/{job_id}")
+
+    # The latest run's log opens first: the start page answered 304.
+    log = page.get_by_test_id("job-log")
+    title = page.locator("#log-title")
+    await expect(title).to_have_text("Log of run #2")
+    await expect(log).to_contain_text(f"fetched {base} status=304 bytes=0")
+    runs = page.get_by_test_id("executions-table")
+    await expect(runs.locator("tbody tr")).to_have_count(2)
+
+    # The first run, from its row: a line per URL, its counters and its chart.
+    await page.get_by_role("button", name="Show the log of run #1").click()
+    await expect(title).to_have_text("Log of run #1")
+    await expect(log).to_contain_text(f"fetched {base}a status=200")
+    await expect(log).to_contain_text("verdict=stored")
+    await expect(log).to_contain_text(f"fetched {base}gone status=404")
+    first = runs.locator("tbody tr").nth(1)
+    await expect(first.locator("td[data-label=Fetched]")).to_have_text("5")
+    await expect(first.locator("td[data-label=Failed]")).to_have_text("1")
+    await expect(page.get_by_test_id("run-chart").locator("svg")).to_be_visible()
+    await expect(page.get_by_test_id("run-chart")).to_contain_text(
+        "5 fetched, 3 stored, 1 failed in 30 s."
+    )
+    await page.screenshot(path=screenshot_path("run-log"), full_page=True)
+
+    # Warnings only: the 404 and the URL robots.txt denies.
+    await page.get_by_label("Level").select_option(label="Warnings and errors")
+    await expect(page.get_by_test_id("log-state")).to_have_text("2 lines match.")
+    await expect(log).not_to_contain_text("verdict=stored")
+    await expect(log).to_contain_text(f"{base}private/x")
+
+    # And a search within them.
+    await page.get_by_label("Search").fill("PRIVATE")
+    await expect(page.get_by_test_id("log-state")).to_have_text("1 line matches.")
+    await expect(log).not_to_contain_text(f"{base}gone")
+    await page.screenshot(path=screenshot_path("run-log-filtered"), full_page=True)
+
+    # The download holds what is shown, named for the run.
+    async with page.expect_download() as waiting:
+        await page.get_by_test_id("log-download").click()
+    downloaded = await waiting.value
+    assert downloaded.suggested_filename == f"job-{job_id}-run-1.log"
+    text = await asyncio.to_thread(Path(await downloaded.path()).read_text)
+    assert len(text.splitlines()) == 1
+    assert f"WARNING harvestman.jobs.fetched: fetched {base}private/x" in text
+    assert errors == []
+    await context.close()
