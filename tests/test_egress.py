@@ -89,6 +89,7 @@ async def test_plain_requests_to_an_allowed_origin_are_forwarded(
     assert refused[0] == 403
     assert refused[1] == (
         f"127.0.0.1 port {internal.port} is a non-public address outside the network allow-list"
+        f" (network_allow: '127.0.0.1:{internal.port}' admits it)"
     )
     assert dict(internal.hits) == {}
     assert proxy.counts == Counter({"allowed": 3, "refused": 1})

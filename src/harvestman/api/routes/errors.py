@@ -94,8 +94,7 @@ async def list_dead_letters(
 ) -> dict[str, Any]:
     """URLs that failed for good (retries exhausted or not retryable), in id order, of every
     crawl unless ``crawl`` names one (each says its ``crawl``), and ``by_type``: those dead
-    letters (of ``host``) counted by error class, most first. ``crawl`` is the crawl named
-    (null: every crawl)."""
+    letters (of ``host``) counted by error class, most first, for a filter by class."""
     ctx = context_of(request)
     one = await crawl_id(ctx, crawl)
     store = ctx.sql_store

@@ -84,8 +84,8 @@ async def list_sources(
 @router.post("", status_code=201, response_model=SourceOut)
 async def create_source(request: Request, body: SourceIn, _: Admin) -> SourceOut:
     """Create a source; its ``crawl`` (where its jobs' pages go) is named after it here and
-    never moves; an enabled one gets its recurring job at once, listed in ``jobs``. A start URL
-    on a private address outside ``network_allow`` is a 422 that names the setting."""
+    never moves; an enabled one gets its recurring job at once, listed in ``jobs``. A start
+    URL on a private address outside ``network_allow`` is a 422 that names the setting."""
     ctx = context_of(request)
     await ctx.guard.check_all(body.start_urls, "start_urls")
     await ctx.guard.check_scope(body.scope.allow_domains, body.scope.include, body.scope.exclude)

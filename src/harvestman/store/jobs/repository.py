@@ -330,7 +330,8 @@ class JobRepository:
                 elif action is Action.RETRY:
                     values.update(current_retry_count=0, next_run_at=now)
                 elif action is Action.FORCE_RUN:
-                    # The run it brings forward is kept: the job's plan resumes after it.
+                    # The run it brings forward is kept: the job's plan resumes after it
+                    # (a cancelled job has none: it runs now and is planned from now).
                     planned = job.next_run_at if job.next_run_at is not None else now
                     if job.forced_planned_at is not None:  # asked twice before it ran
                         planned = job.forced_planned_at

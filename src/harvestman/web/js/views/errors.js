@@ -13,7 +13,7 @@ import { crawlInput, crawlProblem } from "./frontier.js";
 
 export function render(main) {
   const pager = new Pager(50);
-  const crawl = crawlInput("errors-crawl");
+  const crawl = crawlInput("errors-crawl", { onChange: () => { pager.reset(); load(); } });
   const host = h("input", { name: "host", type: "search", placeholder: "exact host, e.g. example.com" });
   const kind = h("select", { name: "type" }, h("option", { value: "" }, "any error class"));
   const notice = h("p", { role: "status", "data-testid": "errors-status" });

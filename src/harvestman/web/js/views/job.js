@@ -19,13 +19,20 @@ function nextRunText(job) {
   return `${time(job.next_run_at)} (${relative(job.next_run_at)})`;
 }
 
+/** A job's crawl and the views opened on it: where its results are, one click away. */
+function resultLinks(crawl) {
+  const to = (path, label, extra = {}) => h("a", { href: viewLink(path, crawl, extra), "data-testid": `job-${label.toLowerCase()}` }, label);
+  return h("span", {}, h("code", { "data-testid": "job-namespace" }, crawl), " — its ",
+    to("/pages", "Pages"), " · ", to("/products", "Products"), " · ", to("/errors", "Errors"), " · ",
+    to("/frontier", "Frontier", { status: "any" }));
+}
+
 export function render(main, { match }) {
   const id = Number(match[1]);
   const title = h("h1", {}, `Job #${id}`);
   const notice = h("p", { role: "status", "data-testid": "job-status" });
   const facts = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   const actions = h("div");
-  const results = h("div", { class: "results", "data-testid": "job-results" });
   const formBox = h("div");
   const runs = runLog(id, { onRunEnded: () => loadJob() });
   let job = null;
@@ -37,7 +44,7 @@ export function render(main, { match }) {
   fill(main,
     h("p", {}, h("a", { href: "#/jobs" }, "← All jobs")),
     title,
-    h("section", { class: "panel", "aria-label": "Job" }, facts, results, actions, notice),
+    h("section", { class: "panel", "aria-label": "Job" }, facts, actions, notice),
     formBox,
     // Stacked: the run table has ten columns, the log wants the width for its URLs.
     h("div", { class: "runs" }, runs.runsPanel, runs.logPanel),
@@ -53,6 +60,7 @@ export function render(main, { match }) {
       h("dt", {}, "URL"), h("dd", {}, job.url),
       h("dt", {}, "State"), h("dd", {}, stateBadge(job.status)),
       h("dt", {}, "Source"), h("dd", {}, h("a", { href: "#/sources" }, source ? `${source.name} (#${job.source_id})` : `#${job.source_id}`)),
+      job.crawl ? [h("dt", {}, "Crawl"), h("dd", { "data-testid": "job-crawl" }, resultLinks(job.crawl))] : null,
       h("dt", {}, "Next run"), h("dd", { "data-testid": "job-next-run" }, nextRunText(job)),
       h("dt", {}, "Interval"), h("dd", {}, `${intervalText(job)}${job.adaptive_scheduling ? ", adaptive" : ""}`),
       h("dt", {}, "Adapted interval"), h("dd", {}, adaptedText(job)),
@@ -70,7 +78,7 @@ export function render(main, { match }) {
   async function deleteJob() {
     const sure = await confirmAction({
       question: `Delete job ${id}?`,
-      detail: "The job and its run history and logs are deleted. The pages it stored stay in its crawl.",
+      detail: `The job and its run history and logs are deleted. The pages it stored stay in its crawl${job?.crawl ? ` ${job.crawl}` : ""}.`,
       confirmLabel: `Yes, delete job ${id}`,
       keepLabel: "Keep the job",
     });
@@ -82,16 +90,6 @@ export function render(main, { match }) {
     } catch (exc) {
       showError(describe(exc));
     }
-  }
-
-  /** Where the job's results are: its crawl (namespace), and each view opened on it. */
-  function drawResults() {
-    const crawl = job.crawl;
-    const to = (path, label, extra = {}) => h("a", { href: viewLink(path, crawl, extra), "data-testid": `job-${label.toLowerCase()}` }, label);
-    fill(results, h("p", {},
-      "Its results are in the crawl ", h("strong", { "data-testid": "job-namespace" }, crawl), ": ",
-      to("/pages", "Pages"), " · ", to("/products", "Products"), " · ", to("/errors", "Errors"), " · ",
-      to("/frontier", "Frontier", { status: "any" })));
   }
 
   function openEdit() {
@@ -108,7 +106,6 @@ export function render(main, { match }) {
       if (source?.id !== job.source_id) source = await api(`/api/v1/sources/${job.source_id}`).catch(() => null);
       if (closed) return;
       drawJob();
-      drawResults();
       // A run may start and end between two looks (a small site takes a second): the runs
       // are read again whenever the job's state or last run moved.
       const seen = `${job.status} ${job.last_run_at}`;
