@@ -28,6 +28,7 @@ import asyncio
 import hashlib
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -272,7 +273,7 @@ def serve_and_load(url: str, engine: Engine, args: argparse.Namespace) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    secret = "bench-secret-" + "x" * 40
+    secret = secrets.token_hex(32)
     env = {
         **os.environ,
         "HARVESTMAN_DATABASE_URL": url,

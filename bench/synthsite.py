@@ -202,6 +202,56 @@ class Writer:
         ).encode()
 
 
+SITEMAP_MAX_URLS = 50_000  # the protocol's limit per sitemap
+SITEMAPS_PER_HOST = 4
+
+
+def write_sitemaps(root: Path, origin: str, paths: list[str], listed: int) -> int:
+    """Write ``/sitemap.xml`` (an index) and ``/sitemaps/<k>.xml`` under ``root``, listing
+    ``paths`` then ``/listed/<n>.html`` (404s) up to ``listed`` URLs, absolute on ``origin``
+    (``http://127.0.0.1:PORT``: known once the server runs); returns the sitemaps written.
+
+    At least four sitemaps per host, as a shop or documentation site splits its pages, and at
+    most 50,000 URLs in each; each entry ~115 bytes (a 5,000-URL sitemap is ~570 KB).
+    """
+    remove_sitemaps(root)
+    total = max(listed, len(paths))
+    count = max(SITEMAPS_PER_HOST, -(-total // SITEMAP_MAX_URLS))
+    per = -(-total // count)
+    folder = root / "sitemaps"
+    folder.mkdir()
+    for k in range(count):
+        with (folder / f"{k}.xml").open("w") as out:
+            out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+            out.write('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n')
+            for n in range(k * per, min(total, (k + 1) * per)):
+                path = paths[n] if n < len(paths) else f"/listed/{n}.html"
+                out.write(
+                    f"<url><loc>{origin}{path}</loc><lastmod>2025-06-{1 + n % 28:02d}"
+                    "</lastmod><changefreq>weekly</changefreq></url>\n"
+                )
+            out.write("</urlset>\n")
+    index = "".join(
+        f"<sitemap><loc>{origin}/sitemaps/{k}.xml</loc></sitemap>\n" for k in range(count)
+    )
+    (root / "sitemap.xml").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{index}'
+        "</sitemapindex>\n"
+    )
+    return count
+
+
+def remove_sitemaps(root: Path) -> None:
+    """Remove what :func:`write_sitemaps` wrote (their URLs name a server's ports)."""
+    (root / "sitemap.xml").unlink(missing_ok=True)
+    folder = root / "sitemaps"
+    if folder.exists():
+        for file in folder.iterdir():
+            file.unlink()
+        folder.rmdir()
+
+
 def host_plans(params: SiteParams) -> Iterator[tuple[random.Random, HostPlan]]:
     """Each host's random stream and link graph; the stream goes on to write its pages."""
     for host in range(params.hosts):

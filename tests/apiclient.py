@@ -15,7 +15,7 @@ from harvestman.config import Settings
 from harvestman.jobs import JobStore, Scheduler
 from harvestman.store import SqlStore
 
-SECRET = "test-secret-0123456789abcdef0123456789"
+SECRET = "5c1e0a7f3b9d4e26a8f07b13c4d95e2f61a8b3c7"
 GENEROUS = {
     "rate_anonymous": 10_000,
     "rate_user": 10_000,

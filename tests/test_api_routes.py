@@ -13,7 +13,9 @@ from apiclient import Api, running_api
 from conftest import SettingsFactory
 from harvestman.jobs import JobStatus
 from harvestman.jobs.adaptive import AdaptiveState
+from harvestman.parse import parse_html
 from harvestman.store.jobs.tables import jobs as jobs_table
+from harvestman.urls import UrlNormalizer, url_hash
 
 
 @pytest.fixture
@@ -312,6 +314,27 @@ async def test_frontier_and_pages(api: Api) -> None:
     assert (stats["pages"], stats["frontier_size"], stats["jobs"]["scheduled"]) == (0, 0, 0)
     refused = await api.post("/api/frontier/add", json={"urls": ["http://10.0.0.1/"]})
     assert refused.status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("rule", "seeded", "found"),
+    [("add", "http://127.0.0.1:9/docs", "/docs/"), ("strip", "http://127.0.0.1:9/docs/", "/docs")],
+)
+async def test_a_url_seeded_over_the_api_hashes_as_the_crawler_finds_it(
+    make_settings: SettingsFactory, rule: str, seeded: str, found: str
+) -> None:
+    """The API and the crawler build their normalizer from the same settings (trailing slash
+    included): the URL seeded and the one a page links to are one frontier row."""
+    settings = make_settings(url_trailing_slash=rule)
+    crawler = UrlNormalizer.from_settings(settings)
+    page = parse_html(f'<a href="{found}">docs</a>', "http://127.0.0.1:9/", normalizer=crawler)
+    async with running_api(settings) as api:
+        response = await api.post("/api/frontier/seed", json={"urls": [seeded]})
+        assert response.json()["added"] == 1
+        again = await api.post("/api/frontier/add", json={"urls": page.links})
+        assert again.json()["added"] == 0
+        urls = (await api.get("/api/frontier/urls")).json()["items"]
+    assert [url_hash(u["url"]) for u in urls] == [url_hash(page.links[0])]
 
 
 async def test_domains_and_robots(api: Api) -> None:

@@ -162,12 +162,9 @@ def test_a_nul_byte_is_a_422_not_a_store_outage(database_url: str, tmp_path: Pat
     with _serving(_env(database_url), tmp_path) as base:
         stats = httpx.get(f"{base}/api/stats?crawl=%00")
         jobs = httpx.get(f"{base}/api/v1/sources?name=%00", headers=bearer(Role.USER))
-    if database_url.startswith("postgresql"):
-        assert (stats.status_code, stats.json()["error"]["code"]) == (422, "invalid_value")
-        assert jobs.status_code == 422
-    else:  # SQLite stores NUL in text: nothing is found
-        assert stats.status_code == 404
-        assert jobs.status_code == 200
+    # Refused at the door on both stores, before SQLite could look for it or PostgreSQL refuse it.
+    assert (stats.status_code, stats.json()["error"]["code"]) == (422, "invalid_text")
+    assert (jobs.status_code, jobs.json()["error"]["code"]) == (422, "invalid_text")
 
 
 def _refusal(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, bytes]:
@@ -195,3 +192,63 @@ def test_dev_mode_refuses_to_listen_beyond_loopback(host: str, tmp_path: Path) -
     )
     assert code == 2
     assert b"loopback only" in err
+
+
+PASSWORD = "correct horse battery"
+
+
+def _add_user(database_url: str, name: str) -> None:
+    from typer.testing import CliRunner
+
+    from harvestman.cli import app
+
+    result = CliRunner().invoke(
+        app,
+        ["user", "create", name, "--password-stdin", "--database-url", database_url],
+        input=f"{PASSWORD}\n",
+    )
+    assert result.exit_code == 0, result.output
+
+
+async def _sign_in(base: str, address: str, name: str, password: str) -> int:
+    transport = httpx.AsyncHTTPTransport(local_address=address)
+    async with httpx.AsyncClient(transport=transport, timeout=60) as client:
+        answer = await client.post(
+            f"{base}/api/auth/login", json={"name": name, "password": password}
+        )
+    return answer.status_code
+
+
+def test_sign_ins_are_counted_before_they_are_checked_across_instances(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Concurrent guesses from 21 client addresses (127.0.0.x) at two `serve` instances sharing
+    one store, the right password mixed in: no more than the limit are ever checked. (Before,
+    the limit was read before the awaits and counted after them, in each process: 9 guesses
+    from each of 8 addresses were 72 checked passwords against a limit of 5.)"""
+    import asyncio
+
+    _add_user(database_url, "ada")
+    env = _env(database_url, api_login_failures="5", api_rate_anonymous="10000")
+    with _serving(env, tmp_path) as one, _serving(env, tmp_path) as two:
+
+        async def flood() -> tuple[list[int], list[int], list[int]]:
+            guesses = [
+                _sign_in((one, two)[n % 2], f"127.0.0.{2 + n % 21}", "ada", f"guess {n}")
+                for n in range(42)
+            ]
+            right = [_sign_in(two, f"127.0.0.{40 + n}", "ada", PASSWORD) for n in range(3)]
+            # One client, many names: its own limit holds as well.
+            names = [_sign_in(one, "127.0.0.50", f"user{n}", "guess") for n in range(8)]
+            statuses = await asyncio.gather(*guesses, *right, *names)
+            return statuses[:42], statuses[42:45], statuses[45:]
+
+        guesses, right, names = asyncio.run(flood())
+        after = asyncio.run(_sign_in(one, "127.0.0.60", "ada", "one more guess"))
+
+    assert set(guesses) <= {401, 429}
+    assert guesses.count(401) + right.count(401) <= 5, guesses
+    assert set(right) <= {200, 429}
+    assert set(names) <= {401, 429}
+    assert names.count(401) <= 5, names
+    assert after == 429

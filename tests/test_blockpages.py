@@ -56,6 +56,22 @@ BLOCKED = {
         (HARD, "rate_limited", "cloudflare"),
         f"{CF_DOCS}/support/troubleshooting/http-status-codes/cloudflare-1xxx-errors/error-1015/",
     ),
+    # Judged ok once: the phrase wraps across lines in the markup (no byte mark) and the title
+    # names no refusal. Served with 429 and Retry-After, as Cloudflare serves 1015.
+    "cloudflare 1015 rate limit, phrase wrapped, with Retry-After": Case(
+        "cloudflare_1015_wrapped.html",
+        429,
+        cloudflare(**{"Retry-After": "120"}),
+        (HARD, "rate_limited", "cloudflare"),
+        f"{CF_DOCS}/support/troubleshooting/http-status-codes/cloudflare-1xxx-errors/error-1015/",
+    ),
+    "nginx 429 page": Case(
+        "nginx_429.html",
+        429,
+        {"Content-Type": "text/html", "Server": "nginx", "Retry-After": "30"},
+        (HARD, "rate_limited", None),
+        "nginx src/http/ngx_http_special_response.c (ngx_http_error_429_page)",
+    ),
     "cloudflare attention required (captcha)": Case(
         "cloudflare_attention_required.html",
         403,
@@ -201,6 +217,24 @@ BLOCKED = {
 }
 
 KEPT = {
+    # A bare 429 is retried after its Retry-After (the fetch layer's), the host not cooled down.
+    "bare 429 with Retry-After": Case(
+        None,
+        429,
+        {"Retry-After": "1", "Content-Length": "0"},
+        (OK, None, None),
+        "RFC 6585 section 4 (429 Too Many Requests)",
+    ),
+    # Judged hard once: "Access Denied" heads it and its text is short; three paragraphs make
+    # it an article (the <noscript> is Disqus's, for the comments).
+    "short article on fixing S3 access denied, noscript for comments": Case(
+        "ok_article_s3_access_denied.html",
+        200,
+        {"Content-Type": HTML},
+        (OK, None, None),
+        "modelled on AWS's https://repost.aws/knowledge-center/s3-troubleshoot-403 and Disqus's "
+        "embed code (https://help.disqus.com/en/articles/1717112-universal-embed-code)",
+    ),
     "article about access denied and javascript": Case(
         "ok_article_about_access_denied.html",
         200,

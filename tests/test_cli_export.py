@@ -135,3 +135,22 @@ def test_a_bucket_location_reads_what_the_crawl_wrote_under_its_prefix(
     location = archive_location.archive_location(crawler)
     assert location == "s3://located/crawl-9"
     assert open_blobs(location, reader).read("ab/cd/key.html.gz") == b"body"
+
+
+def test_a_row_with_a_key_outside_the_archive_is_reported_not_a_crash(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    settings = make_settings(archive_enabled=True, archive_dir="bodies", discovery_sitemaps=False)
+    crawl(settings)
+    (tmp_path / "secret").write_text("not a body")
+    with sqlite3.connect(tmp_path / "crawl.db") as conn:  # a row from a crafted archive
+        conn.execute("UPDATE crawled_pages SET archive_path = '../secret' WHERE url LIKE '%/b'")
+
+    code, err = export_warc(settings.database_url, tmp_path / "a.warc")
+
+    assert (code, err) == (
+        1,
+        "skipped 0 pages without an archived body, 0 lost, 1 with a key outside the archive "
+        "exported 1 pages error: 1 pages name a key outside the archive",
+    )
+    assert (tmp_path / "secret").read_text() == "not a body"

@@ -163,3 +163,41 @@ async def test_the_validate_step_records_the_vendor(
         halted,
     )
     assert work.record.content_hash is None
+
+
+async def test_a_rate_limit_page_is_hard_and_its_retry_after_is_honoured(
+    make_settings: SettingsFactory,
+) -> None:
+    """Cloudflare's 1015 page comes with 429 and Retry-After (our fixture after
+    https://developers.cloudflare.com/support/troubleshooting/http-status-codes/
+    cloudflare-1xxx-errors/error-1015/): a hard rate_limited verdict, and the host is held for
+    the Retry-After, which is longer than the cooldown here."""
+    page_body = (FIXTURES / "cloudflare_1015_wrapped.html").read_bytes()
+    retry_after = 7_200
+
+    async def limited(request: web.Request) -> web.Response:
+        if request.path == "/robots.txt":
+            return web.Response(status=404)
+        headers = {**CLOUDFLARE_HEADERS, "Retry-After": str(retry_after)}
+        return web.Response(status=429, body=page_body, headers=headers)
+
+    settings = make_settings(
+        validate_hard_cooldown=60.0,
+        fetch_max_retries=0,
+        discovery_sitemaps=False,
+        crawl_max_depth=0,
+    )
+    async with serve(limited) as port:
+        url = f"http://127.0.0.1:{port}/catalog/"
+        crawler, rows, pages = await crawl(settings, [url])
+
+    (row,) = [r for r in rows if r["url"] == url]
+    (page,) = [p for p in pages if p["url"] == url]
+    assert row["error"] == "HTTP 429; hard: rate_limited:cloudflare (you are being rate limited)"
+    assert (page["validation_status"], page["rejection_reason"]) == (
+        "hard",
+        "rate_limited:cloudflare",
+    )
+    held = crawler.wiring.run.frontier.hosts[f"127.0.0.1:{port}"].next_allowed
+    assert held > page["fetched_at"] + retry_after - 60
+    assert crawler.stats["validate/hard/rate_limited"] == 1

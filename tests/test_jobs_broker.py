@@ -41,7 +41,7 @@ async def add_jobs(running: Fleet, farm: HostFarm) -> dict[int, int]:
 def holder_pid(job: dict[str, object]) -> int | None:
     """The pid in the job's lock holder (``host:pid:suffix``); None while it is queued."""
     holder = job.get("locked_by")
-    if not isinstance(holder, str) or holder.startswith("queued:"):
+    if not isinstance(holder, str) or holder.startswith(("queued:", "publishing:")):
         return None
     return int(holder.split(":")[-2])
 
@@ -89,21 +89,23 @@ async def test_executions_run_on_workers_once_each_through_a_killed_worker(
         assert {job_id: [r["status"] for r in rs] for job_id, rs in runs.items()} == {
             job_id: ["completed"] for job_id in jobs
         }, fleet_logs
-        # The killed one was taken over once, by the other worker; no other changed hands.
-        takeovers = {
-            job_id: sum("taken over from" in line for line in logs[job_id]) for job_id in jobs
-        }
-        assert takeovers == {job_id: int(job_id == killed_job) for job_id in jobs}, fleet_logs
-        # The stored lock history: the killed worker, then the other one.
+        # What the killed worker ran (it runs many at once) was taken over once each, by
+        # the other worker; nothing else changed hands. The stored lock history says who.
         holders = {job_id: [holder_pid({"locked_by": h}) for h in rs[0]["metadata"]["holders"]]
                    for job_id, rs in runs.items()}  # fmt: skip
         survivor = next(w.pid for w in running.workers if w is not victim)
         assert holders[killed_job] == [victim.pid, survivor]
-        assert all(len(holders[job_id]) == 1 for job_id in jobs if job_id != killed_job)
+        assert all(
+            hs in ([survivor], [victim.pid], [victim.pid, survivor]) for hs in holders.values()
+        ), holders
+        takeovers = {
+            job_id: sum("taken over from" in line for line in logs[job_id]) for job_id in jobs
+        }
+        assert takeovers == {job_id: int(len(holders[job_id]) == 2) for job_id in jobs}, fleet_logs
         started = {
             job_id: sum(" started (attempt 0)" in line for line in logs[job_id]) for job_id in jobs
         }
-        assert all(started[job_id] == 1 for job_id in jobs if job_id != killed_job), started
+        assert all(started[job_id] == 1 for job_id in jobs if len(holders[job_id]) == 1), started
         # No page lost, none fetched twice but those the killed worker had in flight.
         states = distributed.crawled(pg_schema_url)
         assert states.get("completed") == farm.expected_pages(), fleet_logs
@@ -178,8 +180,35 @@ async def test_a_stopped_worker_hands_its_execution_to_another(
     holders = [holder_pid({"locked_by": h}) for h in execution["metadata"]["holders"]]
     assert holders == [stopped.pid, survivor]
     assert sum("handed back" in line for line in lines) == 1, lines
+    # Its counts are summed over both holders: every page fetched counts, not the last half.
+    assert execution["items_crawled"] >= len(farm.expected_pages()), execution
     assert not any("Interrupted" in line for line in lines)
     # Every page once, but the one request the stopped worker may have had in flight.
     assert all(farm.hits[page] >= 1 for page in farm.expected_pages())
     assert sum(farm.hits[page] - 1 for page in farm.expected_pages()) <= 1
+    assert min(gap for _, gap in farm.spacing()) >= DELAY - 0.05
+
+
+async def test_a_worker_runs_many_executions_at_once_each_host_at_its_delay(
+    broker: None, pg_schema_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    # Three hosts and four sources (two on the first host); one worker with the defaults.
+    pages = 6
+    env = fleet_env(pg_schema_url, redis_url)
+    async with (
+        HostFarm(3, pages=pages, crawl_delay=DELAY) as farm,
+        fleet(env, tmp_path, workers=1) as running,
+    ):
+        jobs = await add_jobs(running, farm)
+        jobs[await running.add_job("twin", farm.roots()[0], crawl_delay=DELAY)] = farm.ports[0]
+        for job_id in jobs:
+            await running.call("POST", f"/api/v2/jobs/{job_id}/force-run")
+        runs = await running.wait_final(list(jobs))
+        fleet_logs = running.logs()
+
+    spans = sorted((r[0]["started_at"], r[0]["completed_at"]) for r in runs.values())
+    assert {r[0]["status"] for r in runs.values()} == {"completed"}, fleet_logs
+    # All four at once: each started before the first one ended.
+    assert all(start < spans[0][1] for start, _ in spans), spans
+    # The two sources on one host shared its gate: no two requests closer than its delay.
     assert min(gap for _, gap in farm.spacing()) >= DELAY - 0.05

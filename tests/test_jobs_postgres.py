@@ -20,6 +20,7 @@ from harvestman.jobs import (
     Scheduler,
     SourceSpec,
 )
+from harvestman.jobs.lifecycle import NextStep
 from harvestman.jobs.records import Execution, Source
 from harvestman.store import dialect, migrate
 from harvestman.store.jobs.tables import job_executions
@@ -58,8 +59,10 @@ async def stores(pg_schema_url: str) -> AsyncIterator[tuple[JobStore, JobStore]]
         JobStore(engines[0], clock=clock) as first,
         JobStore(engines[1], clock=clock) as second,
     ):
-        source = await first.sources.create(SourceSpec(name="s", start_urls=["http://a.test/"]))
-        for i in range(JOBS):
+        for i in range(JOBS):  # one source each: a source runs one execution at a time
+            source = await first.sources.create(
+                SourceSpec(name=f"s{i}", start_urls=[f"http://a.test/{i}"])
+            )
             await first.jobs.create(
                 JobSpec(source_id=source.id, url=f"http://a.test/{i}", next_run_at=NOW - i % 7)
             )
@@ -105,6 +108,25 @@ async def test_racing_claims_take_each_job_once(stores: tuple[JobStore, JobStore
     assert len(again) == JOBS - len(taken)
     running = await stores[0].jobs.list(status=JobStatus.RUNNING, limit=JOBS)
     assert running.total == JOBS
+
+
+async def test_racing_claims_take_one_job_of_a_source_at_a_time(
+    stores: tuple[JobStore, JobStore],
+) -> None:
+    source = await stores[0].sources.create(SourceSpec(name="one", start_urls=["http://o.test/"]))
+    ids = [
+        (await stores[0].jobs.create(JobSpec(source_id=source.id, url=f"http://o.test/{i}"))).id
+        for i in range(3)
+    ]
+    claims = await asyncio.gather(
+        *(store.locks.claim_due(f"claimer-{i}", 1, only=ids) for i in range(4) for store in stores)
+    )
+    [claim] = [claim for batch in claims for claim in batch]
+    assert await stores[1].locks.claim_due("late", 10, only=ids) == []  # still one at a time
+    step = NextStep(JobStatus.COMPLETED, None, 0, (JobStatus.COMPLETED,))
+    await stores[0].locks.finish(claim, ExecutionResult(status=ExecutionStatus.COMPLETED), step)
+    [following] = await stores[1].locks.claim_due("late", 10, only=ids)  # the next, once ended
+    assert following.job.id != claim.job.id
 
 
 async def test_one_leader_at_a_time_on_postgres(stores: tuple[JobStore, JobStore]) -> None:

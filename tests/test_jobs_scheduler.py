@@ -103,13 +103,16 @@ def scheduler(store: JobStore, runner: ScriptedRunner) -> Scheduler:
     return Scheduler(store, runner, instance_id="here", max_concurrent=2)
 
 
-async def _job(store: JobStore, **fields: object) -> Job:
-    page = await store.sources.list(name_contains="site")
-    if page.items:
-        source_id = page.items[0].id
+async def _job(store: JobStore, *, source: str = "site", **fields: object) -> Job:
+    """A job on the source named ``source`` (made when missing). A source runs one execution
+    at a time: jobs meant to run at once each need their own."""
+    page = await store.sources.list(name_contains=source)
+    found = [item.id for item in page.items if item.name == source]
+    if found:
+        source_id = found[0]
     else:
         source_id = (
-            await store.sources.create(SourceSpec(name="site", start_urls=["http://a.test/"]))
+            await store.sources.create(SourceSpec(name=source, start_urls=["http://a.test/"]))
         ).id
     values: dict[str, object] = {"source_id": source_id, "url": "http://a.test/", **fields}
     return await store.jobs.create(JobSpec(**values))  # type: ignore[arg-type]
@@ -235,7 +238,7 @@ async def test_paused_jobs_are_not_run_until_resumed(
 async def test_at_most_max_concurrent_runs_and_the_earliest_due_go_first(
     store: JobStore, scheduler: Scheduler, runner: ScriptedRunner, clock: Clock
 ) -> None:
-    jobs = [await _job(store, next_run_at=NOW - i) for i in range(4)]
+    jobs = [await _job(store, source=f"site{i}", next_run_at=NOW - i) for i in range(4)]
     runner.hold = True
     first = [claim.job.id for claim in await scheduler.poll()]
     assert first == [jobs[2].id, jobs[3].id]  # the two overdue the longest, in id order
@@ -247,6 +250,22 @@ async def test_at_most_max_concurrent_runs_and_the_earliest_due_go_first(
     assert sorted(runner.stopped) == sorted(first)
     runner.hold = False
     assert await _poll(scheduler) == [jobs[0].id, jobs[1].id]
+
+
+async def test_a_source_runs_one_execution_at_a_time(
+    store: JobStore, scheduler: Scheduler, runner: ScriptedRunner
+) -> None:
+    # Two jobs on one crawl namespace: the second waits for the first, never runs beside it.
+    first, second = await _job(store), await _job(store, url="http://a.test/2")
+    runner.hold = True
+    assert [claim.job.id for claim in await scheduler.poll()] == [first.id]
+    assert await scheduler.poll() == []
+    assert (await store.jobs.get(second.id)).status is JobStatus.SCHEDULED  # due, waiting
+    await store.jobs.cancel(first.id)
+    await scheduler.poll()
+    await scheduler.wait_idle()
+    runner.hold = False
+    assert await _poll(scheduler) == [second.id]
 
 
 async def test_cancelling_a_running_job_stops_its_run(
@@ -349,7 +368,8 @@ async def test_history_keeps_the_100_newest_per_job_and_nothing_older_than_30_da
 async def test_metrics_count_jobs_executions_and_stale_locks(
     store: JobStore, scheduler: Scheduler, runner: ScriptedRunner, clock: Clock
 ) -> None:
-    ok, bad = await _job(store, interval_minutes=60), await _job(store, max_retries=0)
+    ok = await _job(store, interval_minutes=60)
+    bad = await _job(store, source="other", max_retries=0)
     await _job(store, next_run_at=NOW + 9999)
     runner.script = [ExecutionResult(status=ExecutionStatus.COMPLETED, items_crawled=7)]
     runner.script.append(RuntimeError("no"))

@@ -150,3 +150,47 @@ def test_without_an_archive_opener_bodies_are_kept(engine: Engine, tmp_path: Pat
     assert all(blobs.exists(key) for key in keys)
     with engine.connect() as conn:
         assert conn.execute(select(products.c.name)).scalars().all() == ["mug"]
+
+
+@pytest.mark.parametrize("outside", ["absolute", "../victim", "a/../../victim", "link/victim"])
+def test_a_key_outside_the_archive_is_never_deleted(
+    engine: Engine, tmp_path: Path, outside: str
+) -> None:
+    """A page row whose archive_path leaves the archive's root (a crafted archive restored,
+    a row written behind the store's back) costs retention nothing outside it."""
+    root = tmp_path / "raw"
+    root.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    (root / "link").symlink_to(tmp_path)  # a directory inside that points outside
+    key = str(victim) if outside == "absolute" else outside
+    one = add_crawl(engine, "one")
+    with engine.begin() as conn:
+        conn.execute(update(crawls).values(archive_location=str(root)))
+    add_page(engine, one, "http://a.test/old", OLD, archive_path=key)
+
+    report = apply_retention(engine, page_rules(tmp_path, Settings()), NOW)
+
+    assert report.pages_deleted == 1
+    assert (report.archive_objects_deleted, report.archive_objects_failed) == (0, 1)
+    assert victim.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("key", ["/etc/passwd", "../x", "a/../../x", "link/x", "", "a//b"])
+def test_local_blobs_refuse_keys_that_leave_their_root(tmp_path: Path, key: str) -> None:
+    from harvestman.archive.raw import ArchiveError
+
+    root = tmp_path / "raw"
+    root.mkdir()
+    (root / "link").symlink_to(tmp_path)
+    (tmp_path / "x").write_text("outside")
+    blobs = LocalBlobs(root)
+    for call in (
+        lambda: blobs.read(key),
+        lambda: blobs.delete(key),
+        lambda: blobs.exists(key),
+        lambda: blobs.write(key, b"data", "text/html"),
+    ):
+        with pytest.raises(ArchiveError, match="outside the archive"):
+            call()
+    assert (tmp_path / "x").read_text() == "outside"

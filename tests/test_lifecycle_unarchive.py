@@ -196,3 +196,37 @@ async def test_the_command_loads_an_archive_with_its_filters(tmp_path: Path) -> 
         ]
     finally:
         engine.dispose()
+
+
+def test_rows_whose_values_do_not_fit_their_columns_are_rejected(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A crafted archive: an archive_path outside the archive (absolute, ``..``), text where a
+    number goes, a NUL, a key longer than its column. Only the sound row comes back."""
+    add_crawl(engine, "one")
+    good = {"crawl": "one", "url_hash": "f" * 64, "url": "http://a.test/", "final_url":
+            "http://a.test/", "host": "a.test", "links_count": 0, "fetched_at": NOW,
+            "archive_path": "ab/cd/x.html.gz"}  # fmt: skip
+    bad = [
+        {"archive_path": str(tmp_path / "victim")},
+        {"archive_path": "../../victim"},
+        {"archive_path": "ab/../../victim"},
+        {"archive_path": "ab\\..\\victim"},
+        {"status_code": "200; DROP TABLE"},
+        {"title": "a\x00b"},
+        {"url_hash": "e" * 500},
+    ]
+    lines = [orjson.dumps(good)] + [
+        orjson.dumps({**good, "url_hash": f"{n:064x}", **change})
+        if "url_hash" not in change
+        else orjson.dumps({**good, **change})
+        for n, change in enumerate(bad)
+    ]
+    path = tmp_path / "pages-crafted.jsonl.gz"
+    path.write_bytes(gzip.compress(b"\n".join(lines) + b"\n"))
+
+    report = restore_archive(engine, path, now=NOW)
+
+    assert (report.read, report.added, report.rejected) == (8, 1, 7)
+    assert table_rows(engine, crawled_pages, "archive_path") == [("ab/cd/x.html.gz",)]
+    assert report.reasons["archive_path"] == 4

@@ -288,10 +288,15 @@ def test_rfc_9309_longest_match_example(path: str, expected: bool) -> None:
         ("User-agent: foo-bot_\nDisallow: /\n", "Foo-Bot_2.0", True),
         # A line's token ends at its first character outside [a-zA-Z_-]: "Foo2Bot" names "foo"
         # (Google's ExtractUserAgent; RFC 9309 allows no digits in a token, so this follows
-        # Google), and a crawler named "Foo2Bot" is not "foo".
+        # Google). A line naming the crawler's product token exactly binds it all the same,
+        # digits and dots included (Protego does; a crawler called MJ12bot obeys
+        # "User-agent: MJ12bot"): these two were once allowed.
         ("User-agent: Foo2Bot\nDisallow: /\n", "Foo/1.0", False),
-        ("User-agent: Foo2Bot\nDisallow: /\n", "Foo2Bot/1.0", True),
-        ("User-agent: Foo.Bot\nDisallow: /\n", "Foo.Bot/1.0", True),
+        ("User-agent: Foo2Bot\nDisallow: /\n", "Foo2Bot/1.0", False),
+        ("User-agent: Foo.Bot\nDisallow: /\n", "Foo.Bot/1.0", False),
+        ("User-agent: MJ12bot\nDisallow: /\n", "MJ12bot/v1.4.8 (http://mj12bot.com/)", False),
+        ("User-agent: mj12bot\nDisallow: /\n\nUser-agent: *\nAllow: /\n", "MJ12bot", False),
+        ("User-agent: MJ13bot\nDisallow: /\n", "MJ12bot/v1.4.8", True),
         ("User-agent: Foo.Bot\nDisallow: /\n", "Foo/1.0", False),
         ("User-agent: FOO-bot_\nDisallow: /\n", "foo-BOT_/1.0", False),
     ],

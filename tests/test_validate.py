@@ -370,6 +370,7 @@ def test_which_verdicts_a_renderer_may_fix() -> None:
     }
     assert not OK.needs_render
     assert {s.reason for s in DEFAULT_SIGNATURES} == {
+        "rate_limited",
         "bot_check",
         "forbidden",
         "access_denied",

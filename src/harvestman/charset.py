@@ -11,9 +11,14 @@ with it, because a crawler sees every misconfigured server on the web and has no
    differently, since every byte sequence is valid in it: it loses to UTF-8 when the body is
    valid UTF-8 containing non-ASCII bytes (a UTF-8 page served under a server-wide default
    ``ISO-8859-1``; real single-byte text is almost never valid UTF-8 by chance).
-3. A ``<meta charset>`` or ``<meta http-equiv=content-type content="...; charset=...">`` in the
-   first 2 KiB (comments skipped; the first known label wins; UTF-16 labels read as UTF-8, as
-   WHATWG says), under the same conditions as the header.
+3. A ``<meta charset>`` or ``<meta http-equiv=content-type content="...; charset=...">`` found
+   by the HTML Standard's prescan of the first 1,024 bytes (§13.2.3.2, as written: comments
+   skipped, other tags' attributes read as the algorithm reads them, so a ``<meta`` inside an
+   attribute value does not count and ``http-equiv="Content-Type "`` is no pragma; UTF-16
+   labels read as UTF-8, ``x-user-defined`` as windows-1252); else the first such ``<meta>``
+   anywhere in the page, read as the tokenizer reads (script and style contents are text),
+   which is where the parser "changes the encoding" of a document whose encoding is still
+   tentative. Under the same conditions as the header.
 4. UTF-8, strict; or "mostly UTF-8": valid non-ASCII characters outnumber the invalid sequences
    four to one (a UTF-8 page with a stray windows-1252 byte), decoded with U+FFFD for the damage,
    which is what a browser shows for a UTF-8 page with a broken byte.
@@ -49,7 +54,7 @@ from typing import Final
 
 import charset_normalizer
 
-__all__ = ["decode_html", "encoding_for_label"]
+__all__ = ["decode_html", "encoding_for_label", "later_meta", "prescan"]
 
 # WHATWG Encoding Standard: encoding name -> (Python codec, labels). "replacement" and
 # "x-user-defined" are left out on purpose: a page that names them gets the next step instead.
@@ -179,15 +184,26 @@ _BOMS: Final = (
     (codecs.BOM_UTF16_LE, "utf-16le"),
 )
 
-_PRESCAN_BYTES: Final = 2048
+_PRESCAN_BYTES: Final = 1024  # HTML §13.2.3.2: the first 1024 bytes
 _DETECTION_WINDOW: Final = 16384
 _DETECTION_LEAD: Final = 4096
 _MOSTLY_UTF8_RATIO: Final = 4
 
-_COMMENT: Final = re.compile(rb"<!--.*?(?:-->|$)", re.S)
-_META: Final = re.compile(rb"<meta[\s/]((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>")
-_ATTRIBUTE: Final = re.compile(rb"([^\s/>=]+)(?:\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s>]*))?")
-_CONTENT_CHARSET: Final = re.compile(rb"charset\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s;\"']+))")
+# The prescan (HTML §13.2.3.2) in pieces: C-speed scans between the decisions it makes.
+_IS_LETTER: Final = re.compile(rb"[A-Za-z]").match
+_TAG_NAME_END: Final = re.compile(rb"[\t\n\f\r >]").search
+_SPACE_OR_SLASH: Final = (b"\t", b"\n", b"\f", b"\r", b" ", b"/")
+_SPACES: Final = re.compile(rb"[\t\n\f\r ]*").match
+_SPACES_OR_SLASH: Final = re.compile(rb"[\t\n\f\r /]*").match
+_NAME_REST: Final = re.compile(rb"[^\t\n\f\r /=>]*").match
+_UNQUOTED_END: Final = re.compile(rb"[^\t\n\f\r >]*").match
+_CONTENT_VALUE_END: Final = re.compile(rb"[^\t\n\f\r ;]*").match
+_META_CHARSET_SEARCH: Final = re.compile(rb"<meta[\t\n\f\r /][^<]*charset", re.I).search
+# Elements whose contents the tokenizer reads as text (scripting on: <noscript> too).
+_RAW_TEXT: Final = frozenset(
+    {b"script", b"style", b"title", b"textarea", b"xmp", b"iframe", b"noembed", b"noframes"}
+    | {b"noscript", b"plaintext"}
+)
 _MARKUP: Final = re.compile(rb"<(script|style)\b.*?</\1\s*>|<!--.*?-->|<[^>]*>", re.S | re.I)
 
 
@@ -209,7 +225,8 @@ def decode_html(body: bytes, declared: str | None = None) -> tuple[str, str]:
 
     ``declared`` is the ``charset`` parameter of the HTTP ``Content-Type`` header, if any. The
     order is: BOM; the declared charset when it is a known encoding and the body decodes with
-    it; a ``<meta charset>`` / ``<meta http-equiv=content-type>`` in the first 2 KiB; UTF-8
+    it; a ``<meta charset>`` / ``<meta http-equiv=content-type>`` found by the prescan of the
+    first 1,024 bytes, else anywhere in the page (:func:`later_meta`); UTF-8
     (strict, or mostly valid with U+FFFD for the damage); ``charset_normalizer`` detection on a
     bounded window; windows-1252. The module docstring gives the reasons.
     """
@@ -225,7 +242,11 @@ def decode_html(body: bytes, declared: str | None = None) -> tuple[str, str]:
         if checked is not None:
             return checked
 
-    meta = _prescan_meta(body[:_PRESCAN_BYTES])
+    meta = prescan(body[:_PRESCAN_BYTES])
+    if meta is None:
+        # No label yet: the encoding is "tentative", and the parser changes it when it meets
+        # a <meta> naming one, however far into the page (after a long comment or script).
+        meta = later_meta(body)
     if meta is not None and meta != header:
         checked = _decode_checked(body, meta)
         if checked is not None:
@@ -289,30 +310,199 @@ def _decode_windows_1252(body: bytes) -> str:
     return codecs.charmap_decode(body, "strict", _WINDOWS_1252_TABLE)[0]
 
 
-def _prescan_meta(prefix: bytes) -> str | None:
-    """The encoding named by the first ``<meta>`` with a known charset label in ``prefix``."""
-    lowered = prefix.lower()
-    if b"charset" not in lowered:
+class _EndOfInput(Exception):
+    """The bytes ran out inside a construct: the prescan gives up (HTML §13.2.3.2)."""
+
+
+def prescan(data: bytes) -> str | None:
+    """HTML §13.2.3.2 "prescan a byte stream to determine its encoding", as written.
+
+    Returns the WHATWG name of the encoding the first ``<meta charset>`` (or ``<meta
+    http-equiv=content-type content="...; charset=...">``) names, or ``None``. UTF-16 labels
+    give UTF-8 and ``x-user-defined`` windows-1252, as the standard says. The caller passes
+    the first 1,024 bytes; the bytes running out inside a tag, a comment or a quoted value
+    give ``None``.
+
+    >>> prescan(b'<p title="x><meta charset=koi8-r>"><meta charset="euc-jp">')
+    'euc-jp'
+    >>> prescan(b'<meta http-equiv="Content-Type " content="text/html; charset=iso-8859-2">')
+    """
+    try:
+        return _scan(data, raw_text=False)
+    except _EndOfInput:
         return None
-    if b"<!--" in lowered:
-        lowered = _COMMENT.sub(b"", lowered)
-    for meta in _META.finditer(lowered):
-        attributes: dict[bytes, bytes] = {}
-        for attribute in _ATTRIBUTE.finditer(meta.group(1)):
-            value = attribute.group(2) or b""
-            if value[:1] in (b'"', b"'"):
-                value = value[1:-1]
-            attributes.setdefault(attribute.group(1), value)
-        label = attributes.get(b"charset")
-        if label is None and attributes.get(b"http-equiv", b"").strip() == b"content-type":
-            found = _CONTENT_CHARSET.search(attributes.get(b"content", b""))
+
+
+def later_meta(body: bytes) -> str | None:
+    """What the HTML parser's "change the encoding" would switch to: the first ``<meta>``
+    naming an encoding anywhere in ``body``, read as the tokenizer reads (the contents of
+    ``<script>``, ``<style>``, ``<title>``, ``<textarea>`` and the other raw-text elements are
+    text, not tags), for a document whose encoding is still tentative. ``None`` if none."""
+    if _META_CHARSET_SEARCH(body) is None:  # no "<meta ... charset": the common case, in C
+        return None
+    try:
+        return _scan(body, raw_text=True)
+    except _EndOfInput:
+        return None
+
+
+def _scan(data: bytes, *, raw_text: bool) -> str | None:
+    """The prescan's loop over ``data``; ``raw_text``: skip raw-text elements' contents."""
+    size = len(data)
+    position = 0
+    while True:
+        position = data.find(b"<", position)
+        if position < 0:
+            return None
+        if data.startswith(b"<!--", position):
+            # The "--" of "<!--" may end it too: "<!-->" is a whole comment.
+            end = data.find(b"-->", position + 2)
+            if end < 0:
+                raise _EndOfInput
+            position = end + 3
+            continue
+        after = data[position + 1 : position + 2]
+        if (
+            data[position + 1 : position + 5].lower() == b"meta"
+            and data[position + 5 : position + 6] in _SPACE_OR_SLASH
+        ):
+            found, position = _meta(data, position + 6)
             if found is not None:
-                label = found.group(1) or found.group(2) or found.group(3)
-        name = encoding_for_label(label)
-        if name is not None:
-            # A document that could be read to find this tag is not UTF-16 (WHATWG).
-            return "utf-8" if name in ("utf-16be", "utf-16le") else name
-    return None
+                return found
+        elif _IS_LETTER(after) or (after == b"/" and _IS_LETTER(data, position + 2)):
+            # Up to white space or ">", quotes and all; then its attributes.
+            name_end = _TAG_NAME_END(data, position + 1)
+            if name_end is None:
+                raise _EndOfInput
+            name = data[position + 1 : name_end.start()].lower()
+            position = name_end.start()
+            while True:
+                attribute = _attribute(data, position)
+                if attribute is None:
+                    break
+                position = attribute[2]
+            if raw_text and name in _RAW_TEXT:
+                end_tag = re.compile(b"</" + name + rb"[\t\n\f\r />]", re.I).search(data, position)
+                if end_tag is None:
+                    return None
+                position = end_tag.start()
+                continue
+        elif after in (b"!", b"/", b"?"):
+            end = data.find(b">", position + 1)
+            if end < 0:
+                raise _EndOfInput
+            position = end
+        position += 1
+        if position >= size:
+            return None
+
+
+def _meta(data: bytes, position: int) -> tuple[str | None, int]:
+    """The attributes of a ``<meta`` from ``position`` and the encoding they name, if any."""
+    seen: set[bytes] = set()
+    got_pragma = False
+    need_pragma: bool | None = None
+    charset: str | None = None
+    charset_failed = False
+    while True:
+        attribute = _attribute(data, position)
+        if attribute is None:
+            break
+        name, value, position = attribute
+        if name in seen:
+            continue
+        seen.add(name)
+        if name == b"http-equiv":
+            got_pragma = got_pragma or value == b"content-type"
+        elif name == b"content":
+            found = _charset_in_content(value)
+            if found is not None and charset is None and not charset_failed:
+                charset, need_pragma = found, True
+        elif name == b"charset":
+            charset = _get_an_encoding(value)
+            charset_failed = charset is None
+            need_pragma = False
+    if need_pragma is None or (need_pragma and not got_pragma) or charset is None:
+        return None, position
+    if charset in ("utf-16be", "utf-16le"):  # a document read this far is not UTF-16
+        charset = "utf-8"
+    return charset, position
+
+
+def _attribute(data: bytes, position: int) -> tuple[bytes, bytes, int] | None:
+    """HTML's "get an attribute" at ``position``: (name, value, position after), or ``None``
+    at the ``>`` that ends the tag. Names and values are ASCII lower-cased."""
+    position = _end(_SPACES_OR_SLASH(data, position))
+    if position >= len(data):
+        raise _EndOfInput
+    if data[position] == 0x3E:  # ">"
+        return None
+    # The first character is part of the name whatever it is ("=" or "<" too).
+    end = _end(_NAME_REST(data, position + 1))
+    name = data[position:end].lower()
+    position = end
+    if position >= len(data):
+        raise _EndOfInput
+    if data[position] in b"/>":
+        return name, b"", position
+    if data[position] != 0x3D:  # white space: "=" may follow it
+        position = _end(_SPACES(data, position))
+        if position >= len(data):
+            raise _EndOfInput
+        if data[position] != 0x3D:
+            return name, b"", position
+    position = _end(_SPACES(data, position + 1))
+    if position >= len(data):
+        raise _EndOfInput
+    quote = data[position]
+    if quote in b"\"'":
+        end = data.find(bytes([quote]), position + 1)
+        if end < 0:
+            raise _EndOfInput
+        return name, data[position + 1 : end].lower(), end + 1
+    if quote == 0x3E:
+        return name, b"", position
+    end = _end(_UNQUOTED_END(data, position))
+    if end >= len(data):
+        raise _EndOfInput
+    return name, data[position:end].lower(), end
+
+
+def _end(match: re.Match[bytes] | None) -> int:
+    """Where a match of a pattern that always matches (``[...]*``) ends."""
+    assert match is not None
+    return match.end()
+
+
+def _charset_in_content(content: bytes) -> str | None:
+    """HTML's "algorithm for extracting a character encoding from a meta element"."""
+    position = 0
+    while True:
+        position = content.find(b"charset", position)
+        if position < 0:
+            return None
+        position = _end(_SPACES(content, position + 7))
+        if content[position : position + 1] != b"=":
+            continue
+        position = _end(_SPACES(content, position + 1))
+        first = content[position : position + 1]
+        if not first:
+            return None
+        if first in (b'"', b"'"):
+            end = content.find(first, position + 1)
+            if end < 0:
+                return None
+            return _get_an_encoding(content[position + 1 : end])
+        end = _end(_CONTENT_VALUE_END(content, position))
+        return _get_an_encoding(content[position:end])
+
+
+def _get_an_encoding(label: bytes) -> str | None:
+    """The Encoding Standard's "get an encoding", with what the prescan makes of the result."""
+    text = label.decode("latin-1").strip("\t\n\f\r ").lower()
+    if text == "x-user-defined":
+        return "windows-1252"
+    return _LABELS.get(text)
 
 
 def _detect(body: bytes, first_error: int) -> str | None:

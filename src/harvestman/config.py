@@ -69,7 +69,12 @@ class Settings(BaseSettings):
         "harvestman", min_length=1, max_length=100, description="prefix of the broker's queues"
     )
     broker_prefetch: int = Field(
-        1, ge=1, le=64, description="executions a worker runs at once (its unacked messages)"
+        16,
+        ge=1,
+        le=256,
+        description="executions a worker runs at once (its unacked messages); a"
+        " politeness-bound execution keeps about one request in flight, so 16 keep"
+        " crawl_concurrency's 32 busy with parsing and store time between",
     )
     broker_renew_interval: float = Field(
         2.0, gt=0, le=300, description="a worker renews its locks and looks for cancels every"
@@ -86,6 +91,13 @@ class Settings(BaseSettings):
     )
     broker_max_queued: int = Field(
         1000, ge=1, le=1_000_000, description="executions published and not yet taken, at most"
+    )
+    broker_republish_seconds: float = Field(
+        300.0,
+        gt=0,
+        le=86400,
+        description="a claim waiting in the queue this long is published again (its message"
+        " may be lost; a duplicate is dropped on delivery); it is never failed",
     )
 
     # crawl
@@ -173,6 +185,15 @@ class Settings(BaseSettings):
     sitemap_max_urls: int = Field(50_000, ge=1)
     sitemap_max_bytes: int = Field(50 * 1024 * 1024, ge=1024)
     sitemap_max_depth: int = Field(3, ge=0, le=10, description="nesting of sitemap indexes")
+    # A sitemap's URLs go to the frontier a batch at a time, each written before the next is
+    # parsed, and only so many sitemaps are fetched and read at once: memory does not depend on
+    # what the sitemaps hold (crawl/pages.py's ListingReader).
+    sitemap_batch_size: int = Field(
+        1000, ge=1, le=100_000, description="sitemap URLs parsed and written at once"
+    )
+    sitemap_concurrency: int = Field(
+        1, ge=1, le=64, description="sitemaps fetched and read at once (each body is held)"
+    )
     feed_poll_interval: float = Field(3600.0, gt=0, description="a feed is due again after")
     pagination_max_page: int = Field(10_000, ge=2)
     archives_min_interval: float = Field(86400.0, gt=0)
@@ -334,6 +355,13 @@ class Settings(BaseSettings):
     jobs_log_flush_interval: float = Field(
         1.0, gt=0, le=60, description="seconds between stores of a run's new log lines"
     )
+    jobs_stale_lock_seconds: float = Field(
+        300.0,
+        gt=0,
+        le=86400,
+        description="a run's lock not renewed for this long is swept as failed (its holder is"
+        " gone); a claim waiting in the broker's queue is never stale",
+    )
     # A run's log keeps at most 10,000 lines (jobs.logs.LogCapture): the URL lines stay below
     # it, so the run's own lines (its end, its errors) are never the ones dropped.
     job_log_url_lines: int = Field(
@@ -391,12 +419,21 @@ class Settings(BaseSettings):
     api_max_json_depth: int = Field(
         32, ge=2, le=200, description="deepest nesting of a JSON body (beyond: 422)"
     )
+    api_max_text_length: int = Field(
+        10_000,
+        ge=300,
+        le=1024**2,
+        description="longest string in a body or parameter, in characters (beyond: 422)",
+    )
     api_trusted_proxies: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="addresses whose X-Forwarded-For/-Proto are believed (comma-sep.; none)",
     )
     api_login_failures: int = Field(
-        5, ge=1, description="failed sign-ins per window per user name and per client"
+        5,
+        ge=1,
+        description="sign-in attempts per window per user name and per client (a right one "
+        "given back)",
     )
     api_login_hours: float = Field(
         24.0, gt=0, le=24 * 365, description="lifetime of a token from POST /api/auth/login"

@@ -250,6 +250,12 @@ class _Group:
             token = _line_token(value)
             if token:
                 self.agents.add(token)
+            # A line naming a crawler's product token exactly binds it, digits and dots
+            # included ("User-agent: MJ12bot" is MJ12bot's group, not only "mj"'s), as in
+            # Protego and every polite crawler; Google's shortened token stays for the rest.
+            exact = product_token(value)
+            if exact:
+                self.agents.add(exact)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ bot_check      hard    a bot wall that blocks: Cloudflare "Attention Required!" 
                        Interruption", an interactive (Turnstile) challenge
 captcha        hard    a vendor's CAPTCHA: DataDome, HUMAN "Press & Hold", AWS WAF, Google's
                        /sorry page, Amazon's and Walmart's robot checks
-rate_limited   hard    Cloudflare error 1015
+rate_limited   hard    Cloudflare error 1015, "You are being rate limited", "Too Many
+                       Requests" (a Retry-After longer than the cooldown holds the host longer)
 access_denied  hard    "Access Denied" (Cloudflare 1020, Akamai, Sucuri, a server's own page)
 forbidden      hard    "403 Forbidden" served as a page, or any 403 that says nothing else
 js_challenge   soft    a challenge that a browser passes by running its script: Cloudflare's
@@ -37,7 +38,8 @@ not pass comes back from it as a captcha (hard) or unchanged (recorded as ``need
 
 A phrase counts only on a short page (at most 2,000 characters of visible text) and only in
 its ``<title>`` or its first 400 characters of text, where block pages put it: an article that
-mentions "access denied" is kept. The price is a short page that opens with a phrase (a news
+mentions "access denied" is kept, and so is a short article (three paragraphs of 25 words)
+headed by a phrase. The price is a short page that opens with a phrase (a news
 brief headed "Access denied for 3,000 users") being taken for a block page. A vendor's marks
 (:func:`harvestman.blockpages.identify`) are looked for on the same short pages, in the first
 32 KB of the body: a page with more text costs a length check, as before. A title alone
@@ -46,7 +48,7 @@ brief headed "Access denied for 3,000 users") being taken for a block page. A ve
 Statuses: 2xx pages are judged in full. Of the error statuses, those anti-bot services answer
 with (401, 403, 405, 429, 503) are judged for a vendor's mark or a block phrase only, and a 403
 that says nothing else is ``forbidden``; other statuses are ``ok`` (the fetch layer records
-them as they are).
+them as they are: a bare 429 is retried after its Retry-After, the host not cooled down).
 """
 
 from __future__ import annotations
@@ -88,6 +90,12 @@ MIN_WORDS: Final = 20
 """A page with at least this many words of visible text is content, whatever its size."""
 SENTENCE_WORDS: Final = 5
 """A ``<p>`` with at least this many words is a real paragraph (not "Loading...")."""
+ARTICLE_PARAGRAPHS: Final = 3
+ARTICLE_PARAGRAPH_WORDS: Final = 25
+"""A 2xx page with this many ``<p>`` of at least this many words is an article: the built-in
+phrases do not judge it (an article on fixing "Access Denied" errors is kept); a vendor's
+marks and the caller's own phrases still do. Block pages say their one thing in a paragraph
+or two."""
 
 RENDERABLE_REASONS: Final = frozenset({"js_challenge", "needs_js", "only_scripts"})
 
@@ -189,8 +197,12 @@ def _signatures(status: VerdictStatus, reason: str, *phrases: str) -> list[Signa
 _HARD, _SOFT = VerdictStatus.HARD, VerdictStatus.SOFT
 DEFAULT_SIGNATURES: Final = tuple(
     # Hard first: a block page may also ask for JavaScript or cookies; "403 Forbidden" pages
-    # often add "you don't have permission to access".
+    # often add "you don't have permission to access". Rate limits first of all: Cloudflare's
+    # 1015 page is titled "Access denied" too.
     _signatures(
+        _HARD, "rate_limited", "you are being rate limited", "error 1015", "too many requests"
+    )
+    + _signatures(
         _HARD,
         "bot_check",
         "you have been blocked",
@@ -311,9 +323,14 @@ class Validator:
             return _OK
         if title is None:
             title = _title_of(body)
-        verdict = self._attribute(
-            self._match(" ".join(title.split()), text[:PHRASE_LEAD]), headers, body
-        )
+        phrased = self._match(" ".join(title.split()), text[:PHRASE_LEAD])
+        if (
+            phrased is not None
+            and phrased.detail not in self.extra_phrases
+            and _reads_as_article(body, charset)
+        ):
+            phrased = None
+        verdict = self._attribute(phrased, headers, body)
         if verdict is not None:
             return verdict
         words = count_words(text)
@@ -491,6 +508,19 @@ def _scripts_of(tree: LexborHTMLParser) -> _Scripts:
         tree.css_first(_HYDRATION) is not None,
         product,
     )
+
+
+def _reads_as_article(body: bytes, charset: str | None) -> bool:
+    """Whether the page has ``ARTICLE_PARAGRAPHS`` paragraphs of ``ARTICLE_PARAGRAPH_WORDS``
+    words (parsed again: only short pages whose title or lead holds a phrase get here)."""
+    tree = LexborHTMLParser(decode_html(body, charset)[0])
+    long_paragraphs = 0
+    for node in tree.css("p"):
+        if count_words(node.text(separator=" ")) >= ARTICLE_PARAGRAPH_WORDS:
+            long_paragraphs += 1
+            if long_paragraphs >= ARTICLE_PARAGRAPHS:
+                return True
+    return False
 
 
 def _text_of(tree: LexborHTMLParser) -> str:

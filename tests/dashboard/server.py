@@ -23,7 +23,7 @@ from harvestman.api.passwords import hash_password
 from harvestman.jobs import JobSpec, JobStore, SourceSpec
 from harvestman.store import SqlStore
 
-SECRET = "dashboard-e2e-secret-0123456789abcdef"
+SECRET = "d7a41c9e05b38f62ea1d4c70b98f25e3a6c1"
 USER_RATE = 40  # requests a minute: low enough for a test to reach the limit for real
 PERSON, PERSON_PASSWORD = "carol", "carol's long password"  # signs in with the user role
 ADMIN_PERSON, ADMIN_PASSWORD = "ada", "ada's longer password"  # signs in with the admin role

@@ -25,11 +25,13 @@ from harvestman import __version__
 from harvestman.api import errors
 from harvestman.api.auth import VerifiedTokens, resolve_secret
 from harvestman.api.context import ApiContext
+from harvestman.api.headers import HarvestmanApi, add_docs
 from harvestman.api.intake import RequestIntake
-from harvestman.api.logins import FailedLogins
+from harvestman.api.logins import SignInLimit
 from harvestman.api.paging import CountCache
 from harvestman.api.params import Anonymous
 from harvestman.api.ratelimit import Limiter, MemoryLimiter, RedisLimiter
+from harvestman.api.responses import SafeJSONResponse
 from harvestman.api.routes import aliases as alias_routes
 from harvestman.api.routes import controls as control_routes
 from harvestman.api.routes import (
@@ -75,9 +77,8 @@ DASHBOARD_HEADERS = {
         "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
         "frame-ancestors 'none'; form-action 'self'"
     ),
-    "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-cache",
-}
+}  # and the headers every answer has (headers.SecurityHeaders)
 
 
 def make_limiter(settings: ApiSettings) -> Limiter:
@@ -145,12 +146,12 @@ def create_app(
         tokens=VerifiedTokens(secret),
         guard=UrlGuard(
             NetworkGuard(api_settings.allow_networks),
-            UrlNormalizer(settings.url_tracking_params, settings.url_max_length),
+            UrlNormalizer.from_settings(settings),
             settings.pattern_max_length,
         ),
         source_events=_source_events(api_settings, scheduler, source_events),
         counts=CountCache(api_settings.count_cache_seconds),
-        logins=FailedLogins(api_settings.login_failures, api_settings.rate_window),
+        logins=SignInLimit(sql_store, api_settings.login_failures, api_settings.rate_window),
         breakers=_breaker_states(api_settings),
     )
 
@@ -185,11 +186,14 @@ def create_app(
             if ctx.source_events is not None and source_events is None:
                 await ctx.source_events.close()
 
-    app = FastAPI(
+    app = HarvestmanApi(
         title="Harvestman",
         version=__version__,
         description="The crawl service: sources, recurring jobs, the scheduler, the crawl store.",
         lifespan=lifespan,
+        default_response_class=SafeJSONResponse,
+        docs_url=None,  # add_docs: the pages with their own security policy
+        redoc_url=None,
     )
     app.state.ctx = ctx
     errors.install(app)
@@ -197,6 +201,7 @@ def create_app(
         RequestIntake,
         max_body_bytes=api_settings.max_body_bytes,
         max_json_depth=api_settings.max_json_depth,
+        max_text_length=api_settings.max_text_length,
     )
     # FastAPI tries the routes in this order: the product list, the busiest read, goes first
     # (behind a dozen routers its matching was ~0.15 ms of a ~2 ms request). No other router
@@ -226,6 +231,7 @@ def create_app(
     for module in routers:
         app.include_router(module.router)
     _add_dashboard(app)
+    add_docs(app)
     return app
 
 

@@ -14,16 +14,15 @@ Tokens are for machines (``harvestman token create``); people sign in (``login``
 token naming their user (the ``usr`` claim): such a token stops working when the user is
 disabled or their password changes (checked in the store on every request).
 
->>> token = create_token("s3cret-s3cret-s3cret-s3cret-s3cret", Role.ADMIN, days=1)
->>> decode_token("s3cret-s3cret-s3cret-s3cret-s3cret", token).role
+>>> token = create_token("9f86d081884c7d659a2feaa0c55ad015", Role.ADMIN, days=1)
+>>> decode_token("9f86d081884c7d659a2feaa0c55ad015", token).role
 <Role.ADMIN: 'admin'>
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -32,14 +31,13 @@ import jwt
 from fastapi import Request
 
 from harvestman.api.errors import ApiError
-from harvestman.api.settings import DEFAULT_SECRETS, DEV_SECRET
+from harvestman.api.keystrength import MIN_SECRET_LENGTH, secret_problem
+from harvestman.api.settings import DEV_SECRET
+from harvestman.api.text import check_parameters
 from harvestman.errors import ConfigError
 
 ALGORITHM = "HS256"
 ISSUER = "harvestman"
-MIN_SECRET_LENGTH = 32  # RFC 7518: an HS256 key as long as the hash
-MIN_SECRET_DISTINCT = 10
-MIN_SECRET_BITS = 96  # estimated from character frequencies; 32 random hex digits: ~115
 
 
 class Role(StrEnum):
@@ -71,8 +69,8 @@ ANONYMOUS = Principal(Role.ANONYMOUS)
 
 def resolve_secret(secret: str | None, *, dev: bool) -> str:
     """The signing secret to use. Outside dev mode a missing, default, short or guessable
-    secret is a ConfigError (the service must not start); in dev mode a fixed dev secret fills
-    in for a missing one."""
+    secret (``keystrength.secret_problem``) is a ConfigError (the service must not start); in
+    dev mode a fixed dev secret fills in for a missing one."""
     secret = secret or ""
     problem = secret_problem(secret)
     if problem is not None:
@@ -83,30 +81,6 @@ def resolve_secret(secret: str | None, *, dev: bool) -> str:
             "set a random secret, e.g. `openssl rand -hex 32` (or run with --dev)"
         )
     return secret
-
-
-def secret_problem(secret: str) -> str | None:
-    """Why ``secret`` cannot sign tokens, or None. Besides its length, the secret's entropy is
-    estimated from its characters' frequencies: 32 random hex digits score ~115 bits, 32
-    spaces 0, a word repeated a few dozen.
-
-    >>> secret_problem(" " * 32)
-    'only 1 different characters (at least 10)'
-    >>> secret_problem("0123456789abcdef" * 2) is None
-    True
-    """
-    if secret in DEFAULT_SECRETS or secret == DEV_SECRET:
-        return "a published default"
-    if len(secret) < MIN_SECRET_LENGTH:
-        return f"shorter than {MIN_SECRET_LENGTH} characters"
-    distinct = len(set(secret))
-    if distinct < MIN_SECRET_DISTINCT:
-        return f"only {distinct} different characters (at least {MIN_SECRET_DISTINCT})"
-    counts = Counter(secret)
-    bits = -sum(n * math.log2(n / len(secret)) for n in counts.values())
-    if bits < MIN_SECRET_BITS:
-        return f"about {bits:.0f} bits of entropy (at least {MIN_SECRET_BITS})"
-    return None
 
 
 def create_token(
@@ -248,7 +222,9 @@ async def admit(request: Request) -> Principal:
 
 def access(role: Role, *, seed: bool = False) -> Callable[[Request], Awaitable[Principal]]:
     """The dependency of a route open to ``role`` and above (``seed``: the seed injection
-    limit applies too). Order: identify (401), rate-limit (429), authorize (403)."""
+    limit applies too). Order: identify (401), rate-limit (429), authorize (403), then the
+    request's query and path parameters are checked, once (``text``: NUL, lone surrogates,
+    length; 422)."""
 
     async def dependency(request: Request) -> Principal:
         from harvestman.api.context import context_of
@@ -263,6 +239,10 @@ def access(role: Role, *, seed: bool = False) -> Callable[[Request], Awaitable[P
             if principal.role is Role.ANONYMOUS:
                 raise _unauthorized("this endpoint needs a bearer token")
             raise ApiError(403, f"this endpoint needs the {role.value} role")
+        longest = ctx.settings.max_text_length
+        check_parameters(request.query_params.multi_items(), longest, "query parameter")
+        path = [(name, str(value)) for name, value in request.path_params.items()]
+        check_parameters(path, longest, "path parameter")
         return principal
 
     dependency.__name__ = f"access_{role.value}{'_seed' if seed else ''}"

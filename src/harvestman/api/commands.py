@@ -121,6 +121,7 @@ async def _serve(
                 retention=retention_rules(settings),
                 backups=backup_schedule(settings),
                 log_flush_interval=settings.jobs_log_flush_interval,
+                stale_lock_seconds=settings.jobs_stale_lock_seconds,
                 progress_interval=settings.jobs_progress_interval,
                 progress_samples=settings.jobs_progress_samples,
             )
@@ -132,6 +133,7 @@ async def _serve(
                     queue,
                     instance_id=scheduler.instance_id,
                     max_queued=settings.broker_max_queued,
+                    republish_after=settings.broker_republish_seconds,
                 )
             crawl_workers = CrawlWorkers.from_settings(settings, store, store.is_embedded)
             app = create_app(

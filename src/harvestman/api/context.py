@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from fastapi import Request
 
 from harvestman.api.auth import Principal, Role, VerifiedTokens
-from harvestman.api.logins import FailedLogins
+from harvestman.api.logins import SignInLimit
 from harvestman.api.paging import CountCache
 from harvestman.api.ratelimit import Limiter
 from harvestman.api.safety import UrlGuard
@@ -38,10 +38,10 @@ class ApiContext:
     jwt_secret: str
     tokens: VerifiedTokens  # verified with jwt_secret
     guard: UrlGuard
+    logins: SignInLimit  # on sql_store
     source_events: SourceEvents | None = None
     breakers: BreakerStates | None = None  # with Redis: the states workers publish
     counts: CountCache = field(default_factory=lambda: CountCache(5.0))
-    logins: FailedLogins = field(default_factory=lambda: FailedLogins(5, 60.0))
     crawl_ids: dict[str, int] = field(default_factory=dict)  # by name, once found
     started_at: float = field(default_factory=time.time)
     shutdown: asyncio.Event = field(default_factory=asyncio.Event)

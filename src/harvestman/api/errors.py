@@ -14,6 +14,7 @@ Every 5xx is logged with its traceback.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -21,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from harvestman.api.responses import SafeJSONResponse
 from harvestman.errors import StoreError
 from harvestman.jobs import InvalidSpec, JobStateError, NameTaken, NotFound
 
@@ -70,9 +72,9 @@ def error_body(
     return {"error": error}
 
 
-def _respond(error: ApiError) -> JSONResponse:
+def respond(error: ApiError) -> JSONResponse:
     body = error_body(error.status, error.code, error.message, error.details)
-    return JSONResponse(body, status_code=error.status, headers=error.headers)
+    return SafeJSONResponse(body, status_code=error.status, headers=error.headers)
 
 
 def translate(exc: Exception) -> ApiError:
@@ -124,35 +126,45 @@ def log_failure(request: Request | None, status: int, exc: BaseException) -> Non
         log.error("%s failed with %d", where, status, exc_info=exc)
 
 
+def _place(part: object) -> str:
+    """A part of a validation error's ``loc``: a field name or an index, else ``?``."""
+    text = str(part)
+    return text if _FIELD.fullmatch(text) else "?"
+
+
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,63}|[0-9]{1,9}")
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that give every error the shape above."""
 
     async def on_api_error(request: Request, exc: Exception) -> JSONResponse:
         error = translate(exc)
         log_failure(request, error.status, exc)
-        return _respond(error)
+        return respond(error)
 
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         message = exc.detail if isinstance(exc.detail, str) else "error"
         error = ApiError(exc.status_code, message, headers=getattr(exc, "headers", None))
-        return _respond(error)
+        return respond(error)
 
     async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
+        # No input is repeated: not the value, nor a key of a free-form object in ``loc``.
         fields = [
             {
-                "loc": [str(part) for part in e.get("loc", ())],
-                "message": str(e.get("msg", "")),
+                "loc": [_place(part) for part in e.get("loc", ())],
+                "message": str(e.get("msg", ""))[:300],
                 "type": str(e.get("type", "")),
             }
             for e in exc.errors()
         ]
-        return _respond(ApiError(422, "the request is invalid", details={"errors": fields}))
+        return respond(ApiError(422, "the request is invalid", details={"errors": fields}))
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log_failure(request, 500, exc)
-        return _respond(ApiError(500, "internal error"))
+        return respond(ApiError(500, "internal error"))
 
     app.add_exception_handler(ApiError, on_api_error)
     for cls in (NotFound, InvalidSpec, NameTaken, JobStateError, StoreError):

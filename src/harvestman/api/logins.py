@@ -1,61 +1,47 @@
-"""Failed sign-ins, counted per user name and per client, so passwords cannot be guessed
+"""Sign-in attempts, limited per user name and per client, so passwords cannot be guessed
 faster than ``limit`` tries per ``window`` seconds on either.
 
-Only failures count: a person who types their password right is never held back by an
-attacker's tries from elsewhere beyond the name's own window. Kept in this process (one
-``serve``); with several instances behind a balancer each counts its own share.
-
->>> clock = [0.0]
->>> failed = FailedLogins(limit=2, window=60.0, clock=lambda: clock[0])
->>> failed.record(["name:ada", "client:10.0.0.1"]); failed.record(["name:ada"])
->>> failed.wait(["name:ada"]), failed.wait(["client:10.0.0.1"])
-(60.0, None)
->>> clock[0] = 61.0
->>> failed.wait(["name:ada"]) is None
-True
+The attempt is counted before anything is awaited or checked (``reserve``: one store
+transaction, ``store.signins``), and given back when the password was right (``release``).
+The count lived in each process's memory and was read before the argon2 check and added to
+after it: concurrent guesses all passed the read (9 from each of 8 addresses: 72 checked
+against a limit of 5), and each ``serve`` instance counted its own. In the store, every
+instance sharing it counts together, and concurrent attempts are admitted one at a time.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harvestman.store import SqlStore
 
 
-class FailedLogins:
+class SignInLimit:
     def __init__(
-        self, limit: int, window: float, *, clock: Callable[[], float] = time.monotonic
+        self,
+        store: SqlStore,
+        limit: int,
+        window: float,
+        *,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        self.store = store
         self.limit = limit
         self.window = window
         self.clock = clock
-        self._failures: dict[str, deque[float]] = {}
 
-    def _recent(self, key: str, now: float) -> deque[float]:
-        times = self._failures.get(key)
-        if times is None:
-            return deque()
-        while times and times[0] <= now - self.window:
-            times.popleft()
-        if not times:
-            del self._failures[key]
-        return times
+    async def reserve(self, keys: Sequence[str]) -> float | None:
+        """Count an attempt against every key; None when it may go on, else the seconds until
+        it may (nothing counted)."""
+        reserve = functools.partial(
+            self.store.reserve_sign_in, limit=self.limit, window=self.window, now=self.clock()
+        )
+        return await self.store.in_thread(reserve, list(keys))
 
-    def wait(self, keys: Iterable[str]) -> float | None:
-        """Seconds until another try is allowed for every key, or None when it is now."""
-        now = self.clock()
-        waits = [
-            times[0] + self.window - now
-            for times in (self._recent(key, now) for key in keys)
-            if len(times) >= self.limit
-        ]
-        return max(waits) if waits else None
-
-    def record(self, keys: Iterable[str]) -> None:
-        now = self.clock()
-        for key in keys:
-            self._recent(key, now)
-            self._failures.setdefault(key, deque()).append(now)
-        if len(self._failures) > 100_000:  # forget the idle rather than grow without end
-            for key in list(self._failures):
-                self._recent(key, now)
+    async def release(self, keys: Sequence[str]) -> None:
+        """The attempt succeeded: it no longer counts."""
+        await self.store.in_thread(self.store.release_sign_in, list(keys))

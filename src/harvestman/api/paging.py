@@ -33,10 +33,12 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from harvestman.api.errors import ApiError
+from harvestman.api.text import text_problem
 
 log = logging.getLogger(__name__)
 
 MAX_KEY = 2**63 - 1
+MAX_TEXT_KEY = 300  # the longest host name a domains cursor can carry
 
 
 class PageResponse(Response):
@@ -45,8 +47,28 @@ class PageResponse(Response):
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        # a row's keys are column names: str subclasses, which orjson takes only so
-        return orjson.dumps(content, default=_model, option=orjson.OPT_NON_STR_KEYS)
+        try:
+            return _dumps(content)
+        except orjson.JSONEncodeError:
+            if not isinstance(content, dict) or not isinstance(content.get("items"), list):
+                raise
+        # An item no encoder takes (a lone surrogate stored before the API refused them) is
+        # left out, not the whole list: one bad row answered 500 to everyone.
+        kept = []
+        for item in content["items"]:
+            try:
+                _dumps(item)
+            except orjson.JSONEncodeError as exc:
+                ident = item.get("id") if isinstance(item, dict) else getattr(item, "id", None)
+                log.warning("list item id=%s left out: it cannot be encoded (%s)", ident, exc)
+                continue
+            kept.append(item)
+        return _dumps({**content, "items": kept})
+
+
+def _dumps(content: Any) -> bytes:
+    # a row's keys are column names: str subclasses, which orjson takes only so
+    return orjson.dumps(content, default=_model, option=orjson.OPT_NON_STR_KEYS)
 
 
 def _model(value: Any) -> Any:
@@ -78,14 +100,15 @@ def decode_cursor(kind: str, cursor: str | None, *, text_key: bool = False) -> i
     except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
         found, key = None, None
     if text_key:
-        valid = isinstance(key, str) and len(key) <= 300
+        # The key is a stored host name: text the store can hold, or no key of this list.
+        valid = isinstance(key, str) and text_problem(key, MAX_TEXT_KEY) is None
     else:
         valid = isinstance(key, int) and not isinstance(key, bool) and 0 <= key <= MAX_KEY
     if found != kind or not valid:
         raise ApiError(
             422,
             "invalid cursor: pass the next_cursor of a previous page of this list",
-            details={"cursor": cursor[:100]},
+            code="invalid_cursor",
         )
     return key  # type: ignore[no-any-return]
 

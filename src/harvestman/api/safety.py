@@ -9,7 +9,8 @@ is, or resolves to, an address the guard refuses is a 422; a host that does not 
 accepted (the crawl records the failure, and the fetcher's guard checks again at connection
 time, which is what stops a name re-pointed after submission).
 
-Scope rules get the same treatment: an ``allow_domains`` entry that is not a host, or is a
+A refusal names the field (``start_urls.3``) and the reason, not the value sent. Scope rules
+get the same treatment: an ``allow_domains`` entry that is not a host, or is a
 private one outside the allow-list, is a 422, and so is an include/exclude pattern RE2 cannot
 compile or one longer than ``pattern_max_length``.
 """
@@ -45,17 +46,17 @@ class UrlGuard:
         try:
             normalized = self.normalizer.normalize(url)
         except UrlError as exc:
-            raise _refused(field, url, f"not a crawlable URL ({exc.reason})") from None
+            raise _refused(field, f"not a crawlable URL ({exc.reason})") from None
         if not normalized.startswith(("http://", "https://")):
-            raise _refused(field, url, "only http and https URLs with a host are accepted")
+            raise _refused(field, "only http and https URLs with a host are accepted")
         try:
             await self.guard.check_url(normalized)
         except AddressRefused as exc:
-            raise _address_refused(field, url, normalized, exc) from None
+            raise _address_refused(field, normalized, exc) from None
         return normalized
 
     async def check_all(self, urls: Iterable[str], field: str = "urls") -> list[str]:
-        return [await self.check(url, field) for url in urls]
+        return [await self.check(url, f"{field}.{n}") for n, url in enumerate(urls)]
 
     async def check_scope(
         self,
@@ -65,29 +66,32 @@ class UrlGuard:
         field: str = "scope",
     ) -> None:
         """ApiError 422 for an invalid or private allowed domain, or a refused pattern."""
-        for domain in allow_domains:
-            await self._check_domain(domain, f"{field}.allow_domains")
+        for n, domain in enumerate(allow_domains):
+            await self._check_domain(domain, f"{field}.allow_domains.{n}")
         for name, patterns in (("include", include), ("exclude", exclude)):
-            for pattern in patterns:
+            for n, pattern in enumerate(patterns):
                 try:
                     compile_pattern(pattern, self.pattern_max_length)
                 except PatternError as exc:
+                    where = f"{field}.{name}.{n}"
+                    # RE2 quotes the offending part after a colon: the kind of error is kept.
+                    reason = exc.reason.partition(": ")[0]
                     raise ApiError(
                         422,
-                        f"{field}.{name}: {exc}",
+                        f"{where}: pattern refused: {reason}",
                         code="pattern_refused",
-                        details={"field": f"{field}.{name}", "reason": exc.reason},
+                        details={"field": where, "reason": reason},
                     ) from None
 
     async def _check_domain(self, domain: str, field: str) -> None:
         try:
             key = Scope.domain_key(domain)
-        except ConfigError as exc:
+        except ConfigError:
             raise ApiError(
                 422,
-                f"{field}: {exc}",
+                f"{field}: domain refused: not a host name",
                 code="domain_refused",
-                details={"field": field, "domain": domain[:300], "reason": "invalid"},
+                details={"field": field, "reason": "invalid"},
             ) from None
         host, port = _split_key(key)
         if self.guard.is_allowed_host(host):
@@ -99,7 +103,7 @@ class UrlGuard:
                     422,
                     f"{field}: domain refused: {reason}",
                     code="domain_refused",
-                    details={"field": field, "domain": domain[:300], "reason": reason},
+                    details={"field": field, "reason": reason},
                 )
 
 
@@ -134,9 +138,10 @@ def how_to_allow(entry: str) -> str:
     )
 
 
-def _address_refused(field: str, url: str, normalized: str, exc: AddressRefused) -> ApiError:
-    """One message: the refused URL, why (the guard's reason), and the setting that admits it
-    (``how_to_allow``); ``details`` has each part for a client (``allow``: the entry)."""
+def _address_refused(field: str, normalized: str, exc: AddressRefused) -> ApiError:
+    """One message: which URL (the field, ``start_urls.3``: the input is never repeated), why
+    (the guard's reason names the address), and the setting that admits it (``how_to_allow``);
+    ``details`` has each part for a client (``allow``: the entry)."""
     parts = urlsplit(normalized)
     host = parts.hostname or exc.host
     entry = allow_entry(
@@ -145,11 +150,10 @@ def _address_refused(field: str, url: str, normalized: str, exc: AddressRefused)
     reason = exc.reason  # without the guard's hint: the setting is named once, below
     return ApiError(
         422,
-        f"{field}: {url[:300]} is refused: {reason}. {how_to_allow(entry)}",
+        f"{field}: URL refused: {reason}. {how_to_allow(entry)}",
         code="url_refused",
         details={
             "field": field,
-            "url": url[:300],
             "reason": reason,
             "setting": "network_allow",
             "allow": entry,
@@ -157,10 +161,11 @@ def _address_refused(field: str, url: str, normalized: str, exc: AddressRefused)
     )
 
 
-def _refused(field: str, url: str, reason: str) -> ApiError:
+def _refused(field: str, reason: str) -> ApiError:
+    # The field names which URL (``start_urls.3``); the URL itself is not repeated.
     return ApiError(
         422,
         f"{field}: URL refused: {reason}",
         code="url_refused",
-        details={"field": field, "url": url[:300], "reason": reason},
+        details={"field": field, "reason": reason},
     )

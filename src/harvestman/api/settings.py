@@ -47,8 +47,9 @@ class ApiSettings:
     export_max_rows: int = 1_000_000  # most rows one download of a list holds
     max_body_bytes: int = 1024 * 1024  # a larger request body is a 413, read no further
     max_json_depth: int = 32  # a JSON body nested deeper is a 422, parsed no further
+    max_text_length: int = 10_000  # a longer string in a body or parameter is a 422
     trusted_proxies: list[str] = field(default_factory=list)  # whose X-Forwarded-For counts
-    login_failures: int = 5  # failed sign-ins per rate window, per user name and per client
+    login_failures: int = 5  # sign-in attempts per rate window, per name and per client
     login_hours: float = 24.0  # lifetime of a sign-in token
 
     @classmethod
@@ -77,6 +78,7 @@ class ApiSettings:
             "export_max_rows": settings.api_export_max_rows,
             "max_body_bytes": settings.api_max_body_bytes,
             "max_json_depth": settings.api_max_json_depth,
+            "max_text_length": settings.api_max_text_length,
             "trusted_proxies": list(settings.api_trusted_proxies),
             "login_failures": settings.api_login_failures,
             "login_hours": settings.api_login_hours,

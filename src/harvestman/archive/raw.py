@@ -27,7 +27,9 @@ __all__ = [
     "LocalBlobs",
     "RawArchive",
     "S3Blobs",
+    "UnsafeKey",
     "archive_key",
+    "confined_key",
 ]
 
 
@@ -37,6 +39,39 @@ class ArchiveError(StoreError):
 
 class ArchiveMissing(ArchiveError):
     """No object exists under the requested key."""
+
+
+class UnsafeKey(ArchiveError):
+    """A key that would reach outside the archive: absolute, with a ``..``, ``.`` or empty
+    segment, a backslash or a NUL, or (in a directory) resolving through a link beyond it."""
+
+
+def confined_key(key: str) -> str:
+    """``key`` when it is a relative ``/``-separated path that stays inside the archive, else
+    ``UnsafeKey``. Keys come from the store, and the store from a restored archive: a crafted
+    ``archive_path`` of ``/etc/x`` or ``../../x`` once made retention delete files anywhere.
+
+    >>> confined_key("ab/cd/e.html.gz")
+    'ab/cd/e.html.gz'
+    >>> for key in ("../x", "/etc/passwd", "a//b"):
+    ...     try:
+    ...         confined_key(key)
+    ...     except UnsafeKey as exc:
+    ...         print(exc)
+    archive key '../x' is outside the archive
+    archive key '/etc/passwd' is outside the archive
+    archive key 'a//b' is outside the archive
+    """
+    parts = key.split("/")
+    if (
+        not key
+        or "\\" in key
+        or "\x00" in key
+        or any(part in ("", ".", "..") for part in parts)
+        or len(key) > MAX_KEY_LENGTH
+    ):
+        raise UnsafeKey(f"archive key {key[:100]!r} is outside the archive")
+    return key
 
 
 _EXTENSIONS = {
@@ -55,6 +90,7 @@ _EXTENSIONS = {
     "text/javascript": "js",
     "application/pdf": "pdf",
 }
+MAX_KEY_LENGTH = 1024  # S3's limit; ours are ~80 characters
 _KEY = re.compile(r"[0-9a-f]{2}/[0-9a-f]{2}/([0-9a-f]{64})\.[a-z]{2,5}\.gz")
 
 
@@ -108,6 +144,15 @@ class LocalBlobs:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
+    def _path(self, key: str) -> Path:
+        """The file of ``key``, refused (``UnsafeKey``) unless it resolves inside the root:
+        checked before every read, write and delete."""
+        path = self.root / confined_key(key)
+        root = self.root.resolve()
+        if not path.resolve().is_relative_to(root):
+            raise UnsafeKey(f"archive key {key[:100]!r} is outside the archive {root}")
+        return path
+
     def check(self) -> None:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -117,10 +162,10 @@ class LocalBlobs:
             raise ArchiveError(f"archive directory {self.root} is not writable")
 
     def exists(self, key: str) -> bool:
-        return (self.root / key).is_file()
+        return self._path(key).is_file()
 
     def write(self, key: str, data: bytes, content_type: str) -> None:
-        path = self.root / key
+        path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -135,7 +180,7 @@ class LocalBlobs:
             raise ArchiveError(f"cannot write {path}: {exc}") from exc
 
     def read(self, key: str) -> bytes:
-        path = self.root / key
+        path = self._path(key)
         try:
             return path.read_bytes()
         except FileNotFoundError:
@@ -144,7 +189,7 @@ class LocalBlobs:
             raise ArchiveError(f"cannot read {path}: {exc}") from exc
 
     def delete(self, key: str) -> None:
-        path = self.root / key
+        path = self._path(key)
         try:
             path.unlink(missing_ok=True)
         except OSError as exc:
@@ -214,7 +259,7 @@ class S3Blobs:
 
     def exists(self, key: str) -> bool:
         try:
-            self._call("head_object", key, Bucket=self.bucket, Key=self.prefix + key)
+            self._call("head_object", key, Bucket=self.bucket, Key=self.prefix + confined_key(key))
         except ArchiveMissing:
             return False
         return True
@@ -224,7 +269,7 @@ class S3Blobs:
             "put_object",
             key,
             Bucket=self.bucket,
-            Key=self.prefix + key,
+            Key=self.prefix + confined_key(key),
             Body=data,
             # Raw bodies are kept gzipped (.gz keys); images as they are (archive/images.py).
             ContentType="application/gzip" if key.endswith(".gz") else content_type[:200],
@@ -232,7 +277,9 @@ class S3Blobs:
         )
 
     def read(self, key: str) -> bytes:
-        response = self._call("get_object", key, Bucket=self.bucket, Key=self.prefix + key)
+        response = self._call(
+            "get_object", key, Bucket=self.bucket, Key=self.prefix + confined_key(key)
+        )
         try:
             body: bytes = response["Body"].read()
             return body
@@ -241,7 +288,7 @@ class S3Blobs:
 
     def delete(self, key: str) -> None:
         # S3 answers 204 for an absent key as for a present one.
-        self._call("delete_object", key, Bucket=self.bucket, Key=self.prefix + key)
+        self._call("delete_object", key, Bucket=self.bucket, Key=self.prefix + confined_key(key))
 
     def usage(self) -> tuple[int, int]:
         from botocore.exceptions import BotoCoreError, ClientError

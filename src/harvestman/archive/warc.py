@@ -7,6 +7,7 @@ gzip; zlib releases the GIL), so the engine writes through ``asyncio.to_thread``
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -26,7 +27,9 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from harvestman import __version__
-from harvestman.archive.raw import ArchiveMissing, RawArchive
+from harvestman.archive.raw import ArchiveMissing, RawArchive, UnsafeKey
+
+log = logging.getLogger(__name__)
 
 __all__ = ["ORIG_PREFIX", "WarcExport", "WarcWriter", "export_warc"]
 
@@ -255,11 +258,14 @@ def _response_headers(headers: Headers, length: int, status: int) -> list[tuple[
 @dataclass(slots=True)
 class WarcExport:
     """What :func:`export_warc` did: exchanges ``written``; pages ``skipped`` because they
-    have no response or no archived body; pages whose archived body was ``missing``."""
+    have no response or no archived body; pages whose archived body was ``missing``; pages
+    whose ``archive_path`` is no archive key or leaves the archive (``refused``: a crafted
+    row, reported rather than a crash)."""
 
     written: int = 0
     skipped: int = 0
     missing: int = 0
+    refused: int = 0
 
 
 def export_warc(
@@ -293,6 +299,10 @@ def export_warc(
                 body = archive.get(key)
             except ArchiveMissing:
                 counts.missing += 1
+                continue
+            except (ValueError, UnsafeKey) as exc:
+                counts.refused += 1
+                log.warning("page %s not exported: %s", page.get("url"), exc)
                 continue
             warc.write_exchange(
                 page.get("final_url") or page["url"],

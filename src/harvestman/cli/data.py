@@ -104,11 +104,20 @@ def _export_warc(store: SqlStore, crawl_id: int, settings: Settings, output: Pat
     location = store.archive_location(crawl_id) or archive_location(settings)
     with RawArchive(open_blobs(location, settings)) as archive:
         report = export_warc(store.iter_pages(crawl_id), archive, output)
-    if report.skipped or report.missing:
-        err.print(f"skipped {report.skipped} pages without an archived body, {report.missing} lost")
+    if report.skipped or report.missing or report.refused:
+        refused = f", {report.refused} with a key outside the archive" if report.refused else ""
+        err.print(
+            f"skipped {report.skipped} pages without an archived body, {report.missing} lost"
+            + refused
+        )
     err.print(f"exported {report.written} pages")
+    problems = []
     if report.missing:
-        raise HarvestmanError(f"{report.missing} archived bodies are not in {location}")
+        problems.append(f"{report.missing} archived bodies are not in {location}")
+    if report.refused:
+        problems.append(f"{report.refused} pages name a key outside the archive")
+    if problems:
+        raise HarvestmanError("; ".join(problems))
     if not report.written:
         raise HarvestmanError(
             "nothing to export: this crawl archived no page bodies. Turn the raw archive on "

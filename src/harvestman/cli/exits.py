@@ -51,22 +51,9 @@ def errors_exit() -> Iterator[None]:
         err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(1) from None
     except Exception as exc:
-        message = database_problem(exc)
+        from harvestman.store.dialect import unusable_database
+
+        message = unusable_database(exc)
         if message is None:
             raise
         raise usage_error(message) from None
-
-
-def database_problem(exc: BaseException) -> str | None:
-    """One line for a database the command could not reach or use (None: not such an error).
-
-    SQLAlchemy's message spans lines (the driver's hint, a link to its docs); the first line of
-    the driver's own message says what happened, and the URL is shown without its password.
-    """
-    from sqlalchemy.exc import InterfaceError, OperationalError
-
-    if not isinstance(exc, OperationalError | InterfaceError):
-        return None
-    detail = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
-    first = detail[0].strip() if detail else type(exc).__name__
-    return f"the database cannot be used: {first}"

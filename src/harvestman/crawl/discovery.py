@@ -83,7 +83,13 @@ class Discovery:
 
     def listed(self, rows: Iterable[NewUrl], parent: int, via: str) -> list[NewUrl]:
         """A sitemap's or feed's rows within max depth that are new, or say they changed; found
-        in the listing of frontier row ``parent`` (``via``: sitemap or feed)."""
+        in the listing of frontier row ``parent`` (``via``: sitemap or feed).
+
+        Listed pages do not join the seen cache (child sitemaps and feeds do): a sitemap lists
+        each URL once, and an index of 2,000,000 would fill the cache (31 MB at its default
+        400,000) and push out the links a crawl keeps meeting. A link to a listed page goes to
+        the store once, as in a crawl without sitemaps, and is cached from then on.
+        """
         found = [
             row
             for row in rows
@@ -91,7 +97,8 @@ class Discovery:
             and (row.url not in self.seen or row.lastmod)
         ]
         for row in found:
-            self.seen.add(row.url)
+            if row.kind != "page":
+                self.seen.add(row.url)
             row.parent_id, row.via = parent, via
         return found
 

@@ -85,6 +85,16 @@ class RequestHandler:
     async def _fetch(
         self, request: CrawlRequest, fetcher: PageFetcher, check_hop: HopCheck, hosts: HostSlots
     ) -> Handled:
+        listings = self.pipeline.listings
+        if not listings.streams(request):
+            return await self._fetch_now(request, fetcher, check_hop, hosts)
+        # Only so many sitemap bodies are held at once, each from its fetch to its last row.
+        async with listings.slots:
+            return await self._fetch_now(request, fetcher, check_hop, hosts)
+
+    async def _fetch_now(
+        self, request: CrawlRequest, fetcher: PageFetcher, check_hop: HopCheck, hosts: HostSlots
+    ) -> Handled:
         headers = {}
         if request.etag:
             headers["If-None-Match"] = request.etag
@@ -158,7 +168,10 @@ class RequestHandler:
         analysis = None
         if self.workers is not None and self.pipeline.parses(request, result):
             analysis = await self.workers.analyze(result)
-        exchange.outcome, exchange.new_urls = self.pipeline.handle(request, result, analysis)
+        if result.status != 304 and self.pipeline.listings.streams(request):
+            exchange.outcome = await self.pipeline.listings.stream(request, result)
+        else:
+            exchange.outcome, exchange.new_urls = self.pipeline.handle(request, result, analysis)
         _not_a_page(request, exchange.outcome)
         # Told after validation: a block page served with 200 counts against the host.
         self._observe(request, result.status, _refused(exchange.outcome))

@@ -6,12 +6,15 @@ steps that run on rejected pages (discovery), and validation may halt the pipeli
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 
 from harvestman.analysis import PageAnalysis
 from harvestman.crawl.discovery import Discovery
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.work import PageWork, Step
+from harvestman.crawl.writer import BatchWriter
+from harvestman.discovery.listing_stream import ListingStream
 from harvestman.discovery.listings import read_listing
 from harvestman.errors import ListingInvalid
 from harvestman.fetch import FetchResult
@@ -26,6 +29,12 @@ class ListingReader:
 
     A feed is due again after ``feed_poll_interval`` (fetched with its ETag/Last-Modified),
     a sitemap after the visited TTL.
+
+    A sitemap is streamed (:meth:`stream`): its rows go to ``writer`` ``batch_size`` at a time,
+    each batch handed over before the next is parsed and the reading paused while the writer
+    holds a batch's worth; ``slots`` lets ``concurrency`` sitemaps be fetched and read at once.
+    So memory holds a few bodies and batches, never what the sitemaps list. The rows reach the
+    store by the writer's path (its ingest limit, the shared seen set, ON CONFLICT DO NOTHING).
     """
 
     def __init__(
@@ -38,8 +47,14 @@ class ListingReader:
         max_bytes: int,
         feed_poll_interval: float,
         normalizer: UrlNormalizer | None = None,
+        writer: BatchWriter | None = None,
+        batch_size: int = 1000,
+        concurrency: int = 1,
     ) -> None:
         self.discovery = discovery
+        self.writer = writer  # None: sitemaps are read whole, like feeds
+        self.batch_size = batch_size
+        self.slots = asyncio.Semaphore(concurrency)
         # Listed URLs come as written; they are normalized like every link of the crawl.
         self.normalize = (normalizer or UrlNormalizer()).normalize
         self.outcomes = outcomes
@@ -50,6 +65,45 @@ class ListingReader:
 
     def again(self, request: CrawlRequest) -> float:
         return self.feed_poll_interval if request.kind == "feed" else self.outcomes.visited_ttl
+
+    def streams(self, request: CrawlRequest) -> bool:
+        """Whether a fetch of ``request`` is read by :meth:`stream` (and takes a slot)."""
+        return request.kind == "sitemap" and self.writer is not None
+
+    async def stream(self, request: CrawlRequest, result: FetchResult) -> Outcome:
+        """A sitemap's outcome, its rows written batch by batch on the way (see the class)."""
+        assert self.writer is not None
+        stats = self.discovery.stats
+        check = self.discovery.scope.check
+        listing = ListingStream(
+            result.body,
+            result.final_url,
+            depth=request.depth,
+            max_depth=self.max_depth,
+            max_urls=self.max_urls,
+            max_bytes=self.max_bytes,
+            in_scope=lambda url: check(url) is None,
+            normalize=self.normalize,
+        )
+        limit = self.batch_size
+        for rows in listing.batches(self.batch_size):
+            new_urls = self.discovery.listed(rows, request.id, request.kind)
+            if new_urls:
+                await self.writer.add_bounded(new_urls, limit)
+        stats.inc(f"{request.kind}/fetched")
+        stats.inc(f"{request.kind}/urls", listing.rows)
+        record = self.outcomes.page_record(request, result)
+        again = self.again(request)
+        if listing.errors:
+            record.error = "; ".join(listing.errors[:5])[:2000]
+        if listing.invalid:
+            stats.inc(f"{request.kind}/invalid")
+            exc = ListingInvalid(record.error or f"not a {request.kind}")
+            return self.outcomes.rejected(
+                request, exc, record, status=UrlStatus.FAILED, again=again
+            )
+        record.links_count = listing.rows
+        return self.outcomes.completed(request, result, record, again)
 
     def read(self, request: CrawlRequest, result: FetchResult) -> tuple[Outcome, list[NewUrl]]:
         stats = self.discovery.stats

@@ -100,11 +100,7 @@ class SeedLoader:
         self.origins_max = settings.crawl_seed_origins_max
         self.priority = priority
         self.on_rejected = on_rejected
-        self.normalizer = UrlNormalizer(
-            settings.url_tracking_params,
-            settings.url_max_length,
-            trailing_slash=settings.url_trailing_slash,
-        )
+        self.normalizer = UrlNormalizer.from_settings(settings)
         self.report = SeedReport()
         self._origins: set[str] = set()
         self._kept = 0

@@ -93,11 +93,7 @@ class Wiring:
         stats, clock = run.stats, run.clock
         # One guard for every fetch of the crawl; the seeds' origins are admitted as they load.
         self.guard = NetworkGuard(settings.network_allow)
-        self.normalizer = UrlNormalizer(
-            settings.url_tracking_params,
-            settings.url_max_length,
-            trailing_slash=settings.url_trailing_slash,
-        )
+        self.normalizer = UrlNormalizer.from_settings(settings)
         self.retry = RetryPolicy(settings.fetch_max_retries, settings.fetch_retry_backoff)
         self.outcomes = Outcomes(
             stats, clock, visited_ttl=settings.crawl_visited_ttl, retry=self.retry
@@ -152,6 +148,9 @@ class Wiring:
                 max_bytes=settings.sitemap_max_bytes,
                 feed_poll_interval=settings.feed_poll_interval,
                 normalizer=self.normalizer,
+                writer=self.writer,
+                batch_size=settings.sitemap_batch_size,
+                concurrency=settings.sitemap_concurrency,
             ),
             self.normalizer,
             max_links=settings.crawl_max_links_per_page,

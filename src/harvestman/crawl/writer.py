@@ -84,6 +84,13 @@ class BatchWriter:
         """URLs found outside a request's outcome (sitemaps of robots.txt, archives)."""
         self.new_urls.extend(rows)
 
+    async def add_bounded(self, rows: list[NewUrl], limit: int) -> None:
+        """Add ``rows`` and wait until fewer than ``limit`` new URLs wait here: a producer of
+        many URLs (a sitemap's batches) holds no more than a batch, the store the rest."""
+        self.new_urls.extend(rows)
+        while len(self.new_urls) >= limit:
+            await self.wait_flushed()
+
     @property
     def backlog(self) -> int:
         return len(self.outcomes)

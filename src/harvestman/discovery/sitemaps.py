@@ -2,12 +2,15 @@
 
 :func:`parse_sitemap` turns the bytes of one sitemap into page URLs (with their ``lastmod``) and
 child sitemap URLs, each as the document wrote it: white space trimmed, entities and CDATA
-decoded, a feed's relative link resolved, nothing normalized (no case folding, no reordered
-query, no dropped parameter). Normalizing, and dropping what cannot be crawled, is the
-frontier's job (:mod:`harvestman.discovery.listings`). It streams: a gzip body (detected by
-its magic bytes) is inflated in chunks of 64 KiB and each chunk goes straight to a pull parser,
-so memory stays bounded whatever the body holds, and nothing past ``max_bytes`` of decompressed
-data is ever produced.
+decoded, a feed's relative link resolved (against the ``xml:base`` in scope), nothing normalized
+(no case folding, no reordered query, no dropped parameter). Normalizing, and dropping what
+cannot be crawled, is the frontier's job (:mod:`harvestman.discovery.listings`). It streams: a
+gzip body (detected by its magic bytes) is inflated in chunks of 64 KiB and each chunk goes
+straight to a pull parser, so memory stays bounded whatever the body holds, and nothing past
+``max_bytes`` of decompressed data is ever produced. :class:`SitemapReader` hands the entries
+over as they are parsed, in batches of a bounded size, so a caller never holds more than a
+batch of a sitemap's 50,000 URLs; :func:`parse_sitemap` collects them all (for feeds and small
+documents).
 
 XML is parsed with expat, never resolving entities: a document declaring an entity (the "billion
 laughs" bomb, ``<!ENTITY x SYSTEM "file:///etc/passwd">``) is refused at the declaration, and no
@@ -29,7 +32,14 @@ from typing import Final, NoReturn
 from urllib.parse import urljoin
 from xml.parsers import expat
 
-__all__ = ["MAX_SITEMAP_BYTES", "MAX_SITEMAP_URLS", "Sitemap", "SitemapUrl", "parse_sitemap"]
+__all__ = [
+    "MAX_SITEMAP_BYTES",
+    "MAX_SITEMAP_URLS",
+    "Sitemap",
+    "SitemapReader",
+    "SitemapUrl",
+    "parse_sitemap",
+]
 
 MAX_SITEMAP_URLS: Final = 50_000
 MAX_SITEMAP_BYTES: Final = 50 * 1024 * 1024
@@ -92,15 +102,24 @@ class _Format:
     relative: bool
 
 
-_RSS: Final = _Format("rss", "item", ("link", "guid"), ("pubdate", "date", "updated"), True)
+# Dates by preference; dcterms:modified, dcterms:issued and dcterms:created (RSS 1.0 and 2.0
+# extensions) are "modified", "issued" and "created" once namespaces are ignored.
+_RSS: Final = _Format(
+    "rss",
+    "item",
+    ("link", "guid"),
+    ("pubdate", "date", "updated", "modified", "issued", "created"),
+    True,
+)
 _FORMATS: Final = {
     "urlset": _Format("urlset", "url", ("loc",), ("lastmod",), False),
     "sitemapindex": _Format("index", "sitemap", ("loc",), ("lastmod",), False),
     "rss": _RSS,
     "rdf": _RSS,  # RSS 1.0: <rdf:RDF> with <item> elements
-    # Atom 1.0 (updated, published) and Atom 0.3 (modified, issued; RFC 4287 replaced them).
+    # Atom 1.0 (updated, published) and Atom 0.3 (modified, issued, created; RFC 4287
+    # replaced them).
     "feed": _Format(
-        "atom", "entry", ("link",), ("updated", "modified", "published", "issued"), True
+        "atom", "entry", ("link",), ("updated", "modified", "published", "issued", "created"), True
     ),
 }
 
@@ -110,15 +129,31 @@ _W3C_DATETIME: Final = re.compile(
 ).fullmatch
 
 
+# US and European zone names feeds write in RFC 822 dates beyond the RFC's own (feedparser
+# reads the same ones), as hours east of UTC; other names are read as UTC.
+_ZONES: Final = {
+    **{"at": -4, "et": -5, "ct": -6, "mt": -7, "pt": -8, "met": 1, "mest": 2, "cet": 1},
+    **{"cest": 2, "bst": 1, "ist": 1, "eet": 2, "eest": 3, "wet": 0, "west": 1},
+}
+_RFC822_ZONE: Final = re.compile(r"\s(?:(?:GMT|UTC|UT)(?=[+-]))?([+-]\S*|[A-Za-z/]+)$")
+_NUMERIC_ZONE: Final = re.compile(r"([+-])(\d\d):?(\d\d)").fullmatch
+
+
 def _parse_datetime(text: str) -> datetime | None:
     """A timezone-aware UTC datetime from W3C/RFC 3339 or RFC 822 text, or ``None``.
 
-    A date without a time is midnight UTC; a time without a zone is read as UTC.
+    A date without a time is midnight UTC; a time without a zone is read as UTC. What the
+    date's own format refuses is refused: an hour over 23, a minute over 59, a second over 60
+    (60, a leap second, is the second before it), an offset that is not ``±hh:mm`` or
+    ``±hhmm`` within a day (``+zz:00``). Zone names RFC 822 does not know are lenient: the
+    common US and European ones are read (``ET``, ``MET``), others as UTC.
 
     >>> _parse_datetime("2024-05-06")
     datetime.datetime(2024, 5, 6, 0, 0, tzinfo=datetime.timezone.utc)
     >>> _parse_datetime("Mon, 06 May 2024 10:00:00 +0200").hour
     8
+    >>> _parse_datetime("2003-12-31T10:14:61Z"), _parse_datetime("Sun, 16 Dec 2012 11:47:32 +zz:00")
+    (None, None)
     """
     text = text.strip()
     try:
@@ -128,25 +163,59 @@ def _parse_datetime(text: str) -> datetime | None:
             tz = UTC
             if zone and zone not in "Zz":
                 digits = zone[1:].replace(":", "")
-                offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
+                hours, minutes = int(digits[:2]), int(digits[2:] or 0)
+                if hours > 23 or minutes > 59:
+                    return None
+                offset = timedelta(hours=hours, minutes=minutes)
                 tz = timezone(-offset if zone[0] == "-" else offset)
+            seconds = int(second or 0)
+            if seconds > 60:
+                return None
             value = datetime(
                 int(year),
                 int(month or 1),
                 int(day or 1),
                 int(hour or 0),
                 int(minute or 0),
-                min(int(second or 0), 59),  # a leap second is the second before it
+                min(seconds, 59),  # a leap second is the second before it
                 int((fraction or "0")[:6].ljust(6, "0")),
                 tzinfo=tz,
             )
         else:
-            value = parsedate_to_datetime(text)
-            if value.tzinfo is None:  # RFC 822's "-0000": no zone given
-                value = value.replace(tzinfo=UTC)
+            parsed = _parse_rfc822(text)
+            if parsed is None:
+                return None
+            value = parsed
         return value.astimezone(UTC)
     except (ValueError, TypeError, IndexError, OverflowError):
         return None
+
+
+def _parse_rfc822(text: str) -> datetime | None:
+    """An RFC 822 (RFC 5322) date as feeds write it, zone names and all; see above."""
+    text = " ".join(text.replace(",", " ").split())  # "Mon, 13 Feb, 2012": a comma too many
+    offset: timedelta | None = None
+    zone = _RFC822_ZONE.search(text)
+    if zone is not None:
+        name = zone.group(1)
+        if name[0] in "+-":
+            numeric = _NUMERIC_ZONE(name)
+            if numeric is None or int(numeric.group(2)) > 23 or int(numeric.group(3)) > 59:
+                return None
+            sign = -1 if numeric.group(1) == "-" else 1
+            offset = sign * timedelta(hours=int(numeric.group(2)), minutes=int(numeric.group(3)))
+            text = text[: zone.start()]
+        elif name.lower() in _ZONES:
+            offset = timedelta(hours=_ZONES[name.lower()])
+            text = text[: zone.start()]
+    if ":" not in text:  # a date without a time: midnight
+        text += " 00:00:00"
+    value = parsedate_to_datetime(text)
+    if offset is not None:
+        value = value.replace(tzinfo=timezone(offset))
+    elif value.tzinfo is None:  # RFC 822's "-0000", or a zone it does not know: UTC
+        value = value.replace(tzinfo=UTC)
+    return value
 
 
 _HAS_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:").match
@@ -169,9 +238,11 @@ class _Collector:
 
     def __init__(self, result: Sitemap, url: str, max_urls: int) -> None:
         self.result = result
+        self.url = url
         self._url = url
         self._max_urls = max_urls
         self._unlisted = 0
+        self.count = 0  # entries kept so far (handed over in batches or not)
 
     def skip(self, reason: str) -> None:
         if len(self.result.errors) < _MAX_LISTED:
@@ -180,16 +251,24 @@ class _Collector:
             self._unlisted += 1
 
     def add(
-        self, loc: str, date: str | None = None, *, relative: bool = False, index: bool = False
+        self,
+        loc: str,
+        date: str | None = None,
+        *,
+        relative: bool = False,
+        index: bool = False,
+        base: str | None = None,
     ) -> None:
         """Keep one entry (``loc`` trimmed, not empty); raise ``_Stop`` past the URL limit.
 
-        ``relative`` resolves ``loc`` against the document's URL when it is relative.
+        ``relative`` resolves ``loc`` when it is relative, against ``base`` (the ``xml:base``
+        in scope) or else the document's URL.
         """
-        if len(self.result.urls) + len(self.result.sitemaps) >= self._max_urls:
+        if self.count >= self._max_urls:
             raise _Stop(f"truncated at {self._max_urls} URLs")
+        self.count += 1
         if relative and not _HAS_SCHEME(loc):
-            loc = _resolve(loc, self._url)
+            loc = _resolve(loc, base or self._url)
         if index:
             self.result.sitemaps.append(loc)
             return
@@ -211,6 +290,12 @@ class _XmlSink:
     Namespaces are ignored on purpose (element names are compared by lower-cased local name),
     so sitemaps with the 0.9 namespace, another one, a prefix, or none all read the same; only
     the direct children of an entry count, so ``<image:loc>`` inside ``<url>`` is not a page.
+
+    A feed's relative links resolve against the ``xml:base`` in scope (XML Base, RFC 4287
+    §2): of the link element itself, its entry, the feed, nested relative bases resolved in
+    turn, the document's URL last. An Atom ``<link>`` with a ``rel`` other than
+    ``alternate`` (``enclosure``, ``related``, ``self``) is not the entry's page, whether its
+    URL is in ``href`` or in its text.
     """
 
     def __init__(self, out: _Collector) -> None:
@@ -224,6 +309,8 @@ class _XmlSink:
         self._size = 0
         self._fed = 0
         self._locals: dict[str, str] = {}  # element name -> lower-cased local name
+        self._bases: list[tuple[int, str]] = []  # (depth, xml:base in scope from there)
+        self._field_bases: dict[str, str] = {}
         parser = expat.ParserCreate()
         parser.buffer_text = True
         parser.buffer_size = _CHUNK
@@ -263,6 +350,10 @@ class _XmlSink:
         depth = self._depth
         if depth > _MAX_DEPTH:
             raise _Stop(f"XML nested deeper than {_MAX_DEPTH} elements")
+        base = attrs.get("xml:base") if attrs else None
+        if base is not None:
+            scope = self._bases[-1][1] if self._bases else self._out.url
+            self._bases.append((depth, _resolve(base.strip(), scope)))
         entry_depth = self._entry_depth
         if entry_depth and depth != entry_depth + 1:
             return  # extensions (<image:image>, <news:news>) are neither entries nor fields
@@ -279,11 +370,15 @@ class _XmlSink:
             if local == fmt.entry:
                 self._entry_depth = depth
                 self._fields = {}
+                self._field_bases = {}
         elif local not in self._fields and (local in fmt.locs or local in fmt.dates):
+            if attrs.get("rel", "alternate").strip().lower() != "alternate":
+                return  # Atom's <link rel="enclosure|related|self|...">: not the page
+            if self._bases:
+                self._field_bases[local] = self._bases[-1][1]
             href = attrs.get("href")
             if href is not None:  # Atom's <link href rel>
-                if attrs.get("rel", "alternate").strip().lower() == "alternate":
-                    self._fields[local] = href.strip()
+                self._fields[local] = href.strip()
             elif attrs.get("isPermaLink", "true").strip().lower() != "false":  # RSS's <guid>
                 self._field = local
                 self._parts = []
@@ -299,6 +394,8 @@ class _XmlSink:
     def _end(self, name: str) -> None:
         depth = self._depth
         self._depth -= 1
+        if self._bases and self._bases[-1][0] == depth:
+            self._bases.pop()
         if depth == 1:
             raise _Stop()  # the document is complete; anything after the root is ignored
         if depth == self._entry_depth + 1:
@@ -319,8 +416,15 @@ class _XmlSink:
         if loc is None:
             self._out.skip(f"<{fmt.entry}> without <{fmt.locs[0]}>")
             return
+        loc_field = next(name for name in fmt.locs if fields.get(name))
         date = next((fields[name] for name in fmt.dates if fields.get(name)), None)
-        self._out.add(loc, date, relative=fmt.relative, index=fmt.kind == "index")
+        self._out.add(
+            loc,
+            date,
+            relative=fmt.relative,
+            index=fmt.kind == "index",
+            base=self._field_bases.get(loc_field),
+        )
 
 
 class _TextSink:
@@ -438,6 +542,96 @@ class _Body:
             self._cut("truncated gzip stream")
 
 
+class SitemapReader:
+    """One sitemap document fetched from ``url``, read a 64 KiB chunk at a time.
+
+    Iterating :meth:`batches` yields ``(urls, sitemaps)`` pairs of at most ``size`` entries
+    together, as they are parsed; once it is exhausted, ``kind`` and ``errors`` say what the
+    document was and what was skipped (see :func:`parse_sitemap` for the rules). Never raises,
+    whatever ``body`` holds. Memory: the body (which the caller holds anyway), the parser's
+    state, and one chunk's entries.
+
+    >>> reader = SitemapReader(
+    ...     b"<urlset><url><loc>https://a.test/1</loc></url><url><loc>https://a.test/2</loc>"
+    ...     b"</url><url><loc>https://a.test/3</loc></url></urlset>",
+    ...     "https://a.test/sitemap.xml",
+    ... )
+    >>> [[u.loc for u in urls] for urls, _ in reader.batches(2)], reader.kind
+    ([['https://a.test/1', 'https://a.test/2'], ['https://a.test/3']], 'urlset')
+    """
+
+    def __init__(
+        self,
+        body: bytes,
+        url: str,
+        *,
+        max_urls: int = MAX_SITEMAP_URLS,
+        max_bytes: int = MAX_SITEMAP_BYTES,
+    ) -> None:
+        self._result = Sitemap(urls=[], sitemaps=[], errors=[], kind="invalid")
+        self._out = _Collector(self._result, url, max_urls)
+        self._chunks = _Body(body, max_bytes, self._result.errors)
+
+    @property
+    def kind(self) -> str:
+        return self._result.kind
+
+    @property
+    def errors(self) -> list[str]:
+        return self._result.errors
+
+    @property
+    def count(self) -> int:
+        """Entries (pages and child sitemaps) read so far."""
+        return self._out.count
+
+    def batches(self, size: int) -> Iterator[tuple[list[SitemapUrl], list[str]]]:
+        """The entries as they are parsed, at most ``size`` (>= 1) in each pair."""
+        for _ in self._parse():
+            yield from self._take(size, final=False)
+        yield from self._take(size, final=True)
+
+    def _take(self, size: int, *, final: bool) -> Iterator[tuple[list[SitemapUrl], list[str]]]:
+        result = self._result
+        while len(result.urls) + len(result.sitemaps) >= (1 if final else size):
+            urls, sitemaps = (
+                result.urls[:size],
+                result.sitemaps[: size - min(size, len(result.urls))],
+            )
+            del result.urls[: len(urls)]
+            del result.sitemaps[: len(sitemaps)]
+            yield urls, sitemaps
+
+    def _parse(self) -> Iterator[None]:
+        """Feed the chunks to the parser, pausing after each one."""
+        result, chunks = self._result, self._chunks
+        feed: Callable[[bytes, bool], bool] | None = None
+        head = b""
+        for chunk in chunks:
+            if feed is None:
+                # Find the first significant byte: a BOM or white space before an XML
+                # declaration would make expat reject it.
+                head += chunk
+                if len(head) < len(_BOM_UTF8) and head == _BOM_UTF8[: len(head)]:
+                    continue
+                head = head.removeprefix(_BOM_UTF8).lstrip(_WHITESPACE)
+                if not head:
+                    continue
+                is_xml = head[:1] == b"<" or head[:2] in (b"\xff\xfe", b"\xfe\xff")
+                feed = (_XmlSink(self._out) if is_xml else _TextSink(self._out)).feed
+                chunk, head = head, b""
+            if not feed(chunk, False):
+                break
+            yield
+        else:
+            if feed is None:
+                if chunks.complete:
+                    result.errors.append("empty body")
+            elif chunks.complete:
+                feed(b"", True)
+        self._out.finish()
+
+
 def parse_sitemap(
     body: bytes,
     url: str,
@@ -452,7 +646,8 @@ def parse_sitemap(
     a sitemap index, RSS (2.0 or 1.0) or Atom (1.0 or 0.3) apart. Every URL is returned as
     written (feed links resolved against ``url``); the caller normalizes them. At most
     ``max_urls`` entries are kept and at most ``max_bytes`` of (decompressed) body are read;
-    past either limit parsing stops and the reason is recorded.
+    past either limit parsing stops and the reason is recorded. All entries are held at once:
+    a large sitemap is read with :class:`SitemapReader`, a batch at a time.
 
     >>> sitemap = parse_sitemap(
     ...     b"<urlset><url><loc> HTTP://Example.com/a?b=1&amp;a=2 </loc>"
@@ -462,31 +657,10 @@ def parse_sitemap(
     >>> sitemap.kind, [(u.loc, u.lastmod.isoformat()) for u in sitemap.urls]
     ('urlset', [('HTTP://Example.com/a?b=1&a=2', '2024-05-06T00:00:00+00:00')])
     """
-    result = Sitemap(urls=[], sitemaps=[], errors=[], kind="invalid")
-    out = _Collector(result, url, max_urls)
-    chunks = _Body(body, max_bytes, result.errors)
-    feed: Callable[[bytes, bool], bool] | None = None
-    head = b""
-    for chunk in chunks:
-        if feed is None:
-            # Find the first significant byte: a BOM or white space before an XML declaration
-            # would make expat reject it.
-            head += chunk
-            if len(head) < len(_BOM_UTF8) and head == _BOM_UTF8[: len(head)]:
-                continue
-            head = head.removeprefix(_BOM_UTF8).lstrip(_WHITESPACE)
-            if not head:
-                continue
-            is_xml = head[:1] == b"<" or head[:2] in (b"\xff\xfe", b"\xfe\xff")
-            feed = (_XmlSink(out) if is_xml else _TextSink(out)).feed
-            chunk, head = head, b""
-        if not feed(chunk, False):
-            break
-    else:
-        if feed is None:
-            if chunks.complete:
-                result.errors.append("empty body")
-        elif chunks.complete:
-            feed(b"", True)
-    out.finish()
+    reader = SitemapReader(body, url, max_urls=max_urls, max_bytes=max_bytes)
+    result = Sitemap(urls=[], sitemaps=[], errors=reader.errors, kind="invalid")
+    for urls, sitemaps in reader.batches(max(1, max_urls)):
+        result.urls += urls
+        result.sitemaps += sitemaps
+    result.kind = reader.kind
     return result

@@ -15,13 +15,16 @@ message is harmless (``ExecutionHandover.take`` decides from the store what it s
   consumer is a coroutine on that loop. Celery's worker owns the process (prefork or threads)
   and runs synchronous task functions; see docs/SCALING.md for the measurement.
 
-Connection errors become ``BrokerUnavailable``.
+Connection errors become ``BrokerUnavailable``. While a connection is lost, aio-pika and
+aiormq say so on every reconnect attempt (three lines and a traceback every 5 s):
+``ReconnectLog`` lets one line through when it is lost and says one when it is back.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -73,6 +76,52 @@ class ExecutionMessage:
         return cls(job_id, execution_id)
 
 
+class ReconnectLog(logging.Filter):
+    """One line when a broker connection is lost, one when it is back, in place of the
+    libraries' lines on every reconnect attempt. Installed on their connection loggers."""
+
+    LOGGERS = ("aio_pika.robust_connection", "aio_pika.tools", "aiormq.connection")
+    # What they say of a lost connection (the close callbacks fail with its error, too).
+    NOISE = (
+        "econnect",
+        "error when creating transport",
+        "connection close",
+        "reader exited",
+        "Callback %r error",
+    )
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down_since: float | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = str(record.msg)
+        if record.levelno < logging.INFO or not any(n in text for n in self.NOISE):
+            return True
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+            try:
+                said = record.getMessage()
+            except Exception:  # a library's repr that fails (aio-pika's OneShotCallback)
+                said = text
+            log.warning("broker: connection lost, reconnecting: %s", said)
+        return False
+
+    def reconnected(self) -> None:
+        if self.down_since is not None:
+            log.warning("broker: reconnected after %.1f s", time.monotonic() - self.down_since)
+            self.down_since = None
+
+    def install(self) -> None:
+        for name in self.LOGGERS:
+            logger = logging.getLogger(name)
+            if self not in logger.filters:
+                logger.addFilter(self)
+
+
+RECONNECT_LOG = ReconnectLog()
+
+
 class Delivery:
     """A message handed to this consumer: ack it when its execution is final."""
 
@@ -116,8 +165,10 @@ class ExecutionQueue:
     async def __aenter__(self) -> ExecutionQueue:
         import aio_pika
 
+        RECONNECT_LOG.install()
         try:
             self._connection = await aio_pika.connect_robust(self.url)
+            self._connection.reconnect_callbacks.add(lambda _: RECONNECT_LOG.reconnected())
             self._channel = await self._connection.channel(publisher_confirms=True)
             await self._channel.set_qos(prefetch_count=self.prefetch)
             self._queue = await self._channel.declare_queue(

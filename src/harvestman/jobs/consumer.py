@@ -10,11 +10,17 @@ Each message is settled from what the store says (``ExecutionHandover.take``):
   finds it dead (``crawl.liveness``), and the crawler waits for them (``worker_mode``).
 - **held** by a holder that still renews it (the message came back because that holder's
   connection dropped, not the holder): looked at again every ``broker_renew_interval`` until
-  the holder ends it (then gone) or stops renewing (then taken over).
+  the holder ends it (then gone) or stops renewing (then taken over). A message delivered
+  for the first time that finds its execution held is a duplicate (``Dispatcher.republish``:
+  the holder took it from the other message, which stays with it): acked and dropped.
 - **gone** (final, cancelled while queued, unknown): acked and dropped.
 
 The ack comes once the execution is final in the store; if its result could not be written,
-the message is requeued and the execution taken over later. A worker that is stopped
+the message is requeued and the execution taken over later. While the store cannot be
+reached a worker keeps the messages it has and waits (``jobs.outage``: one line when the
+outage begins, one when it ends) instead of requeueing them at once, and it takes over no
+lock it has not itself watched go unrenewed while the store answered: a worker that was only
+waiting for the database keeps its runs. A worker that is stopped
 (SIGTERM) hands its runs back unfinished (``ExecutionHandover.hand_back``: the lock returns to
 ``queued:``) and requeues their messages: another worker resumes each at once.
 
@@ -31,11 +37,13 @@ import asyncio
 import contextlib
 import functools
 import logging
+import math
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from harvestman.errors import HarvestmanError
 from harvestman.jobs.broker import Delivery, ExecutionQueue
+from harvestman.jobs.outage import Outage
 from harvestman.jobs.scheduler import HANDBACK, Scheduler
 from harvestman.store.jobs.handover import Verdict
 
@@ -65,8 +73,10 @@ class ExecutionConsumer:
         self.holder = scheduler.instance_id
         self.renew_interval = renew_interval
         self.takeover_after = takeover_after
-        self.counters = {"taken": 0, "taken_over": 0, "dropped": 0, "requeued": 0}
+        self.counters = {"taken": 0, "taken_over": 0, "dropped": 0, "requeued": 0, "waited": 0}
         self._stopping = asyncio.Event()
+        self.clock = scheduler.clock
+        self.outage = Outage("worker: the job store", self.clock)
 
     def stop(self) -> None:
         """Stop consuming; runs in progress end as the scheduler's do when it stops."""
@@ -101,34 +111,56 @@ class ExecutionConsumer:
         while True:
             try:
                 await self.scheduler.poll()
-            except HarvestmanError as exc:  # the store is away: the next renewal may work
-                log.warning("worker: renewing execution locks failed: %s", exc)
+                if self.outage.is_down:  # a poll with no runs may not have reached the store
+                    await self.store.ping()
+                self.outage.recovered()
+            except HarvestmanError as exc:  # the store is away: said once, waited out
+                self.outage.failed(exc)
             await asyncio.sleep(self.renew_interval)
 
     async def handle(self, delivery: Delivery) -> Verdict:
-        """Settle one message: run its execution, or drop it; the verdict it ended with."""
+        """Settle one message: run its execution, or drop it; the verdict it ended with.
+
+        While the store cannot be reached the message is kept (unacked: with every slot
+        waiting, the worker takes no more) and taken again once the renewal loop finds the
+        store back. A lock held by another worker is taken over only once this consumer has
+        watched it unrenewed for ``takeover_after`` while the store answered: after an outage
+        every lock looks old, and each live holder renews as soon as the store is back."""
         message = delivery.message
+        watched: tuple[float, float] | None = None  # the lock's renewal time, since when seen
         while True:
             if self._stopping.is_set():  # for another worker
                 await delivery.requeue()
                 return Verdict.HELD
+            matured = watched is not None and self.clock() - watched[1] >= self.takeover_after
             try:
                 handover = await self.store.handover.take(
                     message.job_id,
                     message.execution_id,
                     self.holder,
-                    takeover_after=self.takeover_after,
+                    takeover_after=self.takeover_after if matured else math.inf,
+                    if_renewed_at=watched[0] if watched is not None else None,
                 )
-            except HarvestmanError as exc:  # the store is away: another worker may do better
-                log.warning("execution %d: %s; requeued", message.execution_id, exc)
-                self.counters["requeued"] += 1
-                await delivery.requeue()
-                return Verdict.HELD
+            except HarvestmanError as exc:  # the store is away: wait for it, keep the message
+                self.outage.failed(exc)
+                self.counters["waited"] += 1
+                watched = None  # what was watched says nothing across the outage
+                await self.outage.wait(self._stopping)
+                continue
             if handover.verdict is Verdict.GONE:
                 self.counters["dropped"] += 1
                 await delivery.ack()
                 return handover.verdict
+            if handover.verdict is Verdict.HELD and not delivery.redelivered:
+                # A live holder took it from another message: this one is a duplicate (a
+                # republished claim); that holder's own message stays with it until the end.
+                self.counters["dropped"] += 1
+                await delivery.ack()
+                return Verdict.GONE
             if handover.verdict is Verdict.HELD:
+                renewed = handover.renewed_at or 0.0
+                if watched is None or watched[0] != renewed:
+                    watched = (renewed, self.clock())
                 await asyncio.sleep(self.renew_interval)
                 continue
             assert handover.claim is not None
@@ -149,9 +181,16 @@ class ExecutionConsumer:
             return handover.verdict
 
     async def _settle(self, delivery: Delivery) -> None:
-        final = False
-        with contextlib.suppress(HarvestmanError):
-            final = await self.store.handover.is_final(delivery.message.execution_id)
+        while True:
+            try:
+                final = await self.store.handover.is_final(delivery.message.execution_id)
+                break
+            except HarvestmanError as exc:  # wait for the store rather than guess
+                self.outage.failed(exc)
+                if self._stopping.is_set():
+                    final = False
+                    break
+                await self.outage.wait(self._stopping)
         if final:
             await delivery.ack()
         else:  # its result is not in the store: someone takes it over and runs it again
@@ -184,7 +223,12 @@ async def consumer_for(
         )
         runner = EngineRunner(settings, store, engine_factory=crawler)
         scheduler = Scheduler(
-            job_store, runner, max_concurrent=0, poll_interval=settings.broker_renew_interval
+            job_store,
+            runner,
+            max_concurrent=0,
+            poll_interval=settings.broker_renew_interval,
+            progress_interval=settings.jobs_progress_interval,
+            progress_samples=settings.jobs_progress_samples,
         )
         yield ExecutionConsumer(
             queue,

@@ -281,6 +281,15 @@ class Job(JobSpec):
         """Whether the next run was asked for by hand (force-run, "Run now")."""
         return self.forced_planned_at is not None
 
+    @property
+    def made_due_by_hand(self) -> bool:
+        """Made due by a person (force-run, retry): a forced run, or ``next_run_at`` is the
+        time of that action, which is also its last change. Its run passes the scheduled ones
+        however it is published (at once, or by a later poll when the broker was away)."""
+        return self.is_forced or (
+            self.next_run_at is not None and self.next_run_at == self.updated_at
+        )
+
 
 @dataclass(slots=True, kw_only=True)
 class Execution:

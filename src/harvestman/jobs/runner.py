@@ -256,10 +256,8 @@ class EngineRunner:
 
     def _normalized(self, seeds: Sequence[str], source: Source) -> list[str]:
         """The seeds as the crawler will normalize them (invalid ones it reports itself)."""
-        normalizer = UrlNormalizer(
-            self.settings.url_tracking_params,
-            self.settings.url_max_length,
-            trailing_slash=source.options.trailing_slash or self.settings.url_trailing_slash,
+        normalizer = UrlNormalizer.from_settings(
+            self.settings, trailing_slash=source.options.trailing_slash
         )
         normalized = []
         for seed in seeds:

@@ -31,10 +31,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from harvestman.errors import HarvestmanError
+from harvestman.errors import HarvestmanError, StoreError
 from harvestman.jobs import adaptive, lifecycle
 from harvestman.jobs.events import SourceEvents, Subscription
 from harvestman.jobs.logs import LogCapture, LogWriter
+from harvestman.jobs.outage import Outage
 from harvestman.jobs.progress import ProgressBoard, RunProgress
 from harvestman.jobs.reconcile import SyncPlan, sync_enabled_sources
 from harvestman.jobs.records import (
@@ -160,6 +161,7 @@ class Scheduler:
             store, self.instance_id, name=BACKUP, ttl=backups.interval if backups else 86400.0
         )
         self.logs = log_capture or LogCapture(clock=store.clock)
+        self.outage = Outage("scheduler: the job store", store.clock)
         self.log_flush_interval = log_flush_interval
         self.log_writer = LogWriter(self.logs, store.executions)
         self.progress = ProgressBoard(progress_samples)
@@ -233,10 +235,16 @@ class Scheduler:
         return run.task
 
     async def sweep(self) -> dict[str, int]:
-        """Maintenance: clear stale locks, prune execution history (the leader runs it)."""
-        cleared = await self.store.locks.clear_stale(
-            self.stale_lock_seconds, backoff_cap=self.retry_backoff_cap
-        )
+        """Maintenance: clear stale locks, prune execution history (the leader runs it).
+
+        Not within ``stale_lock_seconds`` of the end of a store outage this instance saw:
+        no holder could renew meanwhile, and each live one renews as the store comes back."""
+        back_at = self.outage.back_at
+        cleared = 0
+        if back_at is None or self.clock() - back_at >= self.stale_lock_seconds:
+            cleared = await self.store.locks.clear_stale(
+                self.stale_lock_seconds, backoff_cap=self.retry_backoff_cap
+            )
         pruned = await self.store.executions.prune(
             keep=self.history_max, max_age_days=self.history_days
         )
@@ -384,6 +392,11 @@ class Scheduler:
                 self.logs.capture(execution.id, after=after),
                 self.progress.track(execution.id, execution.started_at) as progress,
             ):
+                # A resumed execution (taken over, handed back) counts on from what its
+                # former holders stored: its counts are summed over every holder.
+                progress.fetched = execution.items_crawled
+                progress.stored = execution.items_indexed
+                progress.failed = execution.items_failed
                 log.info(
                     "job %d: execution %d started (attempt %d)",
                     job.id,
@@ -557,6 +570,10 @@ class Scheduler:
         while not self._stopping.is_set():
             try:
                 await step()
+                if step == self._maintain:  # it always reaches the store (the lease)
+                    self.outage.recovered()
+            except StoreError as exc:  # said once per outage, not once per step and period
+                self.outage.failed(exc)
             except HarvestmanError as exc:
                 log.warning("scheduler: %s failed: %s", getattr(step, "__name__", step), exc)
             with contextlib.suppress(TimeoutError):

@@ -21,6 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from harvestman.errors import ConfigError
 
@@ -46,6 +47,19 @@ def make_engine(database_url: str) -> Engine:
             url = url.set(drivername="postgresql+psycopg")
         return create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=8)
     raise ConfigError(f"unsupported database {backend!r}: use sqlite:/// or postgresql://")
+
+
+def unusable_database(exc: BaseException) -> str | None:
+    """One line for a database that could not be reached or used (None: not such an error).
+
+    SQLAlchemy's message spans lines (the driver's hint, a link to its docs); the first line of
+    the driver's own message says what happened, without the URL (it may hold a password).
+    """
+    if not isinstance(exc, OperationalError | InterfaceError):
+        return None
+    detail = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
+    first = detail[0].strip() if detail else type(exc).__name__
+    return f"the database cannot be used: {first}"
 
 
 def _sqlite_begin(conn: Connection) -> None:

@@ -456,6 +456,18 @@ users = Table(
     Column("tokens_after", Float, nullable=False, default=0.0),
 )
 
+# Sign-in attempts per key (``name:<user>``, ``client:<address>``) in the current window
+# (``store.users``): counted in the store, so every ``serve`` sharing it counts together, and
+# before the password is checked. Added by migration 0025.
+sign_in_attempts = Table(
+    "sign_in_attempts",
+    metadata,
+    Column("key", String(200), primary_key=True),
+    Column("window_start", Float, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Index("ix_sign_in_attempts_window", "window_start"),
+)
+
 # One row per backup the service took on its schedule (lifecycle/schedule.py), kept for good (a
 # row a day): the store is what every instance reads, so whichever instance /metrics asks
 # reports the same last success and failure count. Added by migration 0017.

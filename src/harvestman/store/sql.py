@@ -23,6 +23,7 @@ from harvestman.store.lifecycle.repository import LifecycleRepository
 from harvestman.store.products.repository import ProductRepository
 from harvestman.store.rollouts import RolloutRepository
 from harvestman.store.search.repository import SearchRepository
+from harvestman.store.signins import SignInRepository
 from harvestman.store.users import UserRepository
 
 __all__ = ["PRODUCTS_PARSER", "SqlStore"]
@@ -42,6 +43,7 @@ class SqlStore(
     AdminRepository,
     FailureRepository,
     UserRepository,
+    SignInRepository,
     ControlRepository,
     RolloutRepository,
     ProductRepository,

@@ -129,15 +129,17 @@ async def frontier_urls(
 
 async def _add(ctx: ApiContext, body: UrlsIn, default_priority: str, seeds: bool) -> dict[str, Any]:
     settings = ctx.crawler_settings
-    normalizer = UrlNormalizer(settings.url_tracking_params, settings.url_max_length)
+    normalizer = UrlNormalizer.from_settings(settings)
     good: list[str] = []
     rejected: list[dict[str, str]] = []
-    for url in body.urls:
+    for n, url in enumerate(body.urls):
         try:
-            good.append(normalizer.normalize(url))
+            normalized = normalizer.normalize(url)
         except UrlError as exc:
             rejected.append({"url": url[:300], "reason": exc.reason})
-    await ctx.guard.check_all(good)
+            continue
+        await ctx.guard.check(normalized, f"urls.{n}")
+        good.append(normalized)
     name = body.crawl or ctx.settings.crawl_name
     into = await ctx.sql_store.ensure_crawl(name, good if seeds else ())
     priority = PRIORITIES[body.priority or default_priority]

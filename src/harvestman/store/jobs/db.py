@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from harvestman.errors import StoreError
@@ -81,6 +81,15 @@ class JobStore:
             return await loop.run_in_executor(self._executor, fn, *args)
         except SQLAlchemyError as exc:
             raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+
+    async def ping(self) -> None:
+        """One round trip to the database: StoreError while it cannot be reached."""
+
+        def _ping() -> None:
+            with self.read() as conn:
+                conn.execute(select(literal(1)))
+
+        await self.run(_ping)
 
     @contextlib.contextmanager
     def begin(self) -> Iterator[Connection]:

@@ -2,8 +2,13 @@
 worker that consumes the message, taken over from a holder that stopped renewing.
 
 The dispatcher claims a due job with the usual compare-and-set (``JobLocks.claim_due``) under
-a holder named ``queued:<dispatcher>``: the job is running, its execution row is open, nobody
-runs it yet. The consumer then ``take``s the execution: a new lock token under its own name, so
+a holder named ``publishing:<dispatcher>``: the job is running, its execution row is open, nobody
+runs it yet. Once the broker confirmed its message the claim becomes ``queued:<dispatcher>``
+(``mark_published``): what was published is recorded, so a claim left ``publishing:`` by a
+dispatcher that died is known to have no message and is published again by the next leader
+(``to_republish``). A ``queued:`` claim waits as long as it takes; one waiting longer than the
+republish time is published again (its message may be lost; a duplicate is dropped on
+delivery). The consumer then ``take``s the execution: a new lock token under its own name, so
 a former holder's renewals and ``finish`` no longer match and it stops (``lock_lost``). The
 decision is one transaction on the job's row and the execution's row; the message only names
 the execution.
@@ -14,10 +19,11 @@ from __future__ import annotations
 import enum
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, delete, func, select, update
+from sqlalchemy import ColumnElement, Connection, and_, delete, func, or_, select, update
 
 from harvestman.jobs.records import Claim, Execution, ExecutionStatus
 from harvestman.jobs.states import JobStatus
@@ -30,6 +36,9 @@ if TYPE_CHECKING:
 
 QUEUED = "queued:"
 """The ``locked_by`` prefix of an execution published and not yet taken by a worker."""
+PUBLISHING = "publishing:"
+"""The ``locked_by`` prefix of an execution claimed and not yet confirmed by the broker."""
+WAITING = (QUEUED, PUBLISHING)
 
 
 HOLDERS = "holders"
@@ -39,6 +48,20 @@ MAX_HOLDERS = 20
 
 def queued_holder(dispatcher: str) -> str:
     return (QUEUED + dispatcher)[:128]
+
+
+def publishing_holder(dispatcher: str) -> str:
+    return (PUBLISHING + dispatcher)[:128]
+
+
+def is_waiting(holder: str | None) -> bool:
+    """Whether a lock's holder is the queue (claimed or published, not taken by a worker)."""
+    return holder is not None and holder.startswith(WAITING)
+
+
+def waiting_condition() -> ColumnElement[bool]:
+    """The SQL condition of ``is_waiting`` on ``jobs.locked_by``."""
+    return or_(jobs.c.locked_by.startswith(QUEUED), jobs.c.locked_by.startswith(PUBLISHING))
 
 
 class Verdict(enum.StrEnum):
@@ -56,6 +79,7 @@ class Handover:
     claim: Claim | None = None
     holder: str | None = None  # who held the lock before (taken over, or still holding)
     log_seq: int = 0  # the last log line the execution has stored (a takeover goes on after)
+    renewed_at: float | None = None  # HELD: when its holder last renewed the lock
 
 
 class ExecutionHandover:
@@ -65,7 +89,13 @@ class ExecutionHandover:
         self._store = store
 
     async def take(
-        self, job_id: int, execution_id: int, holder: str, *, takeover_after: float
+        self,
+        job_id: int,
+        execution_id: int,
+        holder: str,
+        *,
+        takeover_after: float,
+        if_renewed_at: float | None = None,
     ) -> Handover:
         """Take execution ``execution_id`` of job ``job_id`` for ``holder``.
 
@@ -98,15 +128,17 @@ class ExecutionHandover:
                 job = job_from_row(row)
                 before: str = row["locked_by"] or ""
                 renewed = row["lock_acquired_at"] or 0.0
-                queued = before.startswith(QUEUED)
-                stale = renewed < now - takeover_after
+                queued = before.startswith(WAITING)
+                stale = renewed < now - takeover_after and (
+                    if_renewed_at is None or renewed == if_renewed_at
+                )
                 if job.status is not JobStatus.RUNNING:  # cancelled under the lock
                     if not (queued or stale):
-                        return Handover(Verdict.HELD, holder=before)
+                        return Handover(Verdict.HELD, holder=before, renewed_at=renewed)
                     _close_cancelled(conn, job_id, row["lock_token"], execution_id, now)
                     return Handover(Verdict.GONE, holder=before)
                 if not (queued or stale) or before == holder:
-                    return Handover(Verdict.HELD, holder=before)
+                    return Handover(Verdict.HELD, holder=before, renewed_at=renewed)
                 token = uuid.uuid4().hex
                 taken = conn.execute(
                     update(jobs)
@@ -199,12 +231,78 @@ class ExecutionHandover:
                             # a held lock has its time set: ix_jobs_lock_acquired_at serves it
                             jobs.c.lock_acquired_at.is_not(None),
                             jobs.c.lock_token.is_not(None),
-                            jobs.c.locked_by.startswith(QUEUED),
+                            waiting_condition(),
                         )
                     ).scalar_one()
                 )
 
         return await self._store.run(_count)
+
+    async def mark_published(self, claims: Sequence[Claim], dispatcher: str) -> int:
+        """Record that the broker confirmed the messages of ``claims``: each becomes
+        ``queued:<dispatcher>``, its time the publish's (the republish time counts from it).
+        A claim a worker took meanwhile (its token changed) is left alone."""
+        if not claims:
+            return 0
+        now = self._store.clock()
+        holder = queued_holder(dispatcher)
+
+        def _mark() -> int:
+            with self._store.begin() as conn:
+                return int(
+                    conn.execute(
+                        update(jobs)
+                        .where(
+                            jobs.c.id.in_(sorted({c.job.id for c in claims})),
+                            jobs.c.lock_token.in_([c.token for c in claims]),
+                            waiting_condition(),
+                        )
+                        .values(locked_by=holder, lock_acquired_at=now)
+                    ).rowcount
+                )
+
+        return await self._store.run(_mark)
+
+    async def to_republish(
+        self, dispatcher: str, *, orphaned_after: float, lapsed_after: float, limit: int
+    ) -> list[Claim]:
+        """Waiting claims whose message must be published again, earliest due first: those
+        another dispatcher left ``publishing:`` for ``orphaned_after`` seconds (it died
+        between its claim and its publish: no message was confirmed), and any waiting claim
+        not taken for ``lapsed_after`` seconds (its message may be lost). Nothing changes
+        until ``mark_published``: a dispatcher that dies before that leaves them to the next."""
+        if limit <= 0:
+            return []
+        now = self._store.clock()
+        orphaned = and_(
+            jobs.c.locked_by.startswith(PUBLISHING),
+            jobs.c.locked_by != publishing_holder(dispatcher),
+            jobs.c.lock_acquired_at < now - orphaned_after,
+        )
+        lapsed = and_(waiting_condition(), jobs.c.lock_acquired_at < now - lapsed_after)
+
+        def _read() -> list[Claim]:
+            query = (
+                select(jobs, job_executions.c.id.label("execution_id"))
+                .join(job_executions, job_executions.c.job_id == jobs.c.id)
+                .where(
+                    jobs.c.lock_token.is_not(None),
+                    jobs.c.status == JobStatus.RUNNING.value,
+                    job_executions.c.status == ExecutionStatus.RUNNING.value,
+                    or_(orphaned, lapsed),
+                )
+                .order_by(jobs.c.next_run_at, jobs.c.id)
+                .limit(limit)
+            )
+            claims = []
+            with self._store.read() as conn:
+                for row in conn.execute(query).mappings().all():
+                    execution = _execution(conn, int(row["execution_id"]))
+                    assert execution is not None
+                    claims.append(Claim(job_from_row(row), row["lock_token"], execution))
+            return claims
+
+        return await self._store.run(_read)
 
     async def is_final(self, execution_id: int) -> bool:
         """Whether the execution has ended (or no longer exists): its message may be acked."""

@@ -15,14 +15,15 @@ import uuid
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, func, or_, select, update
 
 from harvestman.jobs import lifecycle
 from harvestman.jobs.lifecycle import NextStep
 from harvestman.jobs.records import Claim, Execution, ExecutionResult, ExecutionStatus, Job
 from harvestman.jobs.states import JobStatus
+from harvestman.store.jobs.handover import waiting_condition
 from harvestman.store.jobs.repository import _RUNNABLE, job_from_row
-from harvestman.store.jobs.tables import job_executions, jobs
+from harvestman.store.jobs.tables import job_executions, jobs, sources
 
 if TYPE_CHECKING:
     from harvestman.store.jobs.db import JobStore
@@ -40,17 +41,38 @@ class JobLocks:
         self, holder: str, limit: int, *, only: Collection[int] | None = None
     ) -> list[Claim]:
         """Take up to ``limit`` due jobs (earliest first; among ``only`` when given) and open
-        an execution for each."""
+        an execution for each.
+
+        One execution per source at a time: a source's jobs share its crawl namespace
+        (frontier, leases, start pages), and a second run on it found the first one's URLs
+        leased and ended "completed" with nothing. A job whose source has a job locked
+        (running, or waiting in the broker's queue) stays due and is claimed once that one
+        ends; in one batch only a source's earliest due job is taken. This is also the
+        fairness between sources: a source with many jobs holds one slot, not the queue.
+        The sources' rows are locked (in id order) before the check, so two claimers cannot
+        both find one source free."""
         now = self._store.clock()
         if limit <= 0 or (only is not None and not only):
             return []
 
         def _claim() -> list[Claim]:
+            busy = jobs.alias("busy")
+            source_busy = (
+                select(busy.c.id)
+                .where(
+                    busy.c.source_id == jobs.c.source_id,
+                    busy.c.lock_token.is_not(None),
+                    # a held lock has its time set: ix_jobs_lock_acquired_at finds the few
+                    busy.c.lock_acquired_at.is_not(None),
+                )
+                .exists()
+            )
             conditions = [
                 jobs.c.status.in_(_RUNNABLE),
                 jobs.c.next_run_at <= now,
                 jobs.c.is_paused.is_(False),
                 jobs.c.lock_token.is_(None),
+                ~source_busy,
             ]
             if only is not None:
                 conditions.append(jobs.c.id.in_(list(only)))
@@ -64,8 +86,17 @@ class JobLocks:
             )
             claims: list[Claim] = []
             with self._store.begin() as conn:
-                due = [job_from_row(row) for row in conn.execute(query).mappings()]
-                for job in sorted(due, key=lambda j: j.id):  # one lock order: no deadlocks
+                due: dict[int, Job] = {}  # source id -> its earliest due job
+                for row in conn.execute(query).mappings():
+                    due.setdefault(int(row["source_id"]), job_from_row(row))
+                if due:  # no-op on SQLite (its IMMEDIATE transaction serializes claimers)
+                    conn.execute(
+                        select(sources.c.id)
+                        .where(sources.c.id.in_(sorted(due)))
+                        .order_by(sources.c.id)
+                        .with_for_update()
+                    ).all()
+                for job in sorted(due.values(), key=lambda j: j.id):  # one lock order
                     token = uuid.uuid4().hex
                     taken = conn.execute(
                         update(jobs)
@@ -75,6 +106,7 @@ class JobLocks:
                             jobs.c.status.in_(_RUNNABLE),
                             jobs.c.is_paused.is_(False),
                             jobs.c.next_run_at <= now,
+                            ~source_busy,  # read again now that the source is locked
                         )
                         # pending -> scheduled -> running, or scheduled -> running
                         .values(
@@ -223,7 +255,11 @@ class JobLocks:
     async def clear_stale(self, stale_seconds: float, *, backoff_cap: float) -> int:
         """Clear locks not renewed for ``stale_seconds``: a running job's run counts as failed
         (retry with backoff, or failed), its open execution is closed failed. Returns the
-        number of locks cleared."""
+        number of locks cleared.
+
+        A claim waiting in the broker's queue (``queued:``, ``publishing:``) has no holder to
+        lose: it is never stale, however long the backlog (``Dispatcher`` publishes it again
+        when it lapses)."""
         now = self._store.clock()
 
         def _sweep() -> int:
@@ -233,6 +269,7 @@ class JobLocks:
                     select(jobs).where(
                         jobs.c.lock_token.is_not(None),
                         jobs.c.lock_acquired_at < now - stale_seconds,
+                        or_(jobs.c.locked_by.is_(None), ~waiting_condition()),
                     )
                 ).mappings()
                 for job in [job_from_row(row) for row in rows]:

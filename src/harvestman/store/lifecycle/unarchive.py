@@ -16,7 +16,11 @@ one transaction each:
   stored one (crawl, time, class, message, task) is skipped. Loading a file twice adds nothing.
 
 Rows get new ids. A line that is not a JSON object, is longer than ``MAX_LINE`` or lacks a
-required field is counted as rejected and the rest goes on. The ``stats-minutes-`` archives are
+required field is counted as rejected and the rest goes on; so is a record whose values do not
+fit their columns (``reasons`` counts them by column): a value of the wrong JSON type, text
+with a NUL or a lone surrogate or longer than its column, a number out of its column's range,
+and an ``archive_path`` that is not a key inside the raw archive (absolute, ``..``: a crafted
+archive's row once made retention delete files anywhere). The ``stats-minutes-`` archives are
 not loaded: their sums live on in the day rows.
 """
 
@@ -26,17 +30,31 @@ import gzip
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
-from sqlalchemy import Column, Connection, Engine, Table, insert, select
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Connection,
+    Engine,
+    Integer,
+    Numeric,
+    String,
+    Table,
+    insert,
+    select,
+)
 
+from harvestman.archive.raw import UnsafeKey, confined_key
 from harvestman.errors import StoreError
 from harvestman.store import dialect
 from harvestman.store.schema import crawled_pages, crawls, error_logs, images, products
 from harvestman.store.transaction import transaction
+from harvestman.store.values import rule_for
 
 __all__ = ["ArchiveRestoreReport", "restore_archive"]
 
@@ -62,6 +80,7 @@ class ArchiveRestoreReport:
     rejected: int = 0
     images_added: int = 0
     crawls_created: list[str] = field(default_factory=list)
+    reasons: dict[str, int] = field(default_factory=dict)  # rejected records by column
 
 
 def restore_archive(
@@ -184,6 +203,11 @@ class _Loader:
                 if any(row.get(c.name) is None for c in self.table.c if _required(c.name, c)):
                     self.report.rejected += 1
                     continue
+                unfit = _unfit(self.table, row)
+                if unfit is not None:
+                    self.report.rejected += 1
+                    self.report.reasons[unfit] = self.report.reasons.get(unfit, 0) + 1
+                    continue
                 rows.append((row, record))
             if self.kind == ERRORS:
                 self._errors(conn, [row for row, _ in rows])
@@ -249,6 +273,44 @@ class _Loader:
                 self.report.crawls_created.append(name)
             self.crawl_ids[name] = int(found)
         return self.crawl_ids[name]
+
+
+def _unfit(table: Table, row: dict[str, Any]) -> str | None:
+    """The first column whose value in ``row`` it cannot take as it is, or None."""
+    for name, value in row.items():
+        if value is None or name == "crawl_id":
+            continue
+        column = table.c[name]
+        if not _typed(column, value):
+            return name
+        fitted, note = rule_for(column).check(value)
+        if note is not None or fitted is not value:
+            return name
+        if name == "archive_path":
+            try:
+                confined_key(value)
+            except UnsafeKey:
+                return name
+    return None
+
+
+def _typed(column: Column[Any], value: Any) -> bool:
+    """Whether ``value`` is of the JSON type the column's values are archived as."""
+    kind = column.type
+    if isinstance(kind, String):
+        return isinstance(value, str)
+    if isinstance(kind, Boolean):
+        return isinstance(value, bool) or (type(value) is int and value in (0, 1))
+    if isinstance(kind, Integer):
+        return type(value) is int
+    if isinstance(kind, Numeric):  # Float too; prices are archived as decimal strings
+        if isinstance(value, str):
+            try:
+                return Decimal(value).is_finite()
+            except ArithmeticError:
+                return False
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return True
 
 
 def _required(name: str, column: Column[Any]) -> bool:
