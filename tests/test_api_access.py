@@ -59,12 +59,16 @@ ROUTES: list[tuple[str, str, Role]] = [
     ("POST", "/api/frontier/recover", A),
     ("DELETE", "/api/frontier", A),
     ("GET", "/api/pages", U),
+    ("GET", "/api/pages/export", U),
+    ("GET", "/api/pages/{page_id}", U),
+    ("GET", "/api/pages/{page_id}/body", U),
     ("DELETE", "/api/admin/pages", A),
     ("GET", "/api/admin/storage", A),
     ("GET", "/api/domains", U),
     ("GET", "/api/domains/{domain}/robots", U),
     ("GET", "/api/search", U),
     ("GET", "/api/products", U),
+    ("GET", "/api/products/export", U),
     ("GET", "/api/products/{product_id}", U),
     ("GET", "/api/products/{product_id}/history", U),
     ("GET", "/api/parsers/stats", U),
@@ -137,6 +141,7 @@ async def test_roles_on_every_route(api: Api, method: str, path: str, needed: Ro
         url_id=1,
         parser="acme",
         product_id=1,
+        page_id=1,
     )
     params = {"count": 1} if url.startswith("/sse/") else {}
     for caller in (Role.ANONYMOUS, Role.USER, Role.ADMIN):

@@ -149,6 +149,32 @@ async def test_dead_letters_are_the_failed_urls_of_a_crawl(api: Api) -> None:
     assert (paged["total"], [i["url"] for i in paged["items"]]) == (3, ["http://b.test/dead2"])
 
 
+async def test_dead_letters_are_counted_by_error_class_for_a_filter(api: Api) -> None:
+    arrange(api.store.engine)
+    listed = (await api.get("/api/dead-letter", params={"limit": 1, "crawl": "default"})).json()
+    assert (listed["crawl"], listed["by_type"]) == (
+        "default",
+        [{"type": "HttpStatusError", "count": 2}, {"type": "FetchTimeout", "count": 1}],
+    )
+    everywhere = (await api.get("/api/dead-letter", params={"limit": 1})).json()
+    assert (everywhere["crawl"], everywhere["by_type"]) == (
+        None,
+        [
+            {"type": "HttpStatusError", "count": 2},
+            {"type": "FetchTimeout", "count": 1},
+            {"type": "X", "count": 1},
+        ],
+    )
+    # The counts follow the host (the class filter offers what the host holds), not the class.
+    of_b = await api.get(
+        "/api/dead-letter", params={"host": "b.test", "type": "FetchTimeout", "crawl": "default"}
+    )
+    assert (of_b.json()["total"], of_b.json()["by_type"]) == (
+        0,
+        [{"type": "HttpStatusError", "count": 1}],
+    )
+
+
 def statuses(engine: Engine) -> dict[str, tuple[str, int]]:
     with engine.connect() as conn:
         return {

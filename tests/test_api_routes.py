@@ -45,6 +45,20 @@ def _set_status(api: Api, job_id: int, status: JobStatus) -> None:
         )
 
 
+async def test_a_source_answers_with_its_jobs(make_settings: SettingsFactory) -> None:
+    """Creating an enabled source makes its job: the answer says which, as lists do."""
+    async with running_api(make_settings(), scheduler=True) as api:
+        created = await _source(api)
+        [made] = created["jobs"]
+        job = (await api.get(f"/api/v1/jobs/{made['id']}")).json()
+        assert (job["source_id"], made["status"]) == (created["id"], job["status"])
+        second = await _job(api, created["id"])
+        listed = (await api.get("/api/v1/sources")).json()["items"]
+        assert [j["id"] for j in listed[0]["jobs"]] == [made["id"], second["id"]]
+        off = await _source(api, "off", enabled=False)
+        assert off["jobs"] == []
+
+
 async def test_source_crud(api: Api) -> None:
     created = await _source(api, max_depth=2, scope={"allow_domains": ["127.0.0.1"]})
     assert created["start_urls"] == ["http://127.0.0.1:9/"]
@@ -164,9 +178,16 @@ async def test_actions_follow_the_state_machine(api: Api) -> None:
     retried = await api.post(f"/api/v1/jobs/{jid}/retry")
     assert (retried.json()["status"], retried.json()["current_retry_count"]) == ("pending", 0)
     cancelled = await api.post(f"/api/v1/jobs/{jid}/cancel")
-    assert cancelled.json()["status"] == "cancelled"
+    assert (cancelled.json()["status"], cancelled.json()["next_run_at"]) == ("cancelled", None)
     again = await api.post(f"/api/v1/jobs/{jid}/cancel")
-    assert (again.status_code, again.json()["error"]["details"]["allowed_actions"]) == (409, [])
+    assert (again.status_code, again.json()["error"]["details"]["allowed_actions"]) == (
+        409,
+        ["resume", "force-run"],
+    )
+    # A cancelled job is stopped, not gone: it can be resumed (or run now).
+    resumed = await api.post(f"/api/v1/jobs/{jid}/resume")
+    assert (resumed.json()["status"], resumed.json()["cancelled_at"]) == ("scheduled", None)
+    assert resumed.json()["next_run_at"] is not None
 
 
 async def test_jobs_show_the_interval_adaptive_scheduling_chose(api: Api) -> None:

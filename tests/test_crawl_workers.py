@@ -85,6 +85,34 @@ async def test_workers_crawl_what_is_seeded_and_stop_with_their_leases_given_bac
         assert (await store.counts(crawl_id)).by_status.get("in_progress", 0) == 0
 
 
+async def test_a_workers_figures_are_published_soon_after_it_starts(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    """Not a heartbeat interval later: a job's short run would end before its first beat."""
+    database_url = f"sqlite:///{tmp_path / 'crawl.db'}"
+    settings = make_settings(
+        database_url=database_url,
+        network_allow=["127.0.0.0/8"],
+        frontier_refresh_interval=0.1,
+        worker_heartbeat_interval=600,
+    )
+    async with SqlStore(database_url) as store, TestSite() as site:
+        await store.upgrade()
+        workers = CrawlWorkers(settings, store, 1, restart_delay=0.1)
+        running = asyncio.create_task(workers.run())
+        await _seed(store, site.url("/"))
+
+        async def reported() -> bool:
+            rows = await store.worker_rows()
+            return any((row["info"] or {}).get("pages") for row in rows)
+
+        try:
+            await _until(reported, "the worker publishes its pages and rate", within=15)
+        finally:
+            workers.stop()
+            await asyncio.wait_for(running, 30)
+
+
 async def test_a_worker_that_fails_starts_again(
     make_settings: SettingsFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -172,12 +172,19 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
     await stale_cancel.wait_for()
     assert (await _api(served, "POST", f"/api/v1/jobs/{job_id}/cancel")).status_code == 200
     await stale_cancel.click()
+    await (
+        page.get_by_role("alertdialog")
+        .get_by_role("button", name=f"Yes, cancel job {job_id}")
+        .click()
+    )
     notice = page.get_by_test_id("job-status")
     await expect(notice).to_contain_text(
-        f"Refused: cannot cancel job {job_id}, it is cancelled. Allowed now: nothing."
+        f"Refused: cannot cancel job {job_id}, it is cancelled. Allowed now: resume, force-run."
     )
     await expect(page.get_by_test_id("job-state")).to_have_text("cancelled")
-    await expect(page.get_by_test_id(f"actions-{job_id}").get_by_role("button")).to_have_count(0)
+    await expect(page.get_by_test_id(f"actions-{job_id}").get_by_role("button")).to_have_text(
+        ["Resume", "Run now"]
+    )
     await page.screenshot(path=screenshot_path("job-refused"), full_page=True)
 
     # The crawling job's page: its run in the history and its log, live.
@@ -215,11 +222,11 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
         )
     assert (stored.json()["priority"], stored.json()["paused"]) == (7, False)
 
-    # Pages of the job's crawl, narrowed to a title.
+    # Pages of the job's crawl, chosen in the crawl select and kept in the address.
     await _nav(page, "Pages").click()
-    await page.get_by_label("Crawl").fill(f"testsite-{served.source_id}")  # the source's crawl
-    await page.get_by_role("button", name="Search").click()
+    await page.get_by_label("Crawl").select_option(f"testsite-{served.source_id}")
     await expect(page.get_by_test_id("pages-table")).to_contain_text(site.url("/"))
+    assert page.url.endswith(f"#/pages?crawl=testsite-{served.source_id}")
     await page.screenshot(path=screenshot_path("pages"), full_page=True)
 
     # Scheduler: the slots and a rebalance preview.
@@ -236,8 +243,7 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
     )  # fmt: skip
     assert rollout.status_code == 200, rollout.text
     await _nav(page, "Parsers").click()
-    await page.get_by_label("Crawl").fill(f"testsite-{served.source_id}")  # the source's crawl
-    await page.get_by_role("button", name="Show").click()
+    await page.get_by_label("Crawl").select_option(f"testsite-{served.source_id}")
     await expect(page.get_by_test_id("parser-rollouts")).to_contain_text(
         "shelf 2 on 127.0.0.1: 25.0% of pages"
     )

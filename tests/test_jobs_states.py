@@ -32,6 +32,7 @@ ALLOWED_TRANSITIONS = {
     (S.RUNNING, S.CANCELLED),
     (S.PAUSED, S.CANCELLED),
     (S.PENDING, S.CANCELLED),
+    (S.CANCELLED, S.SCHEDULED),
 }
 
 # (state, action) -> the state it leads to; every pair not listed is refused.
@@ -44,6 +45,8 @@ ALLOWED_ACTIONS = {
     (S.PENDING, Action.CANCEL): S.CANCELLED,
     (S.FAILED, Action.RETRY): S.PENDING,
     (S.SCHEDULED, Action.FORCE_RUN): S.SCHEDULED,
+    (S.CANCELLED, Action.RESUME): S.SCHEDULED,
+    (S.CANCELLED, Action.FORCE_RUN): S.SCHEDULED,
 }
 
 EVERY_PAIR = list(itertools.product(S, S))
@@ -55,9 +58,9 @@ def test_only_the_listed_transitions_are_allowed(current: S, target: S) -> None:
     assert can_transition(current, target) is ((current, target) in ALLOWED_TRANSITIONS)
 
 
-def test_cancelled_is_final_and_nothing_else_is_a_dead_end() -> None:
-    assert TRANSITIONS[S.CANCELLED] == frozenset()
-    assert all(TRANSITIONS[state] for state in S if state is not S.CANCELLED)
+def test_no_state_is_a_dead_end() -> None:
+    """A cancelled job can be resumed or run again: a cancel stops, it does not delete."""
+    assert all(TRANSITIONS[state] for state in S)
 
 
 @pytest.mark.parametrize(("state", "action"), EVERY_ACTION, ids=str)
@@ -82,7 +85,7 @@ def test_each_action_is_allowed_from_its_states_only(state: S, action: Action) -
         (S.COMPLETED, []),
         (S.FAILED, ["retry"]),
         (S.PAUSED, ["resume", "cancel"]),
-        (S.CANCELLED, []),
+        (S.CANCELLED, ["resume", "force-run"]),
     ],
 )
 def test_allowed_actions_per_state(state: S, actions: list[str]) -> None:
@@ -115,6 +118,7 @@ async def _job_in(store: JobStore, state: S) -> Job:
             .values(
                 status=state.value,
                 is_paused=state is S.PAUSED,
+                cancelled_at=NOW - 60 if state is S.CANCELLED else None,
                 next_run_at=NOW + 7200,
                 current_retry_count=3 if state is S.FAILED else 0,
                 lock_token="t" if state is S.RUNNING else None,
@@ -142,9 +146,13 @@ async def test_actions_on_stored_jobs(store: JobStore, state: S, action: Action)
     if action is Action.FORCE_RUN:
         assert after.next_run_at == NOW
     if action is Action.RESUME:
+        assert after.next_run_at is not None
         assert NOW <= after.next_run_at < NOW + 3600  # a slot within one interval
+    if action in (Action.RESUME, Action.FORCE_RUN):
+        assert after.cancelled_at is None
     if action is Action.CANCEL:
-        assert after.cancelled_at == NOW
+        # A cancelled job shows no next run until it is resumed or run now.
+        assert (after.cancelled_at, after.next_run_at) == (NOW, None)
         # A running job keeps its lock until the instance running it lets go.
         assert after.lock_token == ("t" if state is S.RUNNING else None)
 

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import inspect, text
 
 from harvestman.errors import SchemaOutdated
-from harvestman.records import NewUrl, Outcome, PageRecord, UrlStatus
+from harvestman.records import CrawlRequest, DomainRecord, NewUrl, Outcome, PageRecord, UrlStatus
 from harvestman.store import SqlStore, migrate
 from harvestman.urls import host_key, url_hash
 
@@ -120,6 +120,28 @@ async def test_batches_record_pages_and_states_and_a_304_keeps_the_hash(store: S
     [stored] = list(store.iter_pages(crawl))
     assert (stored["title"], stored["redirects"]) == ("X", '["http://a.test/old"]')
     assert (await store.counts(crawl)).pages == 1
+
+
+async def test_a_hosts_page_count_counts_pages_not_fetches(store: SqlStore) -> None:
+    crawl = await store.ensure_crawl("c")
+    await store.save_robots(DomainRecord("a.test", allowed=True), NOW)
+    await store.add_urls(crawl, [new("http://a.test/x"), new("http://a.test/y")], NOW)
+
+    def fetched(request: CrawlRequest, at: float) -> Outcome:
+        page = PageRecord(
+            url=request.url, final_url=request.url, host="a.test", status_code=200,
+            content_type="text/html", content_length=10, fetched_at=at, crawl_duration_ms=5,
+        )  # fmt: skip
+        return Outcome(request, UrlStatus.COMPLETED, at + 10, 0, status_code=200, page=page)
+
+    for at in (NOW, NOW + 20, NOW + 40):  # three crawls of the same two pages
+        await store.add_urls(crawl, [new("http://a.test/x"), new("http://a.test/y")], at)
+        leased, _ = await store.lease(crawl, {"a.test": 5}, at, at + 300, "w1")
+        assert len(leased) == 2
+        await store.record(crawl, [fetched(r, at) for r in leased], [], at)
+    domain = await store.get_domain("a.test")
+    assert domain is not None
+    assert domain.page_count == 2
 
 
 async def test_leases_of_dead_or_expired_workers_return_to_pending(store: SqlStore) -> None:

@@ -406,6 +406,13 @@ class Settings(BaseSettings):
     api_products_max_limit: int = Field(
         200, ge=1, le=1000, description="most products (or history rows) one API page holds"
     )
+    api_export_max_rows: int = Field(
+        1_000_000,
+        ge=1,
+        le=10**9,
+        description="most rows one download of a list holds (GET /api/pages/export, "
+        "/api/products/export); `harvestman export` has no such bound",
+    )
     api_max_body_bytes: int = Field(
         1024 * 1024, ge=1024, le=1024**3, description="largest request body (bytes; beyond: 413)"
     )

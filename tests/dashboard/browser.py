@@ -10,7 +10,10 @@ import pytest
 from conftest import IN_CI
 
 CHROMIUM = Path(os.environ.get("HARVESTMAN_TEST_CHROMIUM", "/usr/bin/chromium"))
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+# Screenshots go to tests/artifacts/ unless HARVESTMAN_TEST_SHOTS names another directory.
+ARTIFACTS = Path(
+    os.environ.get("HARVESTMAN_TEST_SHOTS", Path(__file__).resolve().parent.parent / "artifacts")
+)
 
 
 def require_chromium() -> None:
@@ -32,5 +35,5 @@ def require_chromium() -> None:
 
 def screenshot_path(name: str) -> str:
     """Where a view's screenshot goes (tests/artifacts/, kept out of git)."""
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return str(ARTIFACTS / f"dashboard-{name}.png")

@@ -26,6 +26,7 @@ from harvestman.store import SqlStore
 SECRET = "d7a41c9e05b38f62ea1d4c70b98f25e3a6c1"
 USER_RATE = 40  # requests a minute: low enough for a test to reach the limit for real
 PERSON, PERSON_PASSWORD = "carol", "carol's long password"  # signs in with the user role
+ADMIN_PERSON, ADMIN_PASSWORD = "ada", "ada's longer password"  # signs in with the admin role
 
 
 @dataclass
@@ -37,6 +38,9 @@ class Served:
     job_id: int
     process: subprocess.Popen[bytes]
     log_path: Path
+    workdir: Path
+    database_url: str
+    env: dict[str, str]  # the HARVESTMAN_* settings it was started with beyond the usual
 
     def admin_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.admin}"}
@@ -54,9 +58,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def _prepare(database_url: str, start_url: str) -> tuple[int, int]:
+async def _prepare(database_url: str, start_url: str | None) -> tuple[int, int]:
     async with SqlStore(database_url) as store:
         await store.upgrade()
+        store.create_user(PERSON, hash_password(PERSON_PASSWORD), "user")
+        store.create_user(ADMIN_PERSON, hash_password(ADMIN_PASSWORD), "admin")
+        if start_url is None:  # an empty service: the test makes its own sources
+            return 0, 0
         async with JobStore(store.engine) as jobs:
             # A small crawl delay spreads the test site's ~40 pages over several seconds, so
             # the page count visibly rises while the browser watches.
@@ -64,7 +72,6 @@ async def _prepare(database_url: str, start_url: str) -> tuple[int, int]:
                 SourceSpec(name="testsite", start_urls=[start_url], crawl_delay=0.3)
             )
             job = await jobs.jobs.create(JobSpec(source_id=source.id, url=start_url))
-        store.create_user(PERSON, hash_password(PERSON_PASSWORD), "user")
     return source.id, job.id
 
 
@@ -76,14 +83,18 @@ def _command() -> list[str]:
 
 
 @contextlib.asynccontextmanager
-async def serve_dashboard(workdir: Path, start_url: str) -> AsyncIterator[Served]:
-    """``harvestman serve`` crawling ``start_url``'s site, started (``wait_ready`` waits for
-    it to answer: start the browser meanwhile); stopped (SIGINT, then killed) on exit."""
+async def serve_dashboard(
+    workdir: Path, start_url: str | None, *, env: dict[str, str] | None = None
+) -> AsyncIterator[Served]:
+    """``harvestman serve`` crawling ``start_url``'s site (None: no source yet), started
+    (``wait_ready`` waits for it to answer: start the browser meanwhile); stopped (SIGINT,
+    then killed) on exit. ``env``: more settings, as HARVESTMAN_* variables."""
     database_url = f"sqlite:///{workdir / 'crawl.db'}"
     source_id, job_id = await _prepare(database_url, start_url)
     port = _free_port()
     log_path = workdir / "serve.log"
-    process = _start(workdir, database_url, port, log_path)
+    extra = dict(env or {})
+    process = _start(workdir, database_url, port, log_path, extra)
     served = Served(
         base=f"http://127.0.0.1:{port}",
         admin=create_token(SECRET, Role.ADMIN),
@@ -92,6 +103,9 @@ async def serve_dashboard(workdir: Path, start_url: str) -> AsyncIterator[Served
         job_id=job_id,
         process=process,
         log_path=log_path,
+        workdir=workdir,
+        database_url=database_url,
+        env=extra,
     )
     try:
         yield served
@@ -99,7 +113,9 @@ async def serve_dashboard(workdir: Path, start_url: str) -> AsyncIterator[Served
         await asyncio.to_thread(stop, served)  # the site (same loop) answers meanwhile
 
 
-def _start(workdir: Path, database_url: str, port: int, log_path: Path) -> subprocess.Popen[bytes]:
+def _start(
+    workdir: Path, database_url: str, port: int, log_path: Path, extra: dict[str, str]
+) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARVESTMAN_")}
     env.update(
         HARVESTMAN_API_JWT_SECRET=SECRET,
@@ -114,7 +130,8 @@ def _start(workdir: Path, database_url: str, port: int, log_path: Path) -> subpr
         # may take it first (serve's workers are tested in tests/test_serve_workers.py).
         HARVESTMAN_SERVE_WORKERS="0",
     )
-    with log_path.open("wb") as log:
+    env.update(extra)
+    with log_path.open("ab") as log:
         return subprocess.Popen(
             [*_command(), "serve", "--port", str(port), "--database-url", database_url],
             env=env,
@@ -135,6 +152,13 @@ async def wait_ready(served: Served, within: float = 60.0) -> None:
                     return
             await asyncio.sleep(0.1)
     raise RuntimeError(f"harvestman serve did not answer in {within} s:\n{served.log()}")
+
+
+def start_again(served: Served) -> None:
+    """Start a stopped server again on the same port and store (``wait_ready`` waits for
+    it), as an operator restarting ``serve`` does."""
+    port = int(served.base.rsplit(":", 1)[1])
+    served.process = _start(served.workdir, served.database_url, port, served.log_path, served.env)
 
 
 def stop(served: Served) -> None:

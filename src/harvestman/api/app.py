@@ -48,6 +48,7 @@ from harvestman.api.routes import crawls as crawl_list_routes
 from harvestman.api.routes import errors as error_routes
 from harvestman.api.routes import frontier as frontier_routes
 from harvestman.api.routes import login as login_routes
+from harvestman.api.routes import pages as page_routes
 from harvestman.api.routes import parsers as parser_routes
 from harvestman.api.routes import products as product_routes
 from harvestman.api.routes import scheduler as scheduler_routes
@@ -224,6 +225,7 @@ def create_app(
         control_routes,
         workers,
         frontier_routes,
+        page_routes,
         alias_routes,
     )
     for module in routers:

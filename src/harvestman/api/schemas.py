@@ -6,7 +6,7 @@ rather than an overflow in the database.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, Generic, Literal, TypeVar
 
@@ -98,6 +98,13 @@ class SourceUpdate(Strict):
     options: SourceOptionsIn | None = Field(None, description="replaces the options sent before")
 
 
+class SourceJob(BaseModel):
+    """A job of a source, as the source's answer lists it."""
+
+    id: int
+    status: str
+
+
 class SourceOut(BaseModel):
     id: int
     name: str
@@ -114,10 +121,15 @@ class SourceOut(BaseModel):
         description="the crawl its jobs crawl into (named after the source when it was made; "
         "the crawl parameter of pages, frontier, products, ...; renames do not move it)"
     )
+    jobs: list[SourceJob] = Field(
+        default_factory=list,
+        description="the source's jobs (id, state); creating an enabled source makes one",
+    )
 
     @classmethod
-    def of(cls, source: Source) -> SourceOut:
-        return cls(**asdict(source))
+    def of(cls, source: Source, jobs: Sequence[tuple[int, str]] = ()) -> SourceOut:
+        found = [SourceJob(id=i, status=str(s)) for i, s in jobs]
+        return cls(**asdict(source), jobs=found)
 
 
 IntervalType = Literal["minutes", "hours", "days"]

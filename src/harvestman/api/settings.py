@@ -44,6 +44,7 @@ class ApiSettings:
     count_cache_seconds: float = 5.0  # a list's total is recounted after this
     max_offset: int = 10_000  # beyond, lists are paged by cursor
     products_max_limit: int = 200  # most products (or history rows) on one page
+    export_max_rows: int = 1_000_000  # most rows one download of a list holds
     max_body_bytes: int = 1024 * 1024  # a larger request body is a 413, read no further
     max_json_depth: int = 32  # a JSON body nested deeper is a 422, parsed no further
     max_text_length: int = 10_000  # a longer string in a body or parameter is a 422
@@ -74,6 +75,7 @@ class ApiSettings:
             "count_cache_seconds": settings.api_count_cache_seconds,
             "max_offset": settings.api_max_offset,
             "products_max_limit": settings.api_products_max_limit,
+            "export_max_rows": settings.api_export_max_rows,
             "max_body_bytes": settings.api_max_body_bytes,
             "max_json_depth": settings.api_max_json_depth,
             "max_text_length": settings.api_max_text_length,

@@ -23,6 +23,8 @@ from harvestman.resilience import StallWatchdog, network_check
 
 log = logging.getLogger(__name__)
 
+FIRST_BEAT_SECONDS = 1.0  # after the start; then every heartbeat interval
+
 
 @dataclass(frozen=True, slots=True)
 class WatchdogLimits:
@@ -110,8 +112,12 @@ class Liveness:
         run = self.run
         interval = min(self.heartbeat_interval, self.lease_seconds / 4)
         next_sweep = run.clock() + self.sweep_interval
+        # The first beat comes soon: the registration carries no figures, and a job's run of
+        # a few pages ended before its first beat, so the dashboard never saw its pages/s.
+        wait = min(interval, FIRST_BEAT_SECONDS)
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(wait)
+            wait = interval
             now = run.clock()
             status = self.status()
             try:

@@ -5,10 +5,11 @@
     pending ──► scheduled ──► running ──► completed ──► scheduled   (recurring)
                                  └──────► failed ────► pending      (retry)
     scheduled ──► paused ──► scheduled                               (resume)
-    pending, scheduled, running, paused ──► cancelled
+    pending, scheduled, running, paused ──► cancelled ──► scheduled  (resume, run now)
 
 ``completed`` (a one-time job), ``failed`` (retries exhausted) and ``cancelled`` are where a job
-rests; only a manual retry leaves ``failed``, and nothing leaves ``cancelled``.
+rests; only a manual retry leaves ``failed``, and only the user's resume or run now leaves
+``cancelled`` (a cancel is a stop, not a deletion: the job keeps its settings and history).
 
 >>> check_action(JobStatus.SCHEDULED, Action.PAUSE)
 <JobStatus.PAUSED: 'paused'>
@@ -52,17 +53,17 @@ TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     S.COMPLETED: frozenset({S.SCHEDULED}),
     S.FAILED: frozenset({S.PENDING}),
     S.PAUSED: frozenset({S.SCHEDULED, S.CANCELLED}),
-    S.CANCELLED: frozenset(),
+    S.CANCELLED: frozenset({S.SCHEDULED}),
 }
 
 # action -> (the states it is allowed from, the state it leads to)
 ACTIONS: dict[Action, tuple[frozenset[JobStatus], JobStatus]] = {
     Action.PAUSE: (frozenset({S.SCHEDULED}), S.PAUSED),
-    Action.RESUME: (frozenset({S.PAUSED}), S.SCHEDULED),
+    Action.RESUME: (frozenset({S.PAUSED, S.CANCELLED}), S.SCHEDULED),
     Action.CANCEL: (frozenset({S.SCHEDULED, S.RUNNING, S.PAUSED, S.PENDING}), S.CANCELLED),
     Action.RETRY: (frozenset({S.FAILED}), S.PENDING),
-    # Force-run keeps the job scheduled and makes it due now.
-    Action.FORCE_RUN: (frozenset({S.SCHEDULED}), S.SCHEDULED),
+    # Force-run keeps the job scheduled (or schedules a cancelled one) and makes it due now.
+    Action.FORCE_RUN: (frozenset({S.SCHEDULED, S.CANCELLED}), S.SCHEDULED),
 }
 
 # The states the poller takes jobs from; a pending job passes through scheduled as it is taken.

@@ -93,19 +93,28 @@ async def list_dead_letters(
     offset: Offset = 0,
 ) -> dict[str, Any]:
     """URLs that failed for good (retries exhausted or not retryable), in id order, of every
-    crawl unless ``crawl`` names one (each says its ``crawl``)."""
+    crawl unless ``crawl`` names one (each says its ``crawl``), and ``by_type``: those dead
+    letters (of ``host``) counted by error class, most first, for a filter by class."""
     ctx = context_of(request)
     one = await crawl_id(ctx, crawl)
+    store = ctx.sql_store
 
-    def read() -> tuple[list[dict[str, Any]], int]:
-        rows, count = ctx.sql_store.dead_letters(
+    def read() -> tuple[list[dict[str, Any]], int, list[dict[str, Any]]]:
+        rows, count = store.dead_letters(
             one, host=host, error_class=error_type, limit=limit, offset=offset
         )
         name_rows(ctx, rows)
-        return rows, count
+        return rows, count, store.dead_letter_classes(one, host)
 
-    items, total = await ctx.read(read)
-    return {"items": items, "total": total, "limit": limit, "offset": offset}
+    items, total, by_type = await ctx.read(read)
+    return {
+        "crawl": crawl,
+        "items": items,
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+        "by_type": by_type,
+    }
 
 
 class RequeueIn(Strict):

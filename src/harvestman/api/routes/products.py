@@ -1,5 +1,6 @@
 """Stored products as a data product: ``GET /api/products`` (filters, orders, keyset pages),
-``GET /api/products/{id}`` and ``GET /api/products/{id}/history``.
+``GET /api/products/export`` (the same list as a CSV or JSONL download), ``GET
+/api/products/{id}`` and ``GET /api/products/{id}/history``.
 
 Filters share ``/api/search``'s names and bounds where they overlap (``crawl``, ``domain``,
 ``since``, ``min_price``, ``max_price``, ``currency``, ``availability``). A list has no total:
@@ -13,14 +14,15 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from harvestman.api import paging
 from harvestman.api.context import ApiContext, context_of
 from harvestman.api.crawls import crawl_id as _crawl_id
 from harvestman.api.crawls import name_rows
+from harvestman.api.downloads import Format, download_response, iso_time
 from harvestman.api.errors import ApiError
 from harvestman.api.params import Cursor, Id, User
 from harvestman.api.routes.search import Availability, CrawlName, Domain, Price, Time
@@ -130,10 +132,8 @@ def _decimal(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-@router.get("/api/products", response_model=ProductPage)
-async def list_products(
+async def product_query(
     request: Request,
-    _: User,
     crawl: CrawlName = None,
     min_price: Price = None,
     max_price: Price = None,
@@ -147,19 +147,12 @@ async def list_products(
     since: Time = None,
     sort: Literal["price", "rating", "changed"] = "changed",
     order: Literal["asc", "desc"] = "desc",
-    limit: Limit | None = None,
-    cursor: Cursor = None,
-) -> Response:
-    """Stored products matching every filter given, by price, rating or last change
-    (``since``: changed at or after, epoch seconds). Sorted by price or rating, products
-    without one are left out. Each with its offers, images and where it was seen (``limit``:
-    50, or api_products_max_limit when lower)."""
+) -> ProductQuery:
+    """The products the list and its download hold: every filter given, in one order."""
     ctx = context_of(request)
-    limit = limit or min(50, ctx.settings.products_max_limit)
-    _check_limit(ctx, limit)
     if min_price is not None and max_price is not None and min_price > max_price:
         raise ApiError(422, "min_price is above max_price", code="invalid_query")
-    query = ProductQuery(
+    return ProductQuery(
         crawl_id=await _crawl_id(ctx, crawl),
         min_price=_decimal_of(min_price),
         max_price=_decimal_of(max_price),
@@ -174,7 +167,27 @@ async def list_products(
         sort=sort,
         descending=order == "desc",
     )
-    kind = f"products-{sort}-{order}"
+
+
+Products = Annotated[ProductQuery, Depends(product_query)]
+
+
+@router.get("/api/products", response_model=ProductPage)
+async def list_products(
+    request: Request,
+    _: User,
+    query: Products,
+    limit: Limit | None = None,
+    cursor: Cursor = None,
+) -> Response:
+    """Stored products matching every filter given, by price, rating or last change
+    (``since``: changed at or after, epoch seconds). Sorted by price or rating, products
+    without one are left out. Each with its offers, images and where it was seen (``limit``:
+    50, or api_products_max_limit when lower)."""
+    ctx = context_of(request)
+    limit = limit or min(50, ctx.settings.products_max_limit)
+    _check_limit(ctx, limit)
+    kind = f"products-{query.sort}-{'desc' if query.descending else 'asc'}"
     key = paging.decode_cursor(kind, cursor, text_key=True)
     after = None if key is None else str(key)
 
@@ -193,6 +206,64 @@ async def list_products(
         ) from None
     return DecimalResponse(
         {"items": items, "next_cursor": paging.encode_cursor(kind, next_after), "limit": limit}
+    )
+
+
+# The download's CSV columns: a product's fields, its first offer's, where it was seen (times
+# in ISO 8601) and its image URLs, space-separated (see api/downloads.py).
+EXPORT_COLUMNS = (
+    "id", "name", "brand", "category", "price", "currency", "availability", "condition",
+    "low_price", "high_price", "offer_count", "rating", "review_count", "sku", "gtin", "mpn",
+    "url", "page_url", "domain", "crawl_id", "crawl", "source", "parser", "first_seen_at",
+    "changed_at", "last_seen_at", "images",
+)  # fmt: skip
+_OFFER_COLUMNS = ("price", "currency", "availability", "condition", "low_price", "high_price",
+                  "offer_count")  # fmt: skip
+_SEEN_TIMES = ("first_seen_at", "changed_at", "last_seen_at")
+_DECIMAL_COLUMNS = ("price", "low_price", "high_price", "rating")
+
+
+def _product_row(item: dict[str, Any]) -> list[Any]:
+    offer = item["offers"][0] if item["offers"] else {}
+    flat = {**item, **{name: offer.get(name) for name in _OFFER_COLUMNS}}
+    flat.update({name: iso_time(item["seen"][name]) for name in _SEEN_TIMES})
+    flat["page_url"] = item["seen"]["page_url"]
+    flat["images"] = " ".join(image["url"] for image in item["images"])
+    for name in _DECIMAL_COLUMNS:
+        if flat[name] is not None:
+            flat[name] = _decimal(flat[name])
+    return [flat[name] for name in EXPORT_COLUMNS]
+
+
+@router.get("/api/products/export", response_class=StreamingResponse)
+async def export_products(
+    request: Request,
+    _: User,
+    query: Products,
+    format: Format = Query("csv", description="csv or jsonl"),
+) -> Response:
+    """Every product ``GET /api/products`` lists for these filters, in its order, as a CSV or
+    JSONL file (a line: one item of the list); at most ``api_export_max_rows``."""
+    ctx = context_of(request)
+
+    def read(after: str | None, limit: int) -> tuple[list[dict[str, Any]], str | None]:
+        found, next_key = ctx.sql_store.list_products(query, after=after, limit=limit)
+        name_rows(ctx, found)  # each product's crawl, as the list says it
+        return found, next_key
+
+    async def rows(after: str | None, limit: int) -> tuple[list[dict[str, Any]], str | None]:
+        return await ctx.read(read, after, limit)
+
+    crawl = request.query_params.get("crawl")
+    return download_response(
+        format,
+        "products",
+        rows,
+        columns=EXPORT_COLUMNS,
+        flatten=_product_row,
+        most=ctx.settings.export_max_rows,
+        scope=crawl or "all",
+        default=_decimal,
     )
 
 

@@ -35,6 +35,12 @@ async def _source_changed(ctx: ApiContext, source: Source) -> None:
             log.warning("source %d: the other instances were not told: %s", source.id, exc)
 
 
+async def _out(ctx: ApiContext, source: Source) -> SourceOut:
+    """A source with its jobs: what a create or an enable made is in the answer."""
+    found = await ctx.job_store.jobs.of_sources([source.id])
+    return SourceOut.of(source, found.get(source.id, []))
+
+
 @router.get("", response_model=Page[SourceOut])
 async def list_sources(
     request: Request,
@@ -45,7 +51,8 @@ async def list_sources(
     offset: Offset = 0,
     cursor: Cursor = None,
 ) -> Response:
-    """Sources in id order (see ``Page``; the total is exact: sources are few)."""
+    """Sources in id order, each with its jobs (see ``Page``; the total is exact: sources
+    are few)."""
     ctx = context_of(request)
     repository = ctx.job_store.sources
 
@@ -57,7 +64,9 @@ async def list_sources(
             limit=limit,
             offset=offset,
         )
-        return [SourceOut.of(s) for s in page.items], page.next_after, page.total
+        jobs = await ctx.job_store.jobs.of_sources([s.id for s in page.items])
+        items = [SourceOut.of(s, jobs.get(s.id, [])) for s in page.items]
+        return items, page.next_after, page.total
 
     return paging.PageResponse(
         await paging.paged(
@@ -75,8 +84,8 @@ async def list_sources(
 @router.post("", status_code=201, response_model=SourceOut)
 async def create_source(request: Request, body: SourceIn, _: Admin) -> SourceOut:
     """Create a source; its ``crawl`` (where its jobs' pages go) is named after it here and
-    never moves. A start URL on a private address outside ``network_allow`` is a 422 that
-    names the setting."""
+    never moves; an enabled one gets its recurring job at once, listed in ``jobs``. A start
+    URL on a private address outside ``network_allow`` is a 422 that names the setting."""
     ctx = context_of(request)
     await ctx.guard.check_all(body.start_urls, "start_urls")
     await ctx.guard.check_scope(body.scope.allow_domains, body.scope.include, body.scope.exclude)
@@ -90,12 +99,14 @@ async def create_source(request: Request, body: SourceIn, _: Admin) -> SourceOut
     ctx.crawl_ids[source.crawl] = await ctx.sql_store.ensure_crawl(source.crawl)
     if source.enabled:
         await _source_changed(ctx, source)
-    return SourceOut.of(source)
+        ctx.counts.forget("jobs")
+    return await _out(ctx, source)
 
 
 @router.get("/{source_id}", response_model=SourceOut)
 async def get_source(request: Request, source_id: Id, _: User) -> SourceOut:
-    return SourceOut.of(await context_of(request).job_store.sources.get(source_id))
+    ctx = context_of(request)
+    return await _out(ctx, await ctx.job_store.sources.get(source_id))
 
 
 @router.put("/{source_id}", response_model=SourceOut)
@@ -114,12 +125,16 @@ async def update_source(request: Request, source_id: Id, body: SourceUpdate, _: 
     source = await ctx.job_store.sources.update(source_id, changes)
     if source.enabled != before.enabled:
         await _source_changed(ctx, source)
-    return SourceOut.of(source)
+        ctx.counts.forget("jobs")
+    return await _out(ctx, source)
 
 
 @router.delete("/{source_id}", status_code=204)
 async def delete_source(request: Request, source_id: Id, _: Admin) -> Response:
     """Delete a source with its jobs and their history; while one of its jobs runs, a 409
     (cancel the job first)."""
-    await context_of(request).job_store.sources.delete(source_id)
+    ctx = context_of(request)
+    await ctx.job_store.sources.delete(source_id)
+    ctx.counts.forget("sources")
+    ctx.counts.forget("jobs")
     return Response(status_code=204)

@@ -126,6 +126,15 @@ class OutcomeRepository(StoreConnection):
             index_elements=["crawl_id", "url_hash"],
             set_={name: stmt.excluded[name] for name in (*_PAGE_COLUMNS, "redirects")},
         )
+        # A host's page_count counts its pages, not its fetches: a re-crawl replaces its row.
+        hashes = [o.request.url_hash for o in pages]
+        stored = set(
+            conn.execute(
+                select(crawled_pages.c.url_hash).where(
+                    crawled_pages.c.crawl_id == crawl_id, crawled_pages.c.url_hash.in_(hashes)
+                )
+            ).scalars()
+        )
         rows = []
         per_host: dict[str, int] = {}
         for o in pages:
@@ -136,7 +145,9 @@ class OutcomeRepository(StoreConnection):
             row["url_hash"] = o.request.url_hash
             row["redirects"] = json.dumps(page.redirects) if page.redirects else None
             rows.append(row)
-            per_host[page.host] = per_host.get(page.host, 0) + 1
+            if o.request.url_hash not in stored:
+                stored.add(o.request.url_hash)
+                per_host[page.host] = per_host.get(page.host, 0) + 1
         execute_many(conn, stmt, rows)
         execute_many(
             conn,

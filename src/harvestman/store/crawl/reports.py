@@ -13,7 +13,17 @@ from harvestman.store import history, keyset, parsed
 from harvestman.store.connection import StoreConnection
 from harvestman.store.keyset import Key
 from harvestman.store.lists import RowFilter, columns
-from harvestman.store.schema import crawled_pages, domains, images, products, urls
+from harvestman.store.schema import crawled_pages, crawls, domains, images, products, urls
+
+# What a page's detail shows of its row: everything but its text (large: the search reads it)
+# and its SimHash (a number for the near-duplicate check, meaningless to a reader).
+_DETAIL_SKIPS = {"text", "main_text", "simhash", "url_hash"}
+_DETAIL_URL_FIELDS = (
+    "id", "status", "kind", "priority", "depth", "next_crawl_at", "attempts", "discovered_at",
+    "last_fetched_at", "discovered_via", "parent_id", "etag", "last_modified",
+)  # fmt: skip
+# A page's own products are few (one per position on it); this bounds a listing page's.
+_DETAIL_PRODUCTS = 100
 
 
 class ReportRepository(StoreConnection):
@@ -165,6 +175,79 @@ class ReportRepository(StoreConnection):
         with self.engine.connect() as conn:
             row = conn.execute(query).mappings().first()
         return None if row is None else dict(row)
+
+    def page_detail(self, page_id: int) -> dict[str, Any] | None:
+        """One stored page for its detail view: its row (without its text), its crawl's name
+        and raw archive location, its frontier row (how it was found, its parent's URL and
+        stored page, how many URLs it revealed first: ``children``), the page it nearly
+        duplicates and the products found on it (the first 100, by position). None: no such
+        page."""
+        page_columns = [c for c in crawled_pages.c if c.name not in _DETAIL_SKIPS]
+        with self.engine.connect() as conn:
+            found = conn.execute(
+                select(*page_columns, crawled_pages.c.url_hash, crawls.c.name,
+                       crawls.c.archive_location)
+                .join(crawls, crawls.c.id == crawled_pages.c.crawl_id)
+                .where(crawled_pages.c.id == page_id)
+            ).mappings().first()  # fmt: skip
+            if found is None:
+                return None
+            page = dict(found)
+            crawl_id, digest = page["crawl_id"], page.pop("url_hash")
+            page["crawl"] = page.pop("name")
+            row = (
+                conn.execute(
+                    select(*(urls.c[name] for name in _DETAIL_URL_FIELDS)).where(
+                        urls.c.crawl_id == crawl_id, urls.c.url_hash == digest
+                    )
+                )
+                .mappings()
+                .first()
+            )
+            frontier = None if row is None else dict(row)
+            if frontier is not None:
+                frontier["parent_url"] = frontier["parent_page_id"] = None
+                if frontier["parent_id"] is not None:
+                    parent = conn.execute(
+                        select(urls.c.url, crawled_pages.c.id)
+                        .select_from(urls)
+                        .outerjoin(
+                            crawled_pages,
+                            and_(
+                                crawled_pages.c.crawl_id == urls.c.crawl_id,
+                                crawled_pages.c.url_hash == urls.c.url_hash,
+                            ),
+                        )
+                        .where(urls.c.id == frontier["parent_id"])
+                    ).first()
+                    if parent is not None:
+                        frontier["parent_url"], frontier["parent_page_id"] = parent
+                frontier["children"] = conn.execute(
+                    select(func.count()).where(
+                        urls.c.crawl_id == crawl_id, urls.c.parent_id == frontier["id"]
+                    )
+                ).scalar_one()
+            page["frontier"] = frontier
+            page["near_duplicate"] = None
+            if page["near_duplicate_of"] is not None:
+                twin = conn.execute(
+                    select(crawled_pages.c.id, crawled_pages.c.url).where(
+                        crawled_pages.c.crawl_id == crawl_id,
+                        crawled_pages.c.url_hash == page["near_duplicate_of"],
+                    )
+                ).first()
+                page["near_duplicate"] = None if twin is None else {"id": twin.id, "url": twin.url}
+            p = products.c
+            page["products"] = [
+                dict(product)
+                for product in conn.execute(
+                    select(p.id, p.position, p.name, p.price, p.currency, p.availability)
+                    .where(p.crawl_id == crawl_id, p.url_hash == digest)
+                    .order_by(p.position)
+                    .limit(_DETAIL_PRODUCTS)
+                ).mappings()
+            ]
+        return page
 
     def url_of_ids(self, crawl_id: int | None, ids: Collection[int]) -> dict[int, str]:
         """The URLs of a crawl's (any crawl's: None) frontier rows by id (the parents of

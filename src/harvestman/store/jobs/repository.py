@@ -212,6 +212,29 @@ class JobRepository:
 
         return await self._store.run(_list)
 
+    async def of_sources(
+        self, source_ids: Sequence[int]
+    ) -> dict[int, builtins.list[tuple[int, JobStatus]]]:
+        """The jobs (id, state) of each of ``source_ids``, in id order: one range of
+        ``ix_jobs_source_id`` per source, for a page of sources."""
+        wanted = sorted(set(source_ids))
+        if not wanted:
+            return {}
+
+        def _read() -> dict[int, list[tuple[int, JobStatus]]]:
+            query = (
+                select(jobs.c.source_id, jobs.c.id, jobs.c.status)
+                .where(jobs.c.source_id.in_(wanted))
+                .order_by(jobs.c.source_id, jobs.c.id)
+            )
+            found: dict[int, list[tuple[int, JobStatus]]] = {i: [] for i in wanted}
+            with self._store.read() as conn:
+                for source_id, job_id, status in conn.execute(query):
+                    found[int(source_id)].append((int(job_id), JobStatus(status)))
+            return found
+
+        return await self._store.run(_read)
+
     async def count(
         self, *, status: JobStatus | str | None = None, source_id: int | None = None
     ) -> int:
@@ -295,21 +318,24 @@ class JobRepository:
                     values.update(
                         is_paused=False,
                         paused_at=None,
+                        cancelled_at=None,
                         next_run_at=self._place(conn, job.interval_seconds, now),
                         last_moved_at=now,
                     )
                 elif action is Action.CANCEL:
                     # A running job keeps its lock: the instance running it sees the
-                    # cancellation, stops the crawl and releases the lock.
-                    values.update(is_paused=False, cancelled_at=now)
+                    # cancellation, stops the crawl and releases the lock. A cancelled job
+                    # has no next run (until it is resumed or run now).
+                    values.update(is_paused=False, cancelled_at=now, next_run_at=None)
                 elif action is Action.RETRY:
                     values.update(current_retry_count=0, next_run_at=now)
                 elif action is Action.FORCE_RUN:
-                    # The run it brings forward is kept: the job's plan resumes after it.
+                    # The run it brings forward is kept: the job's plan resumes after it
+                    # (a cancelled job has none: it runs now and is planned from now).
                     planned = job.next_run_at if job.next_run_at is not None else now
                     if job.forced_planned_at is not None:  # asked twice before it ran
                         planned = job.forced_planned_at
-                    values.update(next_run_at=now, forced_planned_at=planned)
+                    values.update(next_run_at=now, forced_planned_at=planned, cancelled_at=None)
                 changed = conn.execute(
                     update(jobs)
                     .where(jobs.c.id == job_id, jobs.c.status == job.status.value)

@@ -66,7 +66,7 @@ export async function errorOf(response) {
 }
 
 /** Fetch a file from the API (with the token) and hand it to the browser as a download,
- * named as the answer's Content-Disposition says. Throws ApiError. */
+ * named as the answer's Content-Disposition says; returns its name and headers. Throws ApiError. */
 export async function download(path, { query } = {}) {
   let response;
   try {
@@ -87,6 +87,7 @@ export async function download(path, { query } = {}) {
   link.remove();
   // The browser has read the blob once the click is handled; keep it a little longer anyway.
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  return { name, headers: response.headers };
 }
 
 /** Call the API; returns the JSON body (null for 204). Throws ApiError. */

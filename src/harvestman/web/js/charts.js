@@ -2,6 +2,7 @@
 // a text summary for screen readers.
 
 import { s } from "./dom.js";
+import { decimal } from "./format.js";
 
 function niceMax(value) {
   if (value <= 0) return 1;
@@ -13,8 +14,18 @@ function niceMax(value) {
 }
 
 function fmtTick(value) {
-  if (value >= 100 || Number.isInteger(value)) return String(Math.round(value));
-  return value.toFixed(value >= 10 ? 1 : 2);
+  if (value >= 100 || Number.isInteger(value)) return decimal(Math.round(value), 0);
+  return decimal(value, value >= 10 ? 1 : 2);
+}
+
+/** How many x labels fit: each needs its text's width (about 6.5 px a character at 11 px)
+ * and a gap; long labels (dates with times) get fewer ticks rather than overlapping. */
+function xTickCount(labelOf, x0, x1, room) {
+  for (const count of [4, 3, 2, 1]) {
+    const widest = Math.max(...Array.from({ length: count + 1 }, (_, i) => labelOf(x0 + ((x1 - x0) * i) / count).length));
+    if (room / count >= widest * 6.5 + 16) return count;
+  }
+  return 1;
 }
 
 /**
@@ -39,9 +50,10 @@ export function lineChart(points, { x0, x1, title, xLabel, width = 640, height =
       s("text", { x: pad.left - 6, y: py(y) + 4, "text-anchor": "end" }, fmtTick(y)),
     );
   }
-  for (let i = 0; i <= 4; i += 1) {
-    const x = x0 + (span * i) / 4;
-    const anchor = i === 0 ? "start" : i === 4 ? "end" : "middle";
+  const ticks = xTickCount(xLabel, x0, x1, w);
+  for (let i = 0; i <= ticks; i += 1) {
+    const x = x0 + (span * i) / ticks;
+    const anchor = i === 0 ? "start" : i === ticks ? "end" : "middle";
     svg.append(s("text", { x: px(x), y: height - 6, "text-anchor": anchor }, xLabel(x)));
   }
   if (points.length) {

@@ -1,13 +1,28 @@
-// How numbers, sizes and times read on the dashboard.
+// How numbers, sizes and times read on the dashboard. Every number goes through the
+// browser's locale (Intl), decimals included: "1.051" beside "0.32" in a German locale read
+// as two different conventions.
 
 const numbers = new Intl.NumberFormat();
+const fixed = new Map(); // digits -> formatter
+
+function withDigits(digits) {
+  if (!fixed.has(digits)) {
+    fixed.set(digits, new Intl.NumberFormat(undefined, { minimumFractionDigits: digits, maximumFractionDigits: digits }));
+  }
+  return fixed.get(digits);
+}
 
 export function num(value) {
   return value === null || value === undefined ? "—" : numbers.format(value);
 }
 
+/** A number with exactly `digits` decimals, in the locale's format ("0.32", "0,32"). */
+export function decimal(value, digits = 2) {
+  return value === null || value === undefined ? "—" : withDigits(digits).format(value);
+}
+
 export function pct(ratio) {
-  return ratio === null || ratio === undefined ? "—" : `${(ratio * 100).toFixed(1)}%`;
+  return ratio === null || ratio === undefined ? "—" : `${decimal(ratio * 100, 1)}%`;
 }
 
 export function bytes(n) {
@@ -19,7 +34,7 @@ export function bytes(n) {
     value /= 1024;
     unit += 1;
   }
-  return `${value.toFixed(unit === 0 ? 0 : 1)} ${units[unit]}`;
+  return `${decimal(value, unit === 0 ? 0 : 1)} ${units[unit]}`;
 }
 
 /** An epoch-seconds time as local date and time; "—" for none. */
@@ -49,10 +64,23 @@ export function span(seconds) {
   if (s < 60) return `${s} s`;
   if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 ? ` ${s % 60} s` : ""}`;
   if (s < 86400) return `${Math.floor(s / 3600)} h${s % 3600 >= 60 ? ` ${Math.floor((s % 3600) / 60)} min` : ""}`;
-  return `${(s / 86400).toFixed(1)} d`;
+  return `${decimal(s / 86400, 1)} d`;
 }
 
 export function ms(value) {
   if (value === null || value === undefined) return "—";
   return value < 1000 ? `${Math.round(value)} ms` : span(value / 1000);
+}
+
+/** Axis labels for times from x0 to x1: the clock within a day, else the date. */
+export function timeAxis(x0, x1) {
+  // Under ten minutes, minutes alone would label every tick alike.
+  if (x1 - x0 < 600) {
+    return (epoch) => new Date(epoch * 1000).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
+  }
+  if (x1 - x0 <= 86400) return clock;
+  const long = x1 - x0 > 300 * 86400;
+  return (epoch) => new Date(epoch * 1000).toLocaleDateString(undefined, long
+    ? { year: "numeric", month: "short" }
+    : { month: "short", day: "numeric" });
 }

@@ -2,8 +2,9 @@
 // banner for API trouble (down, 401, 429). Each view is a module with render(main, params)
 // returning an optional cleanup function.
 
-import { ApiError, errorOf } from "./api.js";
-import { currentRole, forget, remember, token } from "./session.js";
+import { ApiError, authHeaders, errorOf } from "./api.js";
+import { h } from "./dom.js";
+import { currentRole, currentSubject, forget, remember, token } from "./session.js";
 import * as signin from "./views/signin.js";
 import * as overview from "./views/overview.js";
 import * as domains from "./views/domains.js";
@@ -11,23 +12,68 @@ import * as jobs from "./views/jobs.js";
 import * as job from "./views/job.js";
 import * as frontier from "./views/frontier.js";
 import * as pages from "./views/pages.js";
+import * as page from "./views/page.js";
 import * as products from "./views/products.js";
 import * as product from "./views/product.js";
 import * as scheduler from "./views/scheduler.js";
 import * as parsers from "./views/parsers.js";
+import * as sources from "./views/sources.js";
+import * as errorsView from "./views/errors.js";
 
 const ROUTES = [
   [/^\/overview$/, overview, "Overview"],
   [/^\/domains$/, domains, "Domains"],
+  [/^\/sources$/, sources, "Sources"],
   [/^\/jobs$/, jobs, "Jobs"],
   [/^\/jobs\/(\d+)$/, job, "Job"],
   [/^\/frontier$/, frontier, "Frontier"],
   [/^\/pages$/, pages, "Pages"],
+  [/^\/pages\/(\d+)$/, page, "Page"],
   [/^\/products$/, products, "Products"],
   [/^\/products\/(\d+)$/, product, "Product"],
   [/^\/scheduler$/, scheduler, "Scheduler"],
   [/^\/parsers$/, parsers, "Parsers"],
+  [/^\/errors$/, errorsView, "Errors"],
 ];
+
+/** An address the dashboard does not know: said so, with the way back (never a silent
+ * redirect, which would show a view the person did not ask for). */
+const notFound = {
+  render(into, { path }) {
+    into.append(
+      h("h1", {}, "Not found"),
+      h("section", { class: "panel", "data-testid": "not-found" },
+        h("p", {}, "The dashboard has no page at ", h("code", {}, `#${path}`), "."),
+        h("p", {}, h("a", { href: "#/overview" }, "Go to the overview"), " or choose a section above.")),
+    );
+  },
+};
+
+// While the API cannot be reached, ask it every few seconds; once it answers, the banner goes
+// and a view that showed the failure draws itself again (no reload needed after a restart).
+const RECOVERY_POLL_MS = 3000;
+let recovery = null;
+
+function watchForRecovery() {
+  if (recovery) return;
+  recovery = setInterval(async () => {
+    let answer;
+    try {
+      answer = await fetch("/api/v1/auth/whoami", { headers: authHeaders(), cache: "no-store" });
+    } catch {
+      return; // still down
+    }
+    if (answer.status >= 500) return;
+    clearInterval(recovery);
+    recovery = null;
+    showBanner("", "");
+    if (!signedIn && token()) {
+      start();
+    } else if (main.querySelector(".error-text") || main.querySelector("[data-testid=live-mode][data-mode=offline]")) {
+      route();
+    }
+  }, RECOVERY_POLL_MS);
+}
 
 const main = document.getElementById("main");
 const banner = document.getElementById("banner");
@@ -47,6 +93,7 @@ window.addEventListener("api-status", (event) => {
     if (banner.dataset.kind !== "info") showBanner("", "");
   } else if (kind === "down") {
     showBanner(message ? `The API answered with an error: ${message}` : "The API cannot be reached: retrying…", "bad");
+    if (!message) watchForRecovery();
   } else if (kind === "rate") {
     showBanner(`Too many requests: the API asks to wait ${retryAfter || "a few"} s. Live figures resume by themselves; retry anything else after that.`, "warn");
   } else if (kind === "unauthorized" && signedIn) {
@@ -57,7 +104,11 @@ window.addEventListener("api-status", (event) => {
 function setShell() {
   document.getElementById("nav").hidden = !signedIn;
   document.getElementById("who").hidden = !signedIn;
-  document.getElementById("who-role").textContent = signedIn ? currentRole() : "";
+  const role = signedIn ? currentRole() : "";
+  const subject = signedIn ? currentSubject() : "";
+  // A bare token's subject is its role: it names no person.
+  document.getElementById("who-user").textContent = subject && subject !== role ? subject : "API token";
+  document.getElementById("who-role").textContent = role;
   document.body.dataset.role = signedIn ? currentRole() : "anonymous";
 }
 
@@ -103,7 +154,8 @@ function route() {
     cleanup();
     cleanup = null;
   }
-  const path = location.hash.replace(/^#/, "") || "/overview";
+  // A view's own state (the crawl shown, filters) follows a "?" in the address.
+  const [path, queryText = ""] = (location.hash.replace(/^#/, "") || "/overview").split("?", 2);
   for (const link of document.querySelectorAll("nav a")) {
     const target = link.getAttribute("href").slice(1);
     link.toggleAttribute("aria-current", path === target || path.startsWith(`${target}/`));
@@ -119,14 +171,17 @@ function route() {
     return;
   }
   const found = ROUTES.find(([pattern]) => pattern.test(path));
+  main.replaceChildren();
   if (!found) {
-    location.hash = "#/overview";
+    document.title = "Not found · Harvestman";
+    notFound.render(main, { path });
+    main.focus({ preventScroll: true });
     return;
   }
   const [pattern, view, name] = found;
   document.title = `${name} · Harvestman`;
   main.replaceChildren();
-  cleanup = view.render(main, { match: path.match(pattern) }) || null;
+  cleanup = view.render(main, { match: path.match(pattern), query: new URLSearchParams(queryText) }) || null;
   main.focus({ preventScroll: true });
 }
 
@@ -149,6 +204,7 @@ async function start() {
       }
     } catch {
       showBanner("The API cannot be reached: retrying…", "bad");
+      watchForRecovery();
     }
   }
   setShell();

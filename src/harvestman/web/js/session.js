@@ -42,3 +42,17 @@ export function currentSubject() {
 export function isAdmin() {
   return role === "admin";
 }
+
+const NOTICE = "harvestman.notice";
+
+/** A notice for the next view (after an action that leaves the page, such as a delete). */
+export function leaveNotice(text) {
+  sessionStorage.setItem(NOTICE, text);
+}
+
+/** The notice left for this view, once. */
+export function takeNotice() {
+  const text = sessionStorage.getItem(NOTICE);
+  sessionStorage.removeItem(NOTICE);
+  return text;
+}

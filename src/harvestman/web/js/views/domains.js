@@ -2,6 +2,8 @@
 // and the admin's reset and per-domain settings (domainsettings.js).
 
 import { api, describe } from "../api.js";
+import { confirmAction } from "../confirm.js";
+import { crawlPicker } from "../crawls.js";
 import { field, fill, h } from "../dom.js";
 import { num, relative, time } from "../format.js";
 import { Pager } from "../pager.js";
@@ -47,13 +49,15 @@ export function render(main) {
   let answer = null;
   let timer = null;
   const filter = h("input", { name: "host", type: "search", placeholder: "part of a host name" });
+  // Which crawl's failed URLs the Errors column counts (a domain is shared by every crawl).
+  const crawl = crawlPicker({ name: "crawl", onChange: () => { pager.reset(); load(); } });
   const status = h("p", { role: "status", "data-testid": "domains-status" });
   const box = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   fill(main,
     h("h1", {}, "Domains"),
     h("section", { class: "panel" },
-      h("form", { role: "search", onsubmit: (e) => { e.preventDefault(); pager.reset(); load(); } },
-        field("Filter by host", filter)),
+      h("form", { class: "row", role: "search", onsubmit: (e) => { e.preventDefault(); pager.reset(); load(); } },
+        field("Filter by host", filter), field("Errors of", crawl.input)),
       status, box),
   );
   filter.addEventListener("input", () => {
@@ -62,6 +66,13 @@ export function render(main) {
   });
 
   async function reset(host) {
+    const sure = await confirmAction({
+      question: `Reset ${host}?`,
+      detail: "Its robots.txt is fetched again, its politeness gate and breaker start over, and its failed and blocked URLs go back to the frontier.",
+      confirmLabel: `Yes, reset ${host}`,
+      keepLabel: "Leave it as it is",
+    });
+    if (!sure) return;
     try {
       const done = await api(`/api/admin/domains/${encodeURIComponent(host)}/reset`, { method: "POST" });
       status.textContent = `${host} reset: ${num(done.urls_requeued)} URLs back in the frontier.`;
@@ -99,7 +110,7 @@ export function render(main) {
 
   async function load() {
     try {
-      answer = await api("/api/domains", { query: { host: filter.value.trim(), ...pager.params() } });
+      answer = await api("/api/domains", { query: { host: filter.value.trim(), crawl: crawl.input.value, ...pager.params() } });
       pager.update(answer);
       rows = answer.items;
       draw();

@@ -7,31 +7,26 @@ import { num, relative } from "../format.js";
 import { Pager } from "../pager.js";
 import { isAdmin } from "../session.js";
 import { dataTable } from "../table.js";
+import { crawlNames, crawlOf, crawlPicker, emptyFor, hashQuery, keepInHash, scopeText } from "../crawls.js";
 
 const PRIORITY = { 3: "high", 2: "normal", 1: "low" };
 const URL_STATES = ["pending", "in_progress", "completed", "failed", "blocked"];
 
-const CRAWL_KEY = "harvestman.crawl";
-
-/** A crawl-name input offering "default" and each source's namespace; `remember`: the name
- * browsed last is filled in again (the frontier and pages views share it). */
-export function crawlInput(name = "crawl", { remember = true } = {}) {
-  const list = h("datalist", { id: `${name}-names` }, h("option", { value: "default" }));
-  api("/api/v1/sources", { query: { limit: 500 } })
-    .then((page) => list.append(...page.items.map((src) => h("option", { value: `source-${src.id}` }, src.name))))
-    .catch(() => {});
-  const input = h("input", {
-    name, type: "text", list: list.id, placeholder: "default",
-    value: remember ? sessionStorage.getItem(CRAWL_KEY) || "" : "",
-  });
-  if (remember) input.addEventListener("change", () => sessionStorage.setItem(CRAWL_KEY, input.value.trim()));
+/** A crawl chooser. To browse (`remember`, the default): the select of crawls.js, "All
+ * crawls" or one, kept in the address. To name a crawl to write into (seeding): a text input
+ * offering the known names, where a new name starts a new crawl. */
+export function crawlInput(name = "crawl", { remember = true, onChange = null } = {}) {
+  if (remember) return crawlPicker({ name, onChange });
+  const list = h("datalist", { id: `${name}-names` });
+  crawlNames().then((crawls) => list.append(...crawls.map((c) => h("option", { value: c.name })))).catch(() => {});
+  const input = h("input", { name, type: "text", list: list.id, placeholder: "serve's crawl (default)" });
   return { input, list };
 }
 
 /** The message for a list of a crawl that does not exist (yet). */
 export function crawlProblem(exc) {
   return exc.status === 404 && exc.details?.crawl
-    ? `${describe(exc)}: choose a crawl (a source's jobs crawl into source-<id>), or seed a URL to start it.`
+    ? `${describe(exc)}: choose another crawl, or “All crawls”.`
     : describe(exc);
 }
 
@@ -39,9 +34,14 @@ export function render(main) {
   const pager = new Pager(50);
   let sort = { key: "id", dir: "asc" };
   let rows = [];
-  const crawl = crawlInput();
+  let crawls = [];
+  const crawl = crawlInput("crawl", { onChange: () => { pager.reset(); load(); } });
+  crawl.input.ready.then((found) => { crawls = found; });
+  // Pending URLs unless the address says otherwise ("status=any" for every status).
+  const asked = hashQuery().get("status");
+  const wanted = asked === "any" ? "" : asked || "pending";
   const status = h("select", { name: "status" },
-    h("option", { value: "" }, "any status"), URL_STATES.map((v) => h("option", { value: v, selected: v === "pending" }, v)));
+    h("option", { value: "" }, "any status"), URL_STATES.map((v) => h("option", { value: v, selected: v === wanted }, v)));
   const host = h("input", { name: "host", type: "search", placeholder: "exact host, e.g. example.com" });
   const statsBox = h("div", { class: "cards", "data-testid": "frontier-stats" });
   const box = h("div", {}, h("p", { class: "muted" }, "Loading…"));
@@ -50,12 +50,15 @@ export function render(main) {
     onsubmit: (e) => { e.preventDefault(); pager.reset(); load(); },
   }, field("Crawl", crawl.input), crawl.list, field("Status", status), field("Host", host),
   h("button", { type: "submit" }, "Show"));
+  const scope = h("p", { class: "muted", "data-testid": "crawl-scope" });
   fill(main,
     h("h1", {}, "Frontier"),
+    scope,
     statsBox,
-    isAdmin() ? seedPanel(() => { pager.reset(); load(); }) : null,
     h("section", { class: "panel", "aria-labelledby": "urls-title" },
       h("h2", { id: "urls-title" }, "URLs"), filters, box),
+    // Below the list: browsing a job's frontier is the common visit, seeding the rarer one.
+    isAdmin() ? seedPanel(() => { pager.reset(); load(); }) : null,
   );
   status.addEventListener("change", () => { pager.reset(); load(); });
 
@@ -66,9 +69,10 @@ export function render(main) {
       sort,
       onSort: (next) => { sort = next; draw(); },
       caption: "Sorting applies to the rows shown.",
-      emptyText: "No URL matches: the frontier of this crawl is empty for these filters.",
+      emptyText: emptyFor(status.value ? `${status.value.replace("_", " ")} URL` : "URL", crawl.input.value, crawls),
       columns: [
         { key: "url", label: "URL", url: true, sortable: true },
+        rows.some(crawlOf) && !crawl.input.value ? { key: "crawl", label: "Crawl", sortable: true, value: crawlOf, render: crawlOf } : null,
         { key: "host", label: "Host", sortable: true },
         { key: "status", label: "Status", sortable: true },
         { key: "priority", label: "Priority", sortable: true, render: (u) => PRIORITY[u.priority] || u.priority },
@@ -76,12 +80,14 @@ export function render(main) {
         { key: "next_crawl_at", label: "Due", sortable: true, render: (u) => relative(u.next_crawl_at) },
         { key: "attempts", label: "Attempts", numeric: true, sortable: true },
         { key: "error_class", label: "Error", render: (u) => u.error_class && `${u.error_class}: ${u.error || ""}` },
-      ],
+      ].filter(Boolean),
     }), pager.controls(load));
   }
 
   async function load() {
     const name = crawl.input.value.trim();
+    scope.textContent = scopeText(name);
+    keepInHash({ status: status.value || "any", host: host.value.trim() });
     try {
       const [answer, stats] = await Promise.all([
         api("/api/frontier/urls", { query: { crawl: name, status: status.value, host: host.value.trim(), ...pager.params() } }),

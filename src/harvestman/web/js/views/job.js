@@ -2,13 +2,30 @@
 // with their logs (runlog.js).
 
 import { api, describe } from "../api.js";
+import { confirmAction } from "../confirm.js";
+import { viewLink } from "../crawls.js";
 import { fill, h } from "../dom.js";
 import { relative, time } from "../format.js";
-import { isAdmin } from "../session.js";
+import { isAdmin, leaveNotice } from "../session.js";
 import { jobActions } from "./jobactions.js";
 import { jobForm } from "./jobform.js";
 import { adaptedText, intervalText, lastResult, stateBadge } from "./jobs.js";
 import { runLog } from "./runlog.js";
+
+/** When the job runs next; a cancelled or finished job has no next run. */
+function nextRunText(job) {
+  if (job.status === "cancelled") return "none: cancelled (resume it or run it now)";
+  if (job.next_run_at === null || job.next_run_at === undefined) return "none";
+  return `${time(job.next_run_at)} (${relative(job.next_run_at)})`;
+}
+
+/** A job's crawl and the views opened on it: where its results are, one click away. */
+function resultLinks(crawl) {
+  const to = (path, label, extra = {}) => h("a", { href: viewLink(path, crawl, extra), "data-testid": `job-${label.toLowerCase()}` }, label);
+  return h("span", {}, h("code", { "data-testid": "job-namespace" }, crawl), " — its ",
+    to("/pages", "Pages"), " · ", to("/products", "Products"), " · ", to("/errors", "Errors"), " · ",
+    to("/frontier", "Frontier", { status: "any" }));
+}
 
 export function render(main, { match }) {
   const id = Number(match[1]);
@@ -19,8 +36,10 @@ export function render(main, { match }) {
   const formBox = h("div");
   const runs = runLog(id, { onRunEnded: () => loadJob() });
   let job = null;
+  let source = null; // the job's source, for its name
   let closed = false;
   let refresh = null;
+  let runSeen = null; // the job's state and last run when it was last looked at
 
   fill(main,
     h("p", {}, h("a", { href: "#/jobs" }, "← All jobs")),
@@ -40,8 +59,9 @@ export function render(main, { match }) {
     fill(facts, h("dl", { class: "facts" },
       h("dt", {}, "URL"), h("dd", {}, job.url),
       h("dt", {}, "State"), h("dd", {}, stateBadge(job.status)),
-      h("dt", {}, "Source"), h("dd", {}, `#${job.source_id}`),
-      h("dt", {}, "Next run"), h("dd", {}, `${time(job.next_run_at)} (${relative(job.next_run_at)})`),
+      h("dt", {}, "Source"), h("dd", {}, h("a", { href: "#/sources" }, source ? `${source.name} (#${job.source_id})` : `#${job.source_id}`)),
+      job.crawl ? [h("dt", {}, "Crawl"), h("dd", { "data-testid": "job-crawl" }, resultLinks(job.crawl))] : null,
+      h("dt", {}, "Next run"), h("dd", { "data-testid": "job-next-run" }, nextRunText(job)),
       h("dt", {}, "Interval"), h("dd", {}, `${intervalText(job)}${job.adaptive_scheduling ? ", adaptive" : ""}`),
       h("dt", {}, "Adapted interval"), h("dd", {}, adaptedText(job)),
       h("dt", {}, "Last run"), h("dd", {}, time(job.last_run_at)),
@@ -49,7 +69,27 @@ export function render(main, { match }) {
       h("dt", {}, "Retries"), h("dd", {}, `${job.current_retry_count} of ${job.max_retries} (backoff ${job.retry_backoff_seconds} s)`)));
     fill(actions, h("div", { class: "actions" },
       jobActions(job, { onChange: (changed) => { job = { ...job, ...changed }; drawJob(); runs.reload(); }, onError: showError }),
-      isAdmin() ? h("button", { type: "button", onclick: openEdit }, "Edit") : null));
+      isAdmin() ? h("button", { type: "button", onclick: openEdit }, "Edit") : null,
+      isAdmin() && job.status !== "running"
+        ? h("button", { type: "button", class: "danger", onclick: deleteJob }, "Delete job")
+        : null));
+  }
+
+  async function deleteJob() {
+    const sure = await confirmAction({
+      question: `Delete job ${id}?`,
+      detail: `The job and its run history and logs are deleted. The pages it stored stay in its crawl${job?.crawl ? ` ${job.crawl}` : ""}.`,
+      confirmLabel: `Yes, delete job ${id}`,
+      keepLabel: "Keep the job",
+    });
+    if (!sure) return;
+    try {
+      await api(`/api/v1/jobs/${id}`, { method: "DELETE" });
+      leaveNotice(`Job ${id} deleted.`);
+      location.hash = "#/jobs";
+    } catch (exc) {
+      showError(describe(exc));
+    }
   }
 
   function openEdit() {
@@ -63,9 +103,16 @@ export function render(main, { match }) {
   async function loadJob() {
     try {
       job = await api(`/api/v1/jobs/${id}`);
+      if (source?.id !== job.source_id) source = await api(`/api/v1/sources/${job.source_id}`).catch(() => null);
       if (closed) return;
       drawJob();
-      runs.refresh(job.status === "running");
+      // A run may start and end between two looks (a small site takes a second): the runs
+      // are read again whenever the job's state or last run moved.
+      const seen = `${job.status} ${job.last_run_at}`;
+      const moved = runSeen !== null && seen !== runSeen;
+      runSeen = seen;
+      if (moved) runs.reload();
+      else runs.refresh(job.status === "running");
     } catch (exc) {
       fill(facts, h("p", { class: "error-text" }, describe(exc)));
     }

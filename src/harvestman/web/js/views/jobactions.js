@@ -1,18 +1,32 @@
 // The job-control buttons: only the actions the job's state allows, and only for an admin.
-// A refusal (409: the state changed meanwhile) shows the API's message and the buttons the
-// new state allows.
+// Cancelling asks first. A refusal (409: the state changed meanwhile) shows the API's message
+// and the buttons the new state allows.
 
 import { api, describe } from "../api.js";
+import { confirmAction } from "../confirm.js";
 import { fill, h } from "../dom.js";
 import { isAdmin } from "../session.js";
 
+// "Cancel job", not "Cancel": a form's way out sits on the same page.
 const LABELS = {
   pause: "Pause",
   resume: "Resume",
-  cancel: "Cancel",
+  cancel: "Cancel job",
   retry: "Retry",
   "force-run": "Run now",
 };
+
+/** Ask before a cancel: it stops a run under way (the pages fetched so far stay stored). */
+function confirmCancel(job) {
+  return confirmAction({
+    question: `Cancel job ${job.id}?`,
+    detail: job.status === "running"
+      ? "The run under way stops now; the pages it stored stay. The job runs again only when you resume it or run it now."
+      : "The job will not run until you resume it or run it now. Its settings and history stay.",
+    confirmLabel: `Yes, cancel job ${job.id}`,
+    keepLabel: "Keep the job",
+  });
+}
 
 export function actionPath(jobId, action) {
   return action === "force-run" ? `/api/v2/jobs/${jobId}/force-run` : `/api/v1/jobs/${jobId}/${action}`;
@@ -27,9 +41,11 @@ export function jobActions(job, { onChange, onError }) {
       type: "button",
       class: action === "cancel" ? "danger" : "",
       "data-action": action,
-      "aria-label": `${LABELS[action] || action} job ${current.id}`,
+      "aria-label": `${action === "cancel" ? "Cancel" : LABELS[action] || action} job ${current.id}`,
       onclick: async (event) => {
-        event.target.disabled = true;
+        const button = event.currentTarget;
+        if (action === "cancel" && !(await confirmCancel(current))) return;
+        button.disabled = true;
         try {
           const changed = await api(actionPath(current.id, action), { method: "POST" });
           onError?.("");
@@ -39,7 +55,7 @@ export function jobActions(job, { onChange, onError }) {
           if (exc.status === 409 && exc.details?.allowed_actions) {
             onChange({ ...current, status: exc.details.state, allowed_actions: exc.details.allowed_actions });
           } else {
-            event.target.disabled = false;
+            button.disabled = false;
           }
         }
       },

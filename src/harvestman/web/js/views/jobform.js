@@ -3,6 +3,7 @@
 
 import { api, describe } from "../api.js";
 import { field, fill, h, showFieldErrors } from "../dom.js";
+import { namespaceOf } from "./sources.js";
 
 /** An epoch time as a datetime-local value (local time, to the minute); "" for none. */
 function localInput(epoch) {
@@ -16,7 +17,8 @@ function option(value, label, selected) {
   return h("option", { value: String(value), selected: Boolean(selected) }, label);
 }
 
-/** A form; onSaved(job) after the API accepted it. `job` null: a new job. */
+/** A form; onSaved(job, duplicates) after the API accepted it, `duplicates` the jobs the
+ * source already had when a new one was made. `job` null: a new job. */
 export function jobForm(job, { onSaved, onCancel }) {
   const sourceSelect = h("select", { name: "source_id" }, option("", "Loading sources…"));
   const url = h("input", { name: "url", type: "text", inputmode: "url", value: job?.url || "" });
@@ -34,10 +36,33 @@ export function jobForm(job, { onSaved, onCancel }) {
   const message = h("p", { class: "form-error", role: "alert", "data-testid": "form-error" });
   const submit = h("button", { type: "submit", class: "primary" }, job ? "Save changes" : "Create job");
 
+  // A source's jobs all crawl into its one namespace: a second job is most often a mistake.
+  const sameSource = h("p", { class: "warn-text", "data-testid": "job-source-hint", "aria-live": "polite" });
+  let sourcesById = new Map();
+  function otherJobs() {
+    const src = sourcesById.get(Number(sourceSelect.value));
+    return (src?.jobs || []).filter((other) => other.id !== job?.id);
+  }
+  function hintSource() {
+    const others = otherJobs();
+    const src = sourcesById.get(Number(sourceSelect.value));
+    sameSource.textContent = others.length
+      ? `${src.name} already has ${others.map((o) => `job #${o.id} (${o.status})`).join(", ")} crawling into ${namespaceOf(src)}: a new job crawls there too.`
+      : "";
+  }
+  sourceSelect.addEventListener("change", () => {
+    hintSource();
+    // A new job starts where its source does, unless a URL was typed already.
+    const src = sourcesById.get(Number(sourceSelect.value));
+    if (!job && !url.value.trim() && src?.start_urls?.length) url.value = src.start_urls[0];
+  });
+
   api("/api/v1/sources", { query: { limit: 500 } }).then((page) => {
+    sourcesById = new Map(page.items.map((src) => [src.id, src]));
     fill(sourceSelect,
       option("", page.items.length ? "Choose a source" : "No source yet: create one first", !job),
       page.items.map((src) => option(src.id, `${src.name} (#${src.id})`, job?.source_id === src.id)));
+    hintSource();
   }).catch((exc) => {
     fill(sourceSelect, option("", `Sources unavailable: ${describe(exc)}`));
   });
@@ -71,10 +96,11 @@ export function jobForm(job, { onSaved, onCancel }) {
       submit.disabled = true;
       try {
         const body = values();
+        const duplicates = job ? [] : otherJobs();
         const saved = job
           ? await api(`/api/v1/jobs/${job.id}`, { method: "PUT", body })
           : await api("/api/v1/jobs", { method: "POST", body });
-        onSaved(saved);
+        onSaved(saved, duplicates);
       } catch (exc) {
         const fields = exc.fieldErrors ? exc.fieldErrors() : {};
         showFieldErrors(form, fields);
@@ -89,6 +115,7 @@ export function jobForm(job, { onSaved, onCancel }) {
   h("div", { class: "row" },
     field("Source", sourceSelect),
     field("URL", url)),
+  sameSource,
   h("div", { class: "row" },
     field("Every (empty: run once)", interval),
     field("Unit", intervalType),
@@ -102,48 +129,6 @@ export function jobForm(job, { onSaved, onCancel }) {
   message,
   h("div", { class: "actions" },
     submit,
-    h("button", { type: "button", onclick: onCancel }, "Cancel")));
-  return form;
-}
-
-/** A small form for a new source (what a job crawls). */
-export function sourceForm({ onSaved }) {
-  const name = h("input", { name: "name", type: "text" });
-  const starts = h("textarea", { name: "start_urls", rows: 2, placeholder: "https://example.com/" });
-  const depth = h("input", { name: "max_depth", type: "number", value: "0" });
-  const delay = h("input", { name: "crawl_delay", type: "number", step: "0.1", placeholder: "robots.txt or 1 s" });
-  const maxPages = h("input", { name: "max_pages", type: "number", value: "0" });
-  const message = h("p", { class: "form-error", role: "alert" });
-  const form = h("form", {
-    novalidate: true, "aria-label": "New source",
-    onsubmit: async (event) => {
-      event.preventDefault();
-      message.textContent = "";
-      showFieldErrors(form, {});
-      try {
-        const saved = await api("/api/v1/sources", {
-          method: "POST",
-          body: {
-            name: name.value.trim(),
-            start_urls: starts.value.split(/\s+/).filter(Boolean),
-            max_depth: Number(depth.value || 0),
-            crawl_delay: delay.value === "" ? null : Number(delay.value),
-            max_pages: Number(maxPages.value || 0),
-          },
-        });
-        form.reset();
-        message.textContent = "";
-        onSaved(saved);
-      } catch (exc) {
-        showFieldErrors(form, exc.fieldErrors ? exc.fieldErrors() : {});
-        message.textContent = describe(exc);
-      }
-    },
-  },
-  h("div", { class: "row" }, field("Name", name), field("Start URLs (one per line)", starts)),
-  h("div", { class: "row" },
-    field("Max depth (0: 3)", depth), field("Crawl delay (s)", delay), field("Max pages per run (0: no limit)", maxPages)),
-  message,
-  h("button", { type: "submit" }, "Create source"));
+    h("button", { type: "button", onclick: onCancel }, job ? "Discard changes" : "Discard")));
   return form;
 }

@@ -5,10 +5,10 @@ import { api, describe } from "../api.js";
 import { field, fill, h } from "../dom.js";
 import { relative, span } from "../format.js";
 import { Pager } from "../pager.js";
-import { isAdmin } from "../session.js";
+import { isAdmin, takeNotice } from "../session.js";
 import { dataTable } from "../table.js";
 import { jobActions } from "./jobactions.js";
-import { jobForm, sourceForm } from "./jobform.js";
+import { jobForm } from "./jobform.js";
 
 export const STATES = ["pending", "scheduled", "running", "completed", "failed", "paused", "cancelled"];
 const TONES = { scheduled: "ok", running: "ok", completed: "ok", failed: "bad", cancelled: "bad", paused: "warn" };
@@ -28,6 +28,13 @@ export function adaptedText(job) {
   if (!job.adaptive_scheduling || job.interval_minutes === null) return "—";
   if (job.adapted_interval_seconds === null || job.adapted_interval_seconds === undefined) return "—";
   return span(job.adapted_interval_seconds);
+}
+
+/** When the job runs next, in the list: a cancelled job has no next run. */
+function nextRun(job) {
+  if (job.status === "cancelled") return "none";
+  if (job.status === "running") return "after this run";
+  return relative(job.next_run_at);
 }
 
 export function lastResult(job) {
@@ -53,17 +60,19 @@ export function render(main) {
     h("section", { class: "panel" },
       h("form", { class: "row", role: "search", onsubmit: (e) => e.preventDefault() }, field("State", stateFilter)),
       notice, box),
-    isAdmin() ? h("details", { class: "panel" }, h("summary", {}, "New source"),
-      sourceForm({ onSaved: (src) => { notice.textContent = `Source ${src.name} (#${src.id}) created.`; } })) : null,
+    h("p", { class: "muted" }, "A job crawls a source: ", h("a", { href: "#/sources" }, "create or edit sources"), "."),
   );
   stateFilter.addEventListener("change", () => { pager.reset(); load(); });
 
   function openForm() {
     fill(formBox, jobForm(null, {
-      onSaved: (job) => {
+      onSaved: (job, duplicates) => {
         fill(formBox);
-        notice.textContent = `Job ${job.id} created: ${job.status}.`;
-        notice.className = "notice";
+        const twin = duplicates.length
+          ? ` Its source already had ${duplicates.map((d) => `job #${d.id}`).join(", ")}: both crawl into the same namespace.`
+          : "";
+        notice.textContent = `Job ${job.id} created: ${job.status}.${twin}`;
+        notice.className = duplicates.length ? "warn-text" : "notice";
         pager.reset();
         load();
       },
@@ -89,7 +98,7 @@ export function render(main) {
           { key: "id", label: "Job", render: (j) => h("a", { href: `#/jobs/${j.id}` }, `#${j.id}`) },
           { key: "url", label: "URL", url: true },
           { key: "status", label: "State", render: (j) => stateBadge(j.status) },
-          { key: "next_run_at", label: "Next run", render: (j) => relative(j.next_run_at) },
+          { key: "next_run_at", label: "Next run", render: nextRun },
           { key: "interval", label: "Interval", render: intervalText },
           { key: "adapted", label: "Adapted", render: adaptedText },
           { key: "last", label: "Last result", render: lastResult },
@@ -116,5 +125,10 @@ export function render(main) {
     }
   }
 
+  const flash = takeNotice();
+  if (flash) {
+    notice.textContent = flash;
+    notice.className = "notice";
+  }
   load();
 }

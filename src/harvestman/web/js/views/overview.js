@@ -4,7 +4,7 @@
 import { api, describe } from "../api.js";
 import { barChart, lineChart, sparkline } from "../charts.js";
 import { fill, h } from "../dom.js";
-import { bytes, clock, num, pct, relative } from "../format.js";
+import { bytes, clock, decimal, num, pct, relative } from "../format.js";
 import { follow } from "../sse.js";
 import { dataTable } from "../table.js";
 
@@ -33,9 +33,9 @@ export function render(main) {
   const mode = h("span", { class: "badge", "data-testid": "live-mode" }, "Connecting…");
   const cards = {
     pages: card("Pages fetched", "stat-pages"),
-    rate: card("Pages/s (last minute)", "stat-rate"),
+    rate: card("Pages/s (last full minute)", "stat-rate"),
     success: card("Success rate", "stat-success"),
-    frontier: card("Frontier (pending)", "stat-frontier"),
+    frontier: card("Frontier (pending, all crawls)", "stat-frontier"),
     bytes: card("Downloaded", "stat-bytes"),
     robots: card("Robots.txt denials", "stat-robots"),
     domains: card("Domains", "stat-domains"),
@@ -49,7 +49,7 @@ export function render(main) {
     h("div", { class: "cards" }, Object.values(cards).map((c) => c.el)),
     h("div", { class: "grid2" },
       h("section", { class: "panel", "aria-labelledby": "rate-title" },
-        h("h2", { id: "rate-title" }, "Pages per second, last hour"), chartBox),
+        h("h2", { id: "rate-title" }, "Pages per second, last hour (all crawls)"), chartBox),
       h("section", { class: "panel", "aria-labelledby": "status-title" },
         h("h2", { id: "status-title" }, "HTTP status distribution"), statusBox)),
     h("section", { class: "panel", "aria-labelledby": "workers-title" },
@@ -70,9 +70,17 @@ export function render(main) {
       const by = new Map(series.points.map((p) => [p.t, p.pages]));
       const first = Math.floor(series.since / BUCKET) * BUCKET;
       const points = [];
-      for (let t = first; t <= now; t += BUCKET) points.push({ x: t, y: (by.get(t) || 0) / BUCKET });
+      // The chart ends with the last full minute and the card shows that point: one
+      // definition (pages stored per minute bucket, all crawls) and one window, so the two
+      // never disagree; the minute under way is counted apart, below the card.
+      const current = Math.floor(now / BUCKET) * BUCKET;
+      const full = current - BUCKET;
+      for (let t = first; t <= full; t += BUCKET) points.push({ x: t, y: (by.get(t) || 0) / BUCKET });
+      const done = by.get(full) || 0;
+      cards.rate.value.textContent = decimal(done / BUCKET, 2);
+      cards.rate.sub.textContent = `${num(done)} pages ${clock(full)}–${clock(current)}; ${num(by.get(current) || 0)} so far in this minute`;
       fill(chartBox, lineChart(points, {
-        x0: now - HOUR, x1: now, xLabel: clock, title: "Pages per second over the last hour",
+        x0: full - HOUR, x1: full, xLabel: clock, title: "Pages per second over the last hour, by minute",
       }));
     } catch (exc) {
       if (!closed) fill(chartBox, h("p", { class: "error-text" }, describe(exc)));
@@ -83,8 +91,6 @@ export function render(main) {
     const now = stats.time || Date.now() / 1000;
     cards.pages.value.textContent = num(stats.pages);
     cards.pages.sub.textContent = `${num(stats.pages_last_hour)} in the last hour`;
-    cards.rate.value.textContent = (stats.pages_per_second ?? 0).toFixed(2);
-    cards.rate.sub.textContent = `${num(stats.pages_last_minute)} in the last minute`;
     cards.success.value.textContent = pct(stats.success_rate);
     cards.success.sub.textContent = "2xx and 304 of all pages";
     cards.bytes.value.textContent = bytes(stats.bytes);
@@ -100,7 +106,7 @@ export function render(main) {
     const trend = elapsed > 0 ? ((stats.frontier_size - minuteAgo[1]) / elapsed) * 60 : 0;
     fill(cards.frontier.sub,
       h("span", { "data-testid": "frontier-trend" },
-        elapsed > 0 ? `${trend >= 0 ? "+" : ""}${trend.toFixed(0)}/min` : "trend after the next update"),
+        elapsed > 0 ? `${trend >= 0 ? "+" : ""}${decimal(trend, 0)}/min` : "trend after the next update"),
       sparkline(frontierHistory.map(([, v]) => v), { title: "Frontier size, last 10 minutes" }));
 
     const codes = Object.entries(stats.status_codes || {}).sort(([a], [b]) => a.localeCompare(b));
@@ -120,15 +126,16 @@ export function render(main) {
         { key: "current_host", label: "Current host" },
         { key: "crawl", label: "Crawl" },
         { key: "pages", label: "Pages", numeric: true, render: (w) => num(w.pages) },
-        { key: "rate", label: "Pages/s", numeric: true },
+        { key: "rate", label: "Pages/s", numeric: true, render: (w) => decimal(w.rate ?? 0, 2) },
         { key: "heartbeat_at", label: "Heartbeat", render: (w) => relative(w.heartbeat_at, now) },
       ],
       rows: workers,
       emptyText: "No worker has sent a heartbeat in the last 30 s.",
     }));
 
-    if (stats.pages !== lastPages && Date.now() - lastSeries > 10_000) loadSeries();
-    else if (Date.now() - lastSeries > 60_000) loadSeries();
+    const minute = Math.floor(Date.now() / 1000 / BUCKET);
+    if (minute !== Math.floor(lastSeries / 1000 / BUCKET)) loadSeries(); // a minute completed
+    else if (stats.pages !== lastPages && Date.now() - lastSeries > 10_000) loadSeries();
     lastPages = stats.pages;
   }
 

@@ -4,10 +4,12 @@
 // promote and roll back for an admin.
 
 import { api, describe } from "../api.js";
-import { fill, h } from "../dom.js";
+import { crawlPicker, emptyFor, scopeText } from "../crawls.js";
+import { field, fill, h } from "../dom.js";
 import { num, pct, time } from "../format.js";
 import { isAdmin } from "../session.js";
 import { dataTable } from "../table.js";
+import { crawlProblem } from "./frontier.js";
 
 /** Whether a rate fell under half its baseline (what the alert rule fires on). */
 function halved(rate, baseline) {
@@ -15,14 +17,18 @@ function halved(rate, baseline) {
 }
 
 export function render(main) {
-  const crawlInput = h("input", { type: "text", name: "crawl", placeholder: "serve's crawl", "aria-label": "Crawl" });
+  let crawls = [];
+  const crawl = crawlPicker({ name: "crawl", onChange: () => load() });
+  crawl.input.ready.then((found) => { crawls = found; });
+  const scope = h("p", { class: "muted", "data-testid": "crawl-scope" });
   const statsBox = h("div", { "data-testid": "parser-stats" }, h("p", { class: "muted" }, "Loading…"));
   const rolloutsBox = h("div", { "data-testid": "parser-rollouts" });
   const status = h("p", { role: "status", class: "muted" });
   fill(main,
     h("h1", {}, "Parsers"),
-    h("form", { class: "filters", onsubmit: (event) => { event.preventDefault(); load(); } },
-      h("label", {}, "Crawl ", crawlInput), h("button", { type: "submit" }, "Show")),
+    scope,
+    h("form", { class: "row", role: "search", onsubmit: (event) => { event.preventDefault(); load(); } },
+      field("Crawl", crawl.input)),
     h("section", { class: "panel", "aria-labelledby": "parser-rates-title" },
       h("h2", { id: "parser-rates-title" }, "Success rate per domain and version"), statsBox),
     h("section", { class: "panel", "aria-labelledby": "rollouts-title" },
@@ -65,13 +71,14 @@ export function render(main) {
   }
 
   async function load() {
-    const crawl = crawlInput.value.trim();
+    const name = crawl.input.value;
+    scope.textContent = scopeText(name);
     try {
-      const stats = await api("/api/parsers/stats", { query: crawl ? { crawl } : {} });
+      const stats = await api("/api/parsers/stats", { query: name ? { crawl: name } : {} });
       fill(statsBox, dataTable({
         rows: stats.items,
         testid: "parser-lines",
-        emptyText: "No site parser has run in this crawl.",
+        emptyText: name ? emptyFor("site parser run", name, crawls) : "No site parser has run in any crawl.",
         rowKey: (l) => `${l.host} ${l.parser} ${l.version}`,
         columns: [
           { key: "host", label: "Domain" },
@@ -88,7 +95,7 @@ export function render(main) {
       }));
       fill(rolloutsBox, stats.rollouts.length ? rolloutTable(stats.rollouts) : h("p", { class: "empty" }, "No rollout: each parser runs its first loaded version."));
     } catch (exc) {
-      fill(statsBox, h("p", { class: "error-text" }, describe(exc)));
+      fill(statsBox, h("p", { class: "error-text" }, crawlProblem(exc)));
       fill(rolloutsBox);
     }
   }

@@ -2,8 +2,9 @@
 // its price history (GET /api/products/{id}/history) as a step chart and a table of changes.
 
 import { api, describe } from "../api.js";
+import { crawlNames, viewLink } from "../crawls.js";
 import { empty, fill, h } from "../dom.js";
-import { time } from "../format.js";
+import { time, timeAxis } from "../format.js";
 import { lineChart } from "../charts.js";
 import { dataTable } from "../table.js";
 import { price } from "./products.js";
@@ -44,7 +45,7 @@ export function priceChart(changes, now = Date.now() / 1000) {
   points.push({ x: x1, y: points[points.length - 1].y });
   const currency = priced[priced.length - 1].currency || "";
   const chart = lineChart(points, {
-    x0, x1, title: `Price over time${currency ? ` (${currency})` : ""}`, xLabel: (x) => time(x),
+    x0, x1, title: `Price over time${currency ? ` (${currency})` : ""}`, xLabel: timeAxis(x0, x1),
   });
   chart.dataset.testid = "price-chart";
   return chart;
@@ -56,18 +57,24 @@ export function render(main, { match }) {
 
   async function load() {
     try {
-      const [product, changes] = await Promise.all([api(`/api/products/${id}`), allChanges(id)]);
+      const [product, changes, crawls] = await Promise.all([
+        api(`/api/products/${id}`), allChanges(id), crawlNames().catch(() => []),
+      ]);
+      const crawl = crawls.find((c) => c.id === product.crawl_id)?.name;
       const offer = product.offers[0] || {};
       const facts = [
         ["Price", price(offer)], ["Availability", offer.availability], ["Condition", offer.condition],
         ["Brand", product.brand], ["Category", product.category], ["SKU", product.sku], ["GTIN", product.gtin],
         ["Rating", product.rating], ["Domain", product.domain], ["Page", link(product.seen.page_url)],
+        ["Crawl", crawl ? h("a", { href: viewLink("/products", crawl) }, crawl) : `#${product.crawl_id}`],
         ["First seen", time(product.seen.first_seen_at)], ["Last fetched", time(product.seen.last_seen_at)],
         ["Changed", time(product.seen.changed_at)], ["Parser", product.parser],
       ];
       fill(main,
         h("p", {}, h("a", { href: "#/products" }, "← Products")),
         h("h1", { "data-testid": "product-name" }, product.name || `Product ${product.id}`),
+        // Side by side on a wide screen: the price history is in sight beside the facts.
+        h("div", { class: "grid2" },
         h("section", { class: "panel" },
           h("dl", { class: "facts" }, facts.map(([label, value]) => [h("dt", {}, label), h("dd", {}, value ?? "—")])),
           product.description ? h("p", {}, product.description) : null),
@@ -83,7 +90,7 @@ export function render(main, { match }) {
               { key: "price", label: "Price", numeric: true, render: (c) => price(c) },
               { key: "availability", label: "Availability" },
             ],
-          })),
+          }))),
         h("section", { class: "panel" },
           h("h2", {}, "Images"),
           product.images.length

@@ -2,10 +2,12 @@
 // (GET /api/products), in the API's order; each name opens the product view.
 
 import { api, describe } from "../api.js";
+import { crawlOf, crawlPicker, emptyFor, scopeText } from "../crawls.js";
 import { field, fill, h } from "../dom.js";
-import { time } from "../format.js";
+import { decimal, time } from "../format.js";
 import { Pager } from "../pager.js";
 import { dataTable } from "../table.js";
+import { downloadButtons } from "../downloads.js";
 
 export const AVAILABILITY = [
   "in_stock", "out_of_stock", "preorder", "presale", "backorder", "made_to_order",
@@ -15,11 +17,21 @@ export const AVAILABILITY = [
 /** "19.5 EUR", or "—" without a price. */
 export function price(offer) {
   if (!offer || offer.price === null || offer.price === undefined) return "—";
-  return `${offer.price}${offer.currency ? ` ${offer.currency}` : ""}`;
+  // The stored decimal, its digits kept, in the locale's number format.
+  const digits = (String(offer.price).split(".")[1] || "").length;
+  const value = Number(offer.price);
+  const shown = Number.isFinite(value) ? decimal(value, digits) : String(offer.price);
+  return `${shown}${offer.currency ? ` ${offer.currency}` : ""}`;
 }
 
 export function render(main) {
   const pager = new Pager(50);
+  let crawls = [];
+  let applied = null; // the filters of the list shown: what a download holds
+  const crawl = crawlPicker({ name: "crawl", onChange: () => { pager.reset(); load(); } });
+  crawl.input.ready.then((found) => { crawls = found; });
+  const scope = h("p", { class: "muted", "data-testid": "crawl-scope" });
+  const downloads = downloadButtons("/api/products/export", () => applied, "product");
   const input = (name, attrs = {}) => h("input", { name, type: "search", ...attrs });
   const brand = input("brand", { maxlength: 200, placeholder: "any brand" });
   const category = input("category", { maxlength: 200, placeholder: "any category" });
@@ -35,33 +47,36 @@ export function render(main) {
   const box = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   fill(main,
     h("h1", {}, "Products"),
+    scope,
     h("section", { class: "panel" },
       h("form", {
         class: "row", role: "search", "data-testid": "products-filters",
         onsubmit: (e) => { e.preventDefault(); pager.reset(); load(); },
       },
-      field("Brand", brand), field("Category", category), field("Domain", domain),
+      field("Crawl", crawl.input), field("Brand", brand), field("Category", category), field("Domain", domain),
       field("Availability", availability), field("Currency", currency),
       field("Min price", minPrice), field("Max price", maxPrice), field("Order", order),
       h("button", { type: "submit" }, "Show")),
+      downloads.box,
       box),
   );
 
   async function load() {
     const [sort, dir] = order.value.split(":");
+    scope.textContent = scopeText(crawl.input.value);
+    const filters = {
+      crawl: crawl.input.value, brand: brand.value.trim(), category: category.value.trim(), domain: domain.value.trim(),
+      availability: availability.value, currency: currency.value.trim(),
+      min_price: minPrice.value, max_price: maxPrice.value, sort, order: dir,
+    };
     try {
-      const answer = await api("/api/products", {
-        query: {
-          brand: brand.value.trim(), category: category.value.trim(), domain: domain.value.trim(),
-          availability: availability.value, currency: currency.value.trim(),
-          min_price: minPrice.value, max_price: maxPrice.value, sort, order: dir, ...pager.params(),
-        },
-      });
+      const answer = await api("/api/products", { query: { ...filters, ...pager.params() } });
+      applied = filters;
       pager.update(answer);
       fill(box, dataTable({
         testid: "products-table",
         rows: answer.items,
-        emptyText: "No stored product matches these filters.",
+        emptyText: emptyFor("stored product", filters.crawl, crawls),
         columns: [
           { key: "name", label: "Product", render: (p) => h("a", { href: `#/products/${p.id}` }, p.name || `#${p.id}`) },
           { key: "price", label: "Price", numeric: true, render: (p) => price(p.offers[0]) },
@@ -69,8 +84,9 @@ export function render(main) {
           { key: "brand", label: "Brand" },
           { key: "rating", label: "Rating", numeric: true },
           { key: "domain", label: "Domain" },
+          !filters.crawl && answer.items.some(crawlOf) ? { key: "crawl", label: "Crawl", render: crawlOf } : null,
           { key: "changed", label: "Changed", render: (p) => time(p.seen.changed_at) },
-        ],
+        ].filter(Boolean),
       }), pager.controls(load));
     } catch (exc) {
       fill(box, h("p", { class: "error-text" }, describe(exc)));

@@ -4,7 +4,7 @@
 import { api, describe } from "../api.js";
 import { columnChart } from "../charts.js";
 import { fill, h } from "../dom.js";
-import { clock, num, pct, time } from "../format.js";
+import { clock, decimal, num, pct, time } from "../format.js";
 import { isAdmin } from "../session.js";
 import { dataTable } from "../table.js";
 
@@ -34,7 +34,7 @@ export function render(main) {
       const step = dist.slot_seconds;
       const x0 = Math.floor(Date.now() / 1000 / step) * step;
       fill(score,
-        [["Distribution score", dist.distribution_score.toFixed(2), "1.00: no slot above its fair share"],
+        [["Distribution score", decimal(dist.distribution_score, 2), "1.00: no slot above its fair share"],
           ["Jobs in the next 24 h", num(dist.total_jobs), ""],
           ["Busiest slot", num(dist.peak_count), dist.peak_start ? `at ${clock(dist.peak_start)}` : ""]]
           .map(([label, value, sub]) => h("div", { class: "card" }, h("div", { class: "label" }, label),
@@ -77,8 +77,8 @@ export function render(main) {
       const skipped = Object.entries(plan.skipped || {});
       fill(planBox,
         h("p", { role: "status" }, dryRun
-          ? `Preview: ${plan.moves.length} move(s), score ${plan.score_before.toFixed(2)} → ${plan.score_after.toFixed(2)}.`
-          : `Applied: ${plan.moves.length} job(s) moved, score ${plan.score_before.toFixed(2)} → ${plan.score_after.toFixed(2)}.`),
+          ? `Preview: ${plan.moves.length} move(s), score ${decimal(plan.score_before, 2)} → ${decimal(plan.score_after, 2)}.`
+          : `Applied: ${plan.moves.length} job(s) moved, score ${decimal(plan.score_before, 2)} → ${decimal(plan.score_after, 2)}.`),
         dataTable({
           rows: plan.moves,
           emptyText: "Nothing to move: no slot is overloaded.",

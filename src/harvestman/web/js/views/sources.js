@@ -1,0 +1,219 @@
+// Sources: what jobs crawl. The list (start URLs, namespace, jobs), and for an admin the
+// form to create, edit or clone one, and delete with a confirmation. Creating an enabled
+// source makes its job at once: the notice names it, with a link.
+
+import { api, describe } from "../api.js";
+import { confirmAction } from "../confirm.js";
+import { viewLink } from "../crawls.js";
+import { field, fill, h, showFieldErrors } from "../dom.js";
+import { num } from "../format.js";
+import { Pager } from "../pager.js";
+import { isAdmin } from "../session.js";
+import { dataTable } from "../table.js";
+import { stateBadge } from "./jobs.js";
+
+/** The crawl (namespace) a source's jobs store into, as the API names it. */
+export function namespaceOf(source) {
+  return source.namespace || source.crawl || `source-${source.id}`;
+}
+
+function lines(text) {
+  return text.split(/\s+/).filter(Boolean);
+}
+
+function jobLinks(source) {
+  if (!source.jobs?.length) return h("span", { class: "muted" }, "none");
+  return h("span", { class: "actions" }, source.jobs.map((job) => h("span", {},
+    h("a", { href: `#/jobs/${job.id}` }, `#${job.id}`), " ", stateBadge(job.status))));
+}
+
+/**
+ * The source form. `source` null: a new source; `mode` "edit" sends only what changed,
+ * "clone" and "create" make a new one. onSaved(source, mode) after the API accepted it.
+ */
+export function sourceForm(source, mode, { onSaved, onDiscard }) {
+  const editing = mode === "edit";
+  const name = h("input", {
+    name: "name", type: "text",
+    value: source ? (mode === "clone" ? `${source.name} (copy)` : source.name) : "",
+  });
+  const starts = h("textarea", { name: "start_urls", rows: 2, placeholder: "https://example.com/" });
+  starts.value = (source?.start_urls || []).join("\n");
+  const domains = h("textarea", { name: "scope", rows: 2, placeholder: "empty: the start URLs' hosts" });
+  domains.value = (source?.scope?.allow_domains || []).join("\n");
+  const depth = h("input", { name: "max_depth", type: "number", min: "0", value: String(source?.max_depth ?? 0) });
+  const delay = h("input", {
+    name: "crawl_delay", type: "number", step: "0.1", min: "0", placeholder: "robots.txt or 1 s",
+    value: source?.crawl_delay ?? "",
+  });
+  const maxPages = h("input", { name: "max_pages", type: "number", min: "0", value: String(source?.max_pages ?? 0) });
+  const enabled = h("input", { name: "enabled", type: "checkbox", checked: source ? source.enabled : true });
+  const message = h("p", { class: "form-error", role: "alert", "data-testid": "source-form-error" });
+  const title = { create: "New source", edit: `Edit source ${source?.name}`, clone: `Clone source ${source?.name}` }[mode];
+  const submit = h("button", { type: "submit", class: "primary" }, editing ? "Save source" : "Create source");
+
+  function values() {
+    const body = {
+      name: name.value.trim(),
+      start_urls: lines(starts.value),
+      max_depth: Number(depth.value || 0),
+      crawl_delay: delay.value === "" ? null : Number(delay.value),
+      max_pages: Number(maxPages.value || 0),
+      enabled: enabled.checked,
+      scope: { ...(source?.scope || {}), allow_domains: lines(domains.value) },
+    };
+    if (mode === "clone" && source.options) body.options = source.options;
+    if (!editing) return body;
+    const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+    return Object.fromEntries(Object.entries(body).filter(([key, value]) => !same(value, source[key])));
+  }
+
+  const form = h("form", {
+    class: "panel", novalidate: true, "aria-label": title, "data-testid": `source-${mode}-form`,
+    onsubmit: async (event) => {
+      event.preventDefault();
+      message.textContent = "";
+      showFieldErrors(form, {});
+      submit.disabled = true;
+      try {
+        const saved = editing
+          ? await api(`/api/v1/sources/${source.id}`, { method: "PUT", body: values() })
+          : await api("/api/v1/sources", { method: "POST", body: values() });
+        onSaved(saved, mode);
+      } catch (exc) {
+        showFieldErrors(form, exc.fieldErrors ? exc.fieldErrors() : {});
+        message.textContent = describe(exc);
+        form.querySelector("[aria-invalid='true']")?.focus();
+      } finally {
+        submit.disabled = false;
+      }
+    },
+  },
+  h("h2", {}, title),
+  h("div", { class: "row" }, field("Name", name), field("Start URLs (one per line)", starts)),
+  h("div", { class: "row" },
+    field("Max depth (0: 3)", depth), field("Crawl delay (s)", delay),
+    field("Max pages per run (0: no limit)", maxPages),
+    field("Allowed domains (one per line)", domains)),
+  h("label", { class: "check" }, enabled, "Enabled (an enabled source has a recurring job)"),
+  message,
+  h("div", { class: "actions" }, submit,
+    h("button", { type: "button", onclick: onDiscard }, editing ? "Discard changes" : "Discard")));
+  return form;
+}
+
+/** What a save made, in words: a new source names the job the API made for it. */
+function savedText(source, mode) {
+  if (mode === "edit") return [`Source ${source.name} (#${source.id}) saved.`];
+  const job = source.jobs?.[0];
+  if (!job) return [`Source ${source.name} (#${source.id}) created. It is disabled, so it has no job yet.`];
+  return [`Source ${source.name} (#${source.id}) created with `,
+    h("a", { href: `#/jobs/${job.id}`, "data-testid": "created-job" }, `job #${job.id}`),
+    ` (${job.status}), crawling into ${namespaceOf(source)}.`];
+}
+
+export function render(main) {
+  const pager = new Pager(50);
+  const notice = h("p", { role: "status", "data-testid": "sources-status" });
+  const formBox = h("div");
+  const search = h("input", { name: "name", type: "search", placeholder: "part of a name" });
+  const box = h("div", {}, h("p", { class: "muted" }, "Loading…"));
+  let rows = [];
+  let timer = null;
+
+  function say(parts, tone = "notice") {
+    fill(notice, parts);
+    notice.className = tone;
+  }
+
+  function openForm(source, mode) {
+    fill(formBox, sourceForm(source, mode, {
+      onSaved: (saved, how) => { fill(formBox); say(savedText(saved, how)); pager.reset(); load(); },
+      onDiscard: () => fill(formBox),
+    }));
+    formBox.querySelector("input")?.focus();
+    formBox.scrollIntoView({ block: "nearest" });
+  }
+
+  /** A source whose job runs cannot be deleted: said with the way out, not as a refusal. */
+  function sayRunning(source, jobId) {
+    say([`Source ${source.name} cannot be deleted while its `,
+      h("a", { href: `#/jobs/${jobId}` }, `job #${jobId}`), " runs: cancel the job first."], "error-text");
+  }
+
+  async function remove(source) {
+    const running = source.jobs?.find((job) => job.status === "running");
+    if (running) {
+      sayRunning(source, running.id);
+      return;
+    }
+    const count = source.jobs?.length || 0;
+    const sure = await confirmAction({
+      question: `Delete source ${source.name}?`,
+      detail: `${{ 0: "It has no job.", 1: "Its job and its run history are deleted too." }[count]
+        ?? `Its ${num(count)} jobs and their run history are deleted too.`} `
+        + `The pages already stored stay in the crawl ${namespaceOf(source)}.`,
+      confirmLabel: `Yes, delete source ${source.name}`,
+      keepLabel: "Keep the source",
+    });
+    if (!sure) return;
+    try {
+      await api(`/api/v1/sources/${source.id}`, { method: "DELETE" });
+      say([`Source ${source.name} (#${source.id}) deleted.`]);
+      load();
+    } catch (exc) {
+      if (exc.status === 409 && exc.details?.state === "running") sayRunning(source, exc.details.job_id);
+      else say([describe(exc)], "error-text");
+      load();
+    }
+  }
+
+  function draw() {
+    fill(box, dataTable({
+      testid: "sources-table",
+      rowKey: (src) => src.id,
+      rows,
+      emptyText: search.value.trim() ? `No source named like “${search.value.trim()}”.` : "No source yet: create one to crawl a site.",
+      columns: [
+        { key: "name", label: "Source", render: (src) => h("span", {}, h("strong", {}, src.name), h("span", { class: "muted" }, ` #${src.id}`)) },
+        { key: "start_urls", label: "Start URLs", url: true, render: (src) => src.start_urls.join("\n") },
+        { key: "namespace", label: "Crawl", render: (src) => h("a", { href: viewLink("/pages", namespaceOf(src)), title: "Its pages" }, h("code", {}, namespaceOf(src))) },
+        { key: "jobs", label: "Jobs", render: jobLinks },
+        { key: "enabled", label: "Enabled", render: (src) => (src.enabled ? "yes" : "no") },
+        isAdmin() ? {
+          key: "actions", label: "Actions",
+          render: (src) => h("span", { class: "actions" },
+            h("button", { type: "button", "aria-label": `Edit source ${src.name}`, onclick: () => openForm(src, "edit") }, "Edit"),
+            h("button", { type: "button", "aria-label": `Clone source ${src.name}`, onclick: () => openForm(src, "clone") }, "Clone"),
+            h("button", { type: "button", class: "danger", "aria-label": `Delete source ${src.name}`, onclick: () => remove(src) }, "Delete")),
+        } : null,
+      ].filter(Boolean),
+    }), pager.controls(load));
+  }
+
+  async function load() {
+    try {
+      const answer = await api("/api/v1/sources", { query: { name: search.value.trim(), ...pager.params() } });
+      pager.update(answer);
+      rows = answer.items;
+      draw();
+    } catch (exc) {
+      fill(box, h("p", { class: "error-text" }, describe(exc)));
+    }
+  }
+
+  fill(main,
+    h("div", { class: "spread" }, h("h1", {}, "Sources"),
+      isAdmin() ? h("button", { type: "button", class: "primary", onclick: () => openForm(null, "create") }, "New source") : null),
+    formBox,
+    h("section", { class: "panel" },
+      h("form", { role: "search", onsubmit: (e) => { e.preventDefault(); pager.reset(); load(); } },
+        field("Filter by name", search)),
+      notice, box));
+  search.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => { pager.reset(); load(); }, 300);
+  });
+  load();
+  return () => clearTimeout(timer);
+}
