@@ -11,11 +11,12 @@ test is slow when it starts what costs seconds or needs a server of the machine:
   over a store), ``subprocess``, Playwright, the fleet of processes; and a slow fixture asked
   for by name (``request.getfixturevalue("pg_schema_url")``) unless the test's parameter for
   that fixture is ``sqlite``;
-- a module of ``SLOW_MODULES``, which reach their servers some other way.
+- a parameter named for a service (``[postgres]``, ``[redis]``: ``SERVICE_PARAMS``);
+- an entry of ``SLOW_TESTS``, each with its reason (``heavy``: a test's own work).
 
 Each such test gets ``slow`` and a finer marker naming the reason (``site``, ``services``,
-``subprocess``, ``browser``, ``server``). A test marked ``slow`` by hand is slow; one marked ``fast`` stays
-in the fast tier whatever it uses (for a fixture that is cheap in that module).
+``subprocess``, ``browser``, ``server``, ``heavy``). A test marked ``slow`` by hand is slow;
+one marked ``fast`` stays in the fast tier whatever it uses (a fixture cheap in that module).
 """
 
 from __future__ import annotations
@@ -51,15 +52,34 @@ SLOW_CALLS: dict[str, str] = {
     "subprocess": "subprocess",
     "create_subprocess_exec": "subprocess",
     "fleet": "subprocess",
+    "PageWorkers": "subprocess",
+    "Renderer": "browser",
     "TestSite": "site",
     "ThreadedMotoServer": "site",
     "require_chromium": "browser",
     "async_playwright": "browser",
 }
 
-# Modules whose tests reach a server or a process through a path the rules above do not see.
-# The value is the reason (the finer marker).
-SLOW_MODULES: dict[str, str] = {}
+# A parameter of one of these values (``[postgres]``, ``[redis]``) is a service the test's
+# fixture reaches by the parameter's name, however it does.
+SERVICE_PARAMS = frozenset({"postgres", "postgresql", "redis", "rabbitmq"})
+
+# Tests (a node id, or a file) slow for a reason the rules above do not see, and why: ``heavy``
+# is work of the test's own, above a second on an idle 2-core machine.
+SLOW_TESTS: dict[str, str] = {
+    # schemathesis sends every route of the API its generated requests
+    "tests/test_api_fuzz.py": "server",
+    # every command's --help rendered by rich
+    "tests/test_cli.py::test_every_command_shows_its_help": "heavy",
+    # a store big enough for the query planner to choose its plan by the index
+    "tests/test_api_paging.py::test_every_list_page_is_one_index_range_without_a_sort": "heavy",
+    "tests/test_api_paging.py::test_the_jobs_domain_lists_are_one_index_range_too": "heavy",
+    # each user command through the CLI, each hashing a password
+    "tests/test_api_hardening.py::test_user_commands_manage_the_users_table": "heavy",
+    # a crawl writes while the backup is taken
+    "tests/test_lifecycle_backup.py::"
+    "test_a_backup_taken_while_a_crawl_writes_is_a_consistent_prefix": "heavy",
+}
 
 # The reasons found for each collected test, by node id, before ``-m`` deselects any: what
 # tests/test_tiers.py checks the rule against.
@@ -146,9 +166,12 @@ def reasons(item: pytest.Item) -> list[str]:
         found |= {SLOW_CALLS[name] for name in names if name in SLOW_CALLS}
         if asked and not (fixture is not None and params.get(fixture) == "sqlite"):
             found |= {SLOW_FIXTURES[name] for name in asked}
-    relative = item.nodeid.split("::", 1)[0]
-    for prefix, reason in SLOW_MODULES.items():
-        if relative == prefix or relative.startswith(prefix + "/"):
+    if SERVICE_PARAMS & {value for value in params.values() if isinstance(value, str)}:
+        found.add("services")
+    if callspec is not None and SERVICE_PARAMS & set(callspec.id.split("-")):
+        found.add("services")
+    for node, reason in SLOW_TESTS.items():
+        if item.nodeid == node or item.nodeid.startswith((node + "::", node + "[")):
             found.add(reason)
     return sorted(found)
 
