@@ -118,9 +118,22 @@ def _code_of(function: Any) -> types.CodeType | None:
     return code if isinstance(code, types.CodeType) else None
 
 
+_REFERRED: dict[types.CodeType, tuple[set[str], set[str]]] = {}
+
+
 def referred_names(function: Any) -> tuple[set[str], set[str]]:
     """Names a test function (or fixture) refers to, and the slow fixtures it asks for by name,
-    through the functions of the tests (files under tests/) it calls."""
+    through the functions of the tests (files under tests/) it calls. Found once per function
+    (a fixture serves many tests)."""
+    code = _code_of(function)
+    if code is None:
+        return set(), set()
+    if code not in _REFERRED:
+        _REFERRED[code] = _follow(function)
+    return _REFERRED[code]
+
+
+def _follow(function: Any) -> tuple[set[str], set[str]]:
     seen: set[types.CodeType] = set()
     found: set[str] = set()
     asked: set[str] = set()
