@@ -76,6 +76,8 @@ SLOW_TESTS: dict[str, str] = {
     "tests/test_api_paging.py::test_the_jobs_domain_lists_are_one_index_range_too": "heavy",
     # each user command through the CLI, each hashing a password
     "tests/test_api_hardening.py::test_user_commands_manage_the_users_table": "heavy",
+    # waits about a second of real time for the running scheduler to take the event
+    "tests/test_jobs_events.py::test_in_process_events_reach_the_running_scheduler": "heavy",
     # a crawl writes while the backup is taken
     "tests/test_lifecycle_backup.py::"
     "test_a_backup_taken_while_a_crawl_writes_is_a_consistent_prefix": "heavy",
