@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 URL    ?=
 
-.PHONY: run test lint bench setup clean
+.PHONY: run test check lint bench setup clean
 
 $(BIN)/harvestman: pyproject.toml src/harvestman/_simhash.c
 	$(PYTHON) -m venv $(VENV)
@@ -43,7 +43,16 @@ test: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
-	HARVESTMAN_SLOW_TESTS=1 $(BIN)/pytest
+	HARVESTMAN_SLOW_TESTS=1 HYPOTHESIS_PROFILE=ci $(BIN)/pytest
+
+# The tier for every change (under a minute on 2 cores): lint, types, the import contract and
+# the fast tests, those that need no server, service, subprocess or browser (tests/support/
+# tiers.py sorts them), with hypothesis's dev profile (fewer examples). `make test` runs all.
+check: setup
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+	HYPOTHESIS_PROFILE=dev $(BIN)/pytest -m "not slow" --durations=10
 
 bench: setup
 	$(BIN)/python bench/crawl_bench.py

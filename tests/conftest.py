@@ -14,13 +14,21 @@ from aiohttp import web
 
 from harvestman.config import Settings
 from servicelock import MARKER, run_directory, service_lock
+from support import profiles
+from support.sqlite_template import SchemaTemplate
+from support.tiers import sort_into_tiers
 from testsite import TestSite
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+HYPOTHESIS_PROFILE = profiles.load()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that run alone go first: the other workers are then on short tests, not waited for."""
+    """Every test sorted into its tier (``slow`` or not, by what it uses: support/tiers.py).
+    Tests that run alone go first: the other workers are then on short tests, not waited for."""
+    sort_into_tiers(items)
+    if HYPOTHESIS_PROFILE == "dev":
+        profiles.cap_examples(items, profiles.DEV_EXAMPLES)
     items.sort(key=lambda item: item.get_closest_marker(MARKER) is None)
 
 
@@ -39,6 +47,27 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         if name.startswith("HARVESTMAN_"):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def schema_template(tmp_path_factory: pytest.TempPathFactory) -> SchemaTemplate:
+    """The SQLite schema migrated once per test process (each xdist worker its own)."""
+    from harvestman.store import migrate
+
+    return SchemaTemplate(tmp_path_factory.mktemp("schema"), migrate.upgrade)
+
+
+@pytest.fixture(autouse=True)
+def _migrated_sqlite_copied(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, schema_template: SchemaTemplate
+) -> None:
+    """A fresh SQLite store gets a copy of the template rather than twenty-odd migrations
+    (support/sqlite_template.py); a test about the migrations opts out by its marker."""
+    if request.node.get_closest_marker("migrate_from_scratch") is not None:
+        return
+    from harvestman.store import migrate
+
+    monkeypatch.setattr(migrate, "upgrade", schema_template.upgrade)
 
 
 SettingsFactory = Callable[..., Settings]
