@@ -6,10 +6,11 @@ answer set its own) a Content-Security-Policy with ``frame-ancestors 'none'``,
 and ``Referrer-Policy: no-referrer``. JSON is not a document: its policy is
 ``default-src 'none'``. The dashboard keeps its own (``app.DASHBOARD_HEADERS``).
 
-The docs pages (``/docs``: Swagger UI, ``/redoc``: ReDoc) are FastAPI's, loading their scripts
-and styles from the jsDelivr CDN; their policy allows exactly those files' origin, the one
-inline script by its SHA-256, and fetching the OpenAPI document from here. Where the CDN
-cannot be reached the pages stay blank; the OpenAPI document is at ``/openapi.json``.
+The docs pages (``/docs``: Swagger UI, ``/redoc``: ReDoc) are FastAPI's pages with their
+scripts and styles served from here (``/docs/static``: the builds the ``fastapi-offline``
+package ships, Swagger UI 5 and ReDoc 2), never from a CDN: they work on a network that
+reaches nothing else. Their policy allows this origin's files, Swagger's one inline script by
+its SHA-256, and fetching the OpenAPI document from here.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
 )
-_CDN = "https://cdn.jsdelivr.net"
-_FAVICON = "https://fastapi.tiangolo.com"
+# Where the docs pages' scripts and styles are served from (add_docs).
+DOCS_STATIC = "/docs/static"
 _INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 
 
@@ -81,26 +82,43 @@ def _script_hashes(html: str) -> str:
 
 def add_docs(app: FastAPI) -> None:
     """``/docs`` and ``/redoc`` (the app is made with ``docs_url=None, redoc_url=None``), each
-    answered with the policy its page needs."""
+    answered with the policy its page needs, and their files under ``DOCS_STATIC``."""
+    from importlib.resources import files
+
+    from starlette.staticfiles import StaticFiles
+
+    static = files("fastapi_offline") / "static"
+    app.mount(DOCS_STATIC, StaticFiles(directory=str(static)), name="docs-static")
     openapi_url = app.openapi_url or "/openapi.json"
-    swagger = get_swagger_ui_html(openapi_url=openapi_url, title=f"{app.title} - Swagger UI")
+    swagger = get_swagger_ui_html(
+        openapi_url=openapi_url,
+        title=f"{app.title} - Swagger UI",
+        swagger_js_url=f"{DOCS_STATIC}/swagger-ui-bundle.js",
+        swagger_css_url=f"{DOCS_STATIC}/swagger-ui.css",
+        swagger_favicon_url=f"{DOCS_STATIC}/favicon.png",
+    )
     swagger_html = bytes(swagger.body).decode()
     swagger_policy = _policy(
         "default-src 'none'",
-        f"script-src {_CDN}/npm/swagger-ui-dist@5/ {_script_hashes(swagger_html)}",
-        f"style-src {_CDN}/npm/swagger-ui-dist@5/",
-        f"img-src 'self' data: {_FAVICON}",
+        f"script-src 'self' {_script_hashes(swagger_html)}",
+        "style-src 'self'",
+        "img-src 'self' data:",
         "connect-src 'self'",
     )
-    redoc = get_redoc_html(openapi_url=openapi_url, title=f"{app.title} - ReDoc")
+    redoc = get_redoc_html(
+        openapi_url=openapi_url,
+        title=f"{app.title} - ReDoc",
+        redoc_js_url=f"{DOCS_STATIC}/redoc.standalone.js",
+        redoc_favicon_url=f"{DOCS_STATIC}/favicon.png",
+        with_google_fonts=False,
+    )
     redoc_html = bytes(redoc.body).decode()
     redoc_policy = _policy(
         "default-src 'none'",
-        f"script-src {_CDN}/npm/redoc@2/",
+        "script-src 'self'",
         # ReDoc writes its styles into <style> elements as it renders.
-        "style-src 'unsafe-inline' https://fonts.googleapis.com",
-        "font-src https://fonts.gstatic.com",
-        f"img-src 'self' data: {_FAVICON}",
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data:",
         "connect-src 'self'",
         "worker-src blob:",
     )
