@@ -247,8 +247,14 @@ def test_sign_ins_are_counted_before_they_are_checked_across_instances(
         after = asyncio.run(_sign_in(one, "127.0.0.60", "ada", "one more guess"))
 
     assert set(guesses) <= {401, 429}
-    assert guesses.count(401) + right.count(401) <= 5, guesses
     assert set(right) <= {200, 429}
     assert set(names) <= {401, 429}
     assert names.count(401) <= 5, names
-    assert after == 429
+    # Never more than the limit of wrong passwords checked, the one after the flood included.
+    # A right password reserves a place while it is checked and gives it back: a guess refused
+    # meanwhile leaves the window short of the limit, and the one after may still be checked.
+    checked = guesses.count(401) + right.count(401) + (after == 401)
+    assert checked <= 5, (guesses, right, after)
+    assert after in (401, 429)
+    if guesses.count(401) == 5:
+        assert after == 429
