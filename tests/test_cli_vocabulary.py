@@ -121,6 +121,22 @@ def test_a_command_says_which_crawl_it_shows_and_which_others_exist(two_crawls: 
     assert "no crawl named 'shop' in this store; it holds 'default', 'shop-1'" in err
 
 
+def test_an_empty_crawl_is_passed_over_for_one_that_holds_something(tmp_path: Path) -> None:
+    # What `serve` leaves: an empty `default` beside the crawl its job filled.
+    db = tmp_path / "store.db"
+    engine = open_store(f"sqlite:///{db}")
+    try:
+        add_crawl(engine, "default")
+        crawl_id = add_crawl(engine, "local-shop-1")
+        add_url(engine, crawl_id, "http://shop.test/", "completed", 0)
+        add_page(engine, crawl_id, "http://shop.test/", age_days=0)
+    finally:
+        engine.dispose()
+    code, out, err = run("export", "--db", str(db))
+    assert (code, len(out.splitlines())) == (0, 1)
+    assert "crawl 'local-shop-1' (the store also holds 'default': choose one with --name)" in err
+
+
 def test_a_store_with_one_crawl_shows_it_whatever_its_name(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     engine = open_store(f"sqlite:///{db}")

@@ -41,7 +41,9 @@ NameOption = Annotated[
 ReadCrawlOption = Annotated[
     str | None,
     typer.Option(
-        "--name", help="Crawl namespace [default: the only one, else default, else the newest]"
+        "--name",
+        help="Crawl namespace [default: of those holding URLs, the only one, else default, "
+        "else the newest]",
     ),
 ]
 RedisOption = Annotated[

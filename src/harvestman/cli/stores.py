@@ -85,9 +85,10 @@ def existing_crawl(store: SqlStore, name: str | None) -> int:
 def choose_crawl(store: SqlStore, name: str | None) -> tuple[str, int]:
     """Crawl ``name`` and its id; ``ConfigError`` naming the crawls there are when it has none.
 
-    Without a name: the store's only crawl, else ``default``, else the newest; when the store
-    holds more than one, a line on stderr says which is shown and which others exist (a
-    service's jobs each crawl into their own namespace, which a bare ``stats`` would hide).
+    Without a name: of the crawls that hold anything (all of them when none does), the only
+    one, else ``default``, else the newest; when the store holds more than one crawl, a line on
+    stderr says which is shown and which others exist (a service's jobs each crawl into their
+    own namespace, which a bare ``stats`` would hide; ``serve`` makes an empty ``default``).
     """
     store.schema.check_current()
     crawls = store.crawl_ids()
@@ -97,10 +98,12 @@ def choose_crawl(store: SqlStore, name: str | None) -> tuple[str, int]:
         raise ConfigError(f"no crawl named {name!r} in this store; {holdings(crawls)}")
     if not crawls:
         raise ConfigError("this store holds no crawl yet: `harvestman crawl URL` makes one")
-    if len(crawls) == 1:
-        (chosen,) = crawls
+    candidates = store.crawls_holding_urls() or set(crawls)
+    if len(candidates) == 1:
+        (chosen,) = candidates
     else:
-        chosen = "default" if "default" in crawls else max(crawls, key=crawls.__getitem__)
+        chosen = "default" if "default" in candidates else max(candidates, key=crawls.__getitem__)
+    if len(crawls) > 1:
         others = sorted(set(crawls) - {chosen})
         err.print(
             f"crawl {chosen!r} (the store also holds {', '.join(map(repr, others))}: "

@@ -6,11 +6,11 @@ import json
 import time
 from collections.abc import Sequence
 
-from sqlalchemy import select, update
+from sqlalchemy import exists, select, update
 
 from harvestman.store import dialect
 from harvestman.store.connection import StoreConnection
-from harvestman.store.schema import crawls
+from harvestman.store.schema import crawls, urls
 
 
 class CrawlRepository(StoreConnection):
@@ -83,3 +83,10 @@ class CrawlRepository(StoreConnection):
             return {
                 name: int(cid) for cid, name in conn.execute(select(crawls.c.id, crawls.c.name))
             }
+
+    def crawls_holding_urls(self) -> set[str]:
+        """The names of the crawls with at least one frontier row: one indexed probe a crawl
+        (``ix_urls_status`` leads with ``crawl_id``), however many rows each holds."""
+        holds = exists().where(urls.c.crawl_id == crawls.c.id)
+        with self.engine.connect() as conn:
+            return set(conn.execute(select(crawls.c.name).where(holds)).scalars())
