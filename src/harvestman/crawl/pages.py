@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from harvestman.analysis import PageAnalysis
 from harvestman.crawl.discovery import Discovery
@@ -73,66 +74,63 @@ class ListingReader:
     async def stream(self, request: CrawlRequest, result: FetchResult) -> Outcome:
         """A sitemap's outcome, its rows written batch by batch on the way (see the class)."""
         assert self.writer is not None
-        stats = self.discovery.stats
-        check = self.discovery.scope.check
-        listing = ListingStream(
-            result.body,
-            result.final_url,
-            depth=request.depth,
-            max_depth=self.max_depth,
-            max_urls=self.max_urls,
-            max_bytes=self.max_bytes,
-            in_scope=lambda url: check(url) is None,
-            normalize=self.normalize,
-        )
+        listing = ListingStream(result.body, result.final_url, **self._options(request))
         limit = self.batch_size
         for rows in listing.batches(self.batch_size):
             new_urls = self.discovery.listed(rows, request.id, request.kind)
             if new_urls:
                 await self.writer.add_bounded(new_urls, limit)
+        return self._outcome(
+            request, result, rows=listing.rows, errors=listing.errors, invalid=listing.invalid
+        )
+
+    def read(self, request: CrawlRequest, result: FetchResult) -> tuple[Outcome, list[NewUrl]]:
+        listing = read_listing(result.body, result.final_url, **self._options(request))
+        outcome = self._outcome(
+            request, result, rows=len(listing.urls), errors=listing.errors, invalid=listing.invalid
+        )
+        if listing.invalid:
+            return outcome, []
+        return outcome, self.discovery.listed(listing.urls, request.id, request.kind)
+
+    def _options(self, request: CrawlRequest) -> dict[str, Any]:
+        """What a whole read (``read_listing``) and a streamed one (``ListingStream``) take."""
+        check = self.discovery.scope.check
+        return {
+            "depth": request.depth,
+            "max_depth": self.max_depth,
+            "max_urls": self.max_urls,
+            "max_bytes": self.max_bytes,
+            "in_scope": lambda url: check(url) is None,
+            "normalize": self.normalize,
+        }
+
+    def _outcome(
+        self,
+        request: CrawlRequest,
+        result: FetchResult,
+        *,
+        rows: int,
+        errors: Sequence[str],
+        invalid: bool,
+    ) -> Outcome:
+        """The listing's own outcome: failed when it was no listing, else completed with its
+        row count as its links."""
+        stats = self.discovery.stats
         stats.inc(f"{request.kind}/fetched")
-        stats.inc(f"{request.kind}/urls", listing.rows)
+        stats.inc(f"{request.kind}/urls", rows)
         record = self.outcomes.page_record(request, result)
         again = self.again(request)
-        if listing.errors:
-            record.error = "; ".join(listing.errors[:5])[:2000]
-        if listing.invalid:
+        if errors:
+            record.error = "; ".join(errors[:5])[:2000]
+        if invalid:
             stats.inc(f"{request.kind}/invalid")
             exc = ListingInvalid(record.error or f"not a {request.kind}")
             return self.outcomes.rejected(
                 request, exc, record, status=UrlStatus.FAILED, again=again
             )
-        record.links_count = listing.rows
+        record.links_count = rows
         return self.outcomes.completed(request, result, record, again)
-
-    def read(self, request: CrawlRequest, result: FetchResult) -> tuple[Outcome, list[NewUrl]]:
-        stats = self.discovery.stats
-        check = self.discovery.scope.check
-        listing = read_listing(
-            result.body,
-            result.final_url,
-            depth=request.depth,
-            max_depth=self.max_depth,
-            max_urls=self.max_urls,
-            max_bytes=self.max_bytes,
-            in_scope=lambda url: check(url) is None,
-            normalize=self.normalize,
-        )
-        stats.inc(f"{request.kind}/fetched")
-        stats.inc(f"{request.kind}/urls", len(listing.urls))
-        record = self.outcomes.page_record(request, result)
-        again = self.again(request)
-        if listing.errors:
-            record.error = "; ".join(listing.errors[:5])[:2000]
-        if listing.invalid:
-            stats.inc(f"{request.kind}/invalid")
-            exc = ListingInvalid(record.error or f"not a {request.kind}")
-            return self.outcomes.rejected(
-                request, exc, record, status=UrlStatus.FAILED, again=again
-            ), []
-        new_urls = self.discovery.listed(listing.urls, request.id, request.kind)
-        record.links_count = len(listing.urls)
-        return self.outcomes.completed(request, result, record, again), new_urls
 
 
 class PagePipeline:
