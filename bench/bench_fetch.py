@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 from aiohttp import web
 
-from harvestman.fetch import Fetcher
+from harvestman.crawl.fetch import Fetcher
 
 PAGE = (b"<html><head><title>bench</title></head><body>" + b"<p>lorem ipsum</p>" * 1110)[
     :20_000

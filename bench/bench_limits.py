@@ -26,9 +26,9 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from harvestman.crawl.fetch import Fetcher
 from harvestman.discovery.sitemaps import parse_sitemap
 from harvestman.errors import BodyTooLarge, FetchTimeout
-from harvestman.fetch import Fetcher
 
 MIB = 1024 * 1024
 SITEMAP = "https://example.com/sitemap.xml"

@@ -13,7 +13,7 @@ from sqlalchemy import insert, text
 
 from apiclient import Api, running_api
 from conftest import SettingsFactory
-from harvestman.crawl import Crawler
+from harvestman.crawl.crawler import Crawler
 from harvestman.jobs import Source
 from harvestman.store import SqlStore, migrate
 from harvestman.store.schema import parser_stats

@@ -28,7 +28,7 @@ from harvestman.archive import (
     archive_key,
     export_warc,
 )
-from harvestman.fetch import ACCEPT_ENCODING, DEFAULT_ACCEPT, Fetcher
+from harvestman.crawl.fetch import ACCEPT_ENCODING, DEFAULT_ACCEPT, Fetcher
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 HTML = "<!DOCTYPE html><title>Café</title><p>Grüße</p>".encode()

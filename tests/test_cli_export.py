@@ -17,7 +17,7 @@ from harvestman.archive import location as archive_location
 from harvestman.archive.location import open_blobs
 from harvestman.cli import app
 from harvestman.config import Settings
-from harvestman.crawl import Crawler
+from harvestman.crawl.crawler import Crawler
 from harvestman.store import SqlStore
 from test_archive import make_s3, s3_endpoint  # noqa: F401  (the moto server fixture)
 

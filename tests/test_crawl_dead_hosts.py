@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from conftest import SettingsFactory
 from harvestman.cli import app
 from harvestman.config import Settings
-from harvestman.crawl import Crawler
+from harvestman.crawl.crawler import Crawler
 from harvestman.records import DomainRecord
 from harvestman.stats import Stats
 from harvestman.store import SqlStore

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from harvestman.crawl.fetch import Fetcher
 from harvestman.crawl.fetching import RedirectCheck
 from harvestman.crawl.gates import BreakerGate, Final, Requeue, RobotsGate
+from harvestman.crawl.robots_cache import RobotsCache
 from harvestman.errors import RedirectRefused
-from harvestman.fetch import Fetcher
 from harvestman.records import UrlStatus
 from harvestman.resilience import CircuitBreakers
-from harvestman.robots_cache import RobotsCache
 from support.parts import Parts, crawl_parts, request_for
 from testsite import TestSite
 

@@ -276,7 +276,7 @@ async def test_a_breaker_opened_by_one_worker_holds_for_the_others(
     tmp_path: Path, redis_url: str, make_settings: object
 ) -> None:
     from harvestman.coord.redis import RedisCoordinator
-    from harvestman.crawl import Crawler
+    from harvestman.crawl.crawler import Crawler
     from harvestman.resilience import BreakerState
 
     settings = make_settings()  # type: ignore[operator]

@@ -15,8 +15,8 @@ from aiohttp import web
 
 from apiclient import Api, running_api
 from conftest import SettingsFactory, serve
-from harvestman.crawl import Crawler
-from harvestman.frontier import Frontier
+from harvestman.crawl.crawler import Crawler
+from harvestman.crawl.frontier import Frontier
 from harvestman.records import DomainControl, DomainRecord, NewUrl
 from harvestman.store import SqlStore
 from harvestman.urls import url_hash

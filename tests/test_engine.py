@@ -9,7 +9,7 @@ import json
 import pytest
 
 from conftest import SettingsFactory
-from harvestman.crawl import Crawler
+from harvestman.crawl.crawler import Crawler
 from harvestman.store import SqlStore
 from support.crawling import crawl
 from testsite import (

@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from conftest import SettingsFactory, serve
-from harvestman.crawl import Crawler
+from harvestman.crawl.crawler import Crawler
 from harvestman.resilience import BreakerState
 from harvestman.store import SqlStore
 from proxyservers import HttpProxy, Socks5Server

@@ -17,6 +17,15 @@ from datetime import UTC, datetime
 import pytest
 from aiohttp import web
 
+from harvestman.crawl.fetch import (
+    ACCEPT_ENCODING,
+    DEFAULT_ACCEPT,
+    Fetcher,
+    FetchResult,
+    RetryPolicy,
+    is_retryable_status,
+    parse_retry_after,
+)
 from harvestman.errors import (
     BodyTooLarge,
     ContentDecodingError,
@@ -26,15 +35,6 @@ from harvestman.errors import (
     RedirectRefused,
     TooManyRedirects,
     UrlError,
-)
-from harvestman.fetch import (
-    ACCEPT_ENCODING,
-    DEFAULT_ACCEPT,
-    Fetcher,
-    FetchResult,
-    RetryPolicy,
-    is_retryable_status,
-    parse_retry_after,
 )
 
 MiB = 1024 * 1024

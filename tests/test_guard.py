@@ -17,9 +17,9 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from conftest import SettingsFactory, serve
 from harvestman import addresses
 from harvestman import guard as guard_module
-from harvestman.crawl import Crawler
+from harvestman.crawl.crawler import Crawler
+from harvestman.crawl.fetch import Fetcher
 from harvestman.errors import AddressRefused, PatternError
-from harvestman.fetch import Fetcher
 from harvestman.guard import GuardedResolver, NetworkGuard
 from harvestman.patterns import compile_pattern
 from harvestman.render import Renderer

@@ -13,11 +13,11 @@ from aiohttp import web
 
 from apiclient import running_api
 from conftest import SettingsFactory, serve
+from harvestman.crawl.frontier import Frontier
 from harvestman.crawl.ingest import IngestLimit
 from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.writer import BatchWriter
 from harvestman.errors import ConfigError
-from harvestman.frontier import Frontier
 from harvestman.jobs import Source, SourceOptions
 from harvestman.jobs.errors import InvalidSpec
 from harvestman.jobs.runner import source_settings

@@ -27,9 +27,9 @@ from apiclient import api_settings, bearer
 from conftest import SettingsFactory, serve
 from harvestman.api import Role, create_app
 from harvestman.config import Settings
+from harvestman.crawl.fetch import RetryPolicy
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.errors import ContentRejected, HttpStatusError, RobotsDenied
-from harvestman.fetch import RetryPolicy
 from harvestman.jobs import EngineRunner, JobSpec, JobStore, Scheduler, SourceSpec
 from harvestman.jobs.logs import LogCapture
 from harvestman.jobs.records import LogLine, ProgressSample

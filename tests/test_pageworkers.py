@@ -21,11 +21,11 @@ from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from conftest import SettingsFactory, serve
-from harvestman.analysis import AnalysisSpec, PageAnalysis, PageAnalyzer
+from harvestman.crawl.analysis import AnalysisSpec, PageAnalysis, PageAnalyzer
+from harvestman.crawl.fetch import FetchResult
+from harvestman.crawl.pageprocess import FrameReader, Frames, frame
+from harvestman.crawl.pageprocess import serve as serve_pages
 from harvestman.crawl.pageworkers import PageWorkers
-from harvestman.fetch import FetchResult
-from harvestman.pageprocess import FrameReader, Frames, frame
-from harvestman.pageprocess import serve as serve_pages
 from harvestman.stats import Stats
 from support.crawling import Crawled, crawl
 from testsite import TestSite
@@ -131,7 +131,7 @@ def page_processes() -> list[int]:
     found = []
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
         for child in (task / "children").read_text().split():
-            if b"harvestman.pageprocess" in Path(f"/proc/{child}/cmdline").read_bytes():
+            if b"harvestman.crawl.pageprocess" in Path(f"/proc/{child}/cmdline").read_bytes():
                 found.append(int(child))
     return found
 

@@ -17,8 +17,8 @@ from aiohttp import web
 from yarl import URL
 
 from harvestman.cookies import dump_cookies, load_cookies
+from harvestman.crawl.fetch import Fetcher, FetchResult
 from harvestman.errors import ConfigError, NetworkError
-from harvestman.fetch import Fetcher, FetchResult
 from harvestman.proxies import (
     DomainProxyLimiter,
     ProxyHealth,

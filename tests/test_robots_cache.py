@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from harvestman.fetch import Fetcher, RetryPolicy
-from harvestman.robots_cache import RobotsCache
+from harvestman.crawl.fetch import Fetcher, RetryPolicy
+from harvestman.crawl.robots_cache import RobotsCache
 from harvestman.store import SqlStore
 
 UA = "Harvestman/0.1 (+https://example.test/bot)"

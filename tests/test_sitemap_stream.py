@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from conftest import SettingsFactory, serve
-from harvestman.crawl import Crawler
+from harvestman.crawl.crawler import Crawler
 from harvestman.crawl.discovery import Discovery
 from harvestman.discovery.listing_stream import ListingStream
 from harvestman.discovery.listings import read_listing

@@ -16,8 +16,8 @@ from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harvestman.crawl.fetch import Fetcher
 from harvestman.discovery.sitemaps import Sitemap, SitemapUrl, _parse_datetime, parse_sitemap
-from harvestman.fetch import Fetcher
 from testsite import TestSite
 
 SITEMAP = "https://example.com/sitemap.xml"

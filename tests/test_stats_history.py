@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine, func, inspect, select
 
 from conftest import SettingsFactory
-from harvestman.crawl import Crawler as CrawlEngine
+from harvestman.crawl.crawler import Crawler as CrawlEngine
 from harvestman.lifecycle import RetentionRules, apply_retention
 from harvestman.records import CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus
 from harvestman.stats import StatsHistory

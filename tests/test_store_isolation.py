@@ -277,9 +277,9 @@ def test_sqlite_errors_are_told_apart_by_result_code(tmp_path: Path) -> None:
 
 
 async def test_the_writer_counts_a_dead_letter_as_failed_not_as_a_page(store: SqlStore) -> None:
+    from harvestman.crawl.frontier import Frontier
     from harvestman.crawl.run import CrawlRun
     from harvestman.crawl.writer import BatchWriter
-    from harvestman.frontier import Frontier
     from harvestman.stats import Stats
 
     crawl, (a, b) = await leased(store, "/a", "/b")

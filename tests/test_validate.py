@@ -8,7 +8,7 @@ import pytest
 from aiohttp import web
 from multidict import CIMultiDict
 
-from harvestman.fetch import Fetcher
+from harvestman.crawl.fetch import Fetcher
 from harvestman.parse import parse_html
 from harvestman.validate import (
     DEFAULT_SIGNATURES,

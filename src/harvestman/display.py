@@ -13,7 +13,7 @@ from rich.table import Table
 from harvestman.records import CrawlCounts
 
 if TYPE_CHECKING:
-    from harvestman.crawl import Crawler
+    from harvestman.crawl.crawler import Crawler
 
 
 class CrawlProgress:

@@ -1,6 +1,6 @@
 """Media types of responses: the ``Content-Type`` header's parts, and HTML sniffed from a body.
 
-Kept apart from :mod:`harvestman.fetch` (which re-exports both) so that what judges a body
+Kept apart from :mod:`harvestman.crawl.fetch` (which re-exports both) so that what judges a body
 (validation, the page processes) does not load the HTTP client.
 """
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from harvestman.config import Settings
-from harvestman.crawl import Crawler
+from harvestman.crawl.crawler import Crawler
 from harvestman.store import SqlStore
 
 

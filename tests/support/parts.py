@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harvestman.crawl.discovery import Discovery
+from harvestman.crawl.fetch import FetchResult, RetryPolicy
+from harvestman.crawl.frontier import Frontier
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.work import PageWork
-from harvestman.fetch import FetchResult, RetryPolicy
-from harvestman.frontier import Frontier
 from harvestman.parse import parse_html
 from harvestman.records import CrawlRequest
 from harvestman.stats import Stats

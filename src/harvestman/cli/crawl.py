@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from harvestman.config import Settings
-    from harvestman.crawl import Crawler
+    from harvestman.crawl.crawler import Crawler
     from harvestman.crawl.seeding import SeedLoader, SeedReport
     from harvestman.store import SqlStore
 
@@ -181,7 +181,7 @@ async def _crawl(
     import asyncio
     import contextlib
 
-    from harvestman.crawl import Crawler
+    from harvestman.crawl.crawler import Crawler
     from harvestman.display import CrawlProgress, summary_table
     from harvestman.export import page_summary
 

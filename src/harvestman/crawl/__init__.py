@@ -1,8 +1,7 @@
-"""The crawler and the pipeline each request runs through (see :mod:`harvestman.crawl.wiring`
-for the gates and steps, in order)."""
+"""The crawl core: the crawler (:mod:`harvestman.crawl.crawler`), the pipeline each request runs
+through (:mod:`harvestman.crawl.wiring` lists its gates and steps, in order), the frontier, the
+fetcher and the page process.
 
-from harvestman.crawl.crawler import Crawler
-from harvestman.crawl.wiring import raw_blobs
-from harvestman.crawl.writer import PagesCallback
-
-__all__ = ["Crawler", "PagesCallback", "raw_blobs"]
+Kept empty so that importing one module of the core (the page process imports only the analyzer)
+does not load the rest.
+"""

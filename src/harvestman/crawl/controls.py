@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from harvestman.crawl.frontier import Frontier
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.errors import StoreError
-from harvestman.frontier import Frontier
 from harvestman.records import DomainControl
 from harvestman.store import ControlStore
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from harvestman.config import Settings
 from harvestman.coord import Coordinator, LocalCoordinator, WorkerStatus
 from harvestman.crawl.fetching import HopCheck, PageFetcher
+from harvestman.crawl.frontier import Frontier
 from harvestman.crawl.handler import RequestHandler
 from harvestman.crawl.hosts import HostSlots
 from harvestman.crawl.liveness import Liveness, worker_identity
@@ -30,7 +31,6 @@ from harvestman.crawl.wiring import Wiring
 from harvestman.crawl.writer import PagesCallback
 from harvestman.errors import StoreError, UrlError
 from harvestman.extract.plugins import ParserRegistry
-from harvestman.frontier import Frontier
 from harvestman.records import CrawlCounts, CrawlRequest, NewUrl, Outcome
 from harvestman.render import Renderer
 from harvestman.resilience import CircuitBreakers, StallWatchdog

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from harvestman.crawl.frontier import priority_for
 from harvestman.crawl.seen import SeenCache
 from harvestman.discovery.listings import feed_row, sitemap_rows
-from harvestman.frontier import priority_for
 from harvestman.records import NewUrl
 from harvestman.stats import Stats
 from harvestman.urls import Scope, host_key, url_hash

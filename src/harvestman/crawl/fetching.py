@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
 
+from harvestman.crawl.fetch import Fetcher, FetchResult
+from harvestman.crawl.robots_cache import RobotsCache
 from harvestman.errors import NetworkError, RedirectRefused
-from harvestman.fetch import Fetcher, FetchResult
 from harvestman.proxies import DomainProxyLimiter, ProxyPool
-from harvestman.robots_cache import RobotsCache
 from harvestman.stats import Stats
 from harvestman.urls import Scope, host_key
 
@@ -17,7 +17,7 @@ HopCheck = Callable[[str], Awaitable[None]]
 
 
 class PageFetcher(Protocol):
-    """What the crawl fetches through: :meth:`harvestman.fetch.Fetcher.fetch`'s contract."""
+    """What the crawl fetches through: :meth:`harvestman.crawl.fetch.Fetcher.fetch`'s contract."""
 
     async def fetch(
         self,

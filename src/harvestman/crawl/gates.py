@@ -15,6 +15,7 @@ from typing import Protocol, Self
 from harvestman.config import Settings
 from harvestman.coord import Coordinator
 from harvestman.crawl.outcomes import Outcomes
+from harvestman.crawl.robots_cache import robots_root
 from harvestman.crawl.run import CrawlRun
 from harvestman.errors import HostUnavailable, RobotsDenied, RobotsUnavailable
 from harvestman.records import CrawlRequest, NewUrl, Outcome, UrlStatus
@@ -24,7 +25,6 @@ from harvestman.resilience import (
     CircuitBreakers,
     is_breaker_failure,
 )
-from harvestman.robots_cache import robots_root
 
 log = logging.getLogger(__name__)
 

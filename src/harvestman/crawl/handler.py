@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from harvestman.crawl.fetch import FetchResult, parse_retry_after
 from harvestman.crawl.fetching import HopCheck, PageFetcher
 from harvestman.crawl.gates import Final, Gate, HealthObserver, Requeue
 from harvestman.crawl.hosts import HostSlots
@@ -18,7 +19,6 @@ from harvestman.crawl.pages import PagePipeline
 from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.work import Exchange, ExchangeStep
 from harvestman.errors import ContentRejected, FetchError, HttpStatusError, UrlError
-from harvestman.fetch import FetchResult, parse_retry_after
 from harvestman.records import CrawlRequest, NewUrl, Outcome, UrlStatus
 from harvestman.validate import VerdictStatus
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harvestman.coord import Coordinator
-from harvestman.frontier import Frontier
+from harvestman.crawl.frontier import Frontier
 from harvestman.records import CrawlRequest
 
 

@@ -21,11 +21,11 @@ from harvestman.archive.images import ImageArchive
 from harvestman.archive.raw import ArchiveError
 from harvestman.config import Settings
 from harvestman.crawl.discovery import Discovery
+from harvestman.crawl.fetch import FetchResult
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.work import PageWork
 from harvestman.errors import ImageRejected, UrlError
-from harvestman.fetch import FetchResult
 from harvestman.images import is_image_type, measure_image
 from harvestman.records import CrawlRequest, ImageRecord, NewUrl, Outcome, UrlStatus
 from harvestman.stats import Stats
@@ -40,7 +40,7 @@ class ImageLinksStep:
     The row keeps the URL as the product gives it (the ``images`` rows are matched by it);
     a URL the crawl's normalizer refuses is dropped and counted. The fetch itself goes by the
     normalized form where it matters: a proxy is sent each hop's normalized URL, the one the
-    guard checked (:mod:`harvestman.fetch`).
+    guard checked (:mod:`harvestman.crawl.fetch`).
     """
 
     on_rejected: ClassVar[bool] = False

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from harvestman.crawl.fetch import FetchResult, RetryPolicy
 from harvestman.errors import FetchError, HarvestmanError, HttpStatusError
-from harvestman.fetch import FetchResult, RetryPolicy
 from harvestman.proxies import redact_proxy_url
 from harvestman.records import CrawlRequest, Outcome, PageRecord, UrlStatus
 from harvestman.stats import Stats

@@ -10,15 +10,15 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harvestman.analysis import PageAnalysis
+from harvestman.crawl.analysis import PageAnalysis
 from harvestman.crawl.discovery import Discovery
+from harvestman.crawl.fetch import FetchResult
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.work import PageWork, Step
 from harvestman.crawl.writer import BatchWriter
 from harvestman.discovery.listing_stream import ListingStream
 from harvestman.discovery.listings import read_listing
 from harvestman.errors import ListingInvalid
-from harvestman.fetch import FetchResult
 from harvestman.parse import parse_html
 from harvestman.records import CrawlRequest, NewUrl, Outcome, UrlStatus
 from harvestman.recrawl import RecrawlRule

@@ -1,12 +1,12 @@
-"""Page processes: the page analysis (:mod:`harvestman.analysis`) off the crawler's process.
+"""Page processes: the page analysis (:mod:`harvestman.crawl.analysis`) off the crawler's process.
 
 Everything a crawl does shares one GIL: fetching, the page steps and the store's writer thread
 used about one core of two, the parse and the scans of each page a third of it. The analysis
 is a pure function of the response, so ``parse_processes`` child processes
-(:mod:`harvestman.pageprocess`, which loads the parsers and nothing else) do it while the
+(:mod:`harvestman.crawl.pageprocess`, which loads the parsers and nothing else) do it while the
 crawler's process fetches, runs the stateful steps and writes the store. A page travels as its
 URL, status, headers, body and charset; it comes back as its
-:class:`~harvestman.analysis.PageAnalysis`.
+:class:`~harvestman.crawl.analysis.PageAnalysis`.
 
 The channel is a pair of pipes per process, written and read by the event loop's own protocol:
 no thread; the pages sent in one turn of the event loop go in one write, and a process writes
@@ -40,9 +40,9 @@ from typing import cast
 from multidict import CIMultiDict
 
 import harvestman
-from harvestman.analysis import AnalysisSpec, PageAnalysis
-from harvestman.fetch import FetchResult
-from harvestman.pageprocess import Frames, frame
+from harvestman.crawl.analysis import AnalysisSpec, PageAnalysis
+from harvestman.crawl.fetch import FetchResult
+from harvestman.crawl.pageprocess import Frames, frame
 from harvestman.stats import Stats
 
 log = logging.getLogger(__name__)
@@ -267,7 +267,7 @@ class PageWorkers:
             _PageProcess,
             sys.executable,
             "-m",
-            "harvestman.pageprocess",
+            "harvestman.crawl.pageprocess",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=None,

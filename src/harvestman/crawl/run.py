@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harvestman.frontier import Frontier
-from harvestman.robots_cache import RobotsCache
+from harvestman.crawl.frontier import Frontier
+from harvestman.crawl.robots_cache import RobotsCache
 from harvestman.stats import Stats
 from harvestman.store import Store
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Protocol, TextIO
 
 from harvestman.config import Settings
+from harvestman.crawl.frontier import priority_for
 from harvestman.errors import ConfigError, UrlError
-from harvestman.frontier import priority_for
 from harvestman.records import NewUrl
 from harvestman.urls import UrlNormalizer, host_key, url_hash
 

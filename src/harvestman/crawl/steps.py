@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, ClassVar, Self
 
 from harvestman.config import Settings
+from harvestman.crawl.fetch import FetchResult
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.work import PageWork
@@ -18,7 +19,6 @@ from harvestman.errors import ContentRejected, StoreError
 from harvestman.extract.plugins import ParserRegistry
 from harvestman.extract.products import DEFAULT_MAX_PRICE, scan_products
 from harvestman.extract.rollouts import parse_rollout
-from harvestman.fetch import FetchResult
 from harvestman.records import CrawlRequest, Outcome, ParserRollout, UrlStatus
 from harvestman.recrawl import RecrawlRule
 from harvestman.stats import Stats

@@ -29,20 +29,22 @@ from pathlib import Path
 
 import aiohttp
 
-from harvestman.analysis import AnalysisSpec
 from harvestman.archive import RawArchive, WarcWriter
 from harvestman.archive.images import ImageArchive
 from harvestman.archive.location import archive_location
 from harvestman.archive.raw import LocalBlobs, S3Blobs
 from harvestman.config import Settings
 from harvestman.coord import Coordinator, WorkerStatus
+from harvestman.crawl.analysis import AnalysisSpec
 from harvestman.crawl.archives import ArchiveDiscovery
 from harvestman.crawl.budget import Budget
 from harvestman.crawl.controls import DomainControls
 from harvestman.crawl.discovery import Discovery
 from harvestman.crawl.discovery_steps import FeedsStep, LinksStep, PaginationStep
 from harvestman.crawl.exchange import MainTextStep, RawArchiveStep, RenderStep, WarcStep
+from harvestman.crawl.fetch import Fetcher, RetryPolicy
 from harvestman.crawl.fetching import PageFetcher, ProxiedFetcher, RedirectCheck
+from harvestman.crawl.frontier import Frontier
 from harvestman.crawl.gates import BreakerGate, Gate, HealthObserver, RobotsGate, sitemap_queue
 from harvestman.crawl.handler import RequestHandler
 from harvestman.crawl.hosts import HostSlots
@@ -52,6 +54,7 @@ from harvestman.crawl.liveness import Liveness, WatchdogLimits
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.pages import ListingReader, PagePipeline
 from harvestman.crawl.pageworkers import PageWorkers
+from harvestman.crawl.robots_cache import RobotsCache
 from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.session import Session
 from harvestman.crawl.steps import (
@@ -66,11 +69,8 @@ from harvestman.crawl.work import ExchangeStep, Step
 from harvestman.crawl.writer import BatchWriter, PagesCallback
 from harvestman.credentials import ProxyCipher
 from harvestman.errors import RedirectRefused
-from harvestman.fetch import Fetcher, RetryPolicy
-from harvestman.frontier import Frontier
 from harvestman.guard import NetworkGuard
 from harvestman.proxies import DomainProxyLimiter, ProxyPool
-from harvestman.robots_cache import RobotsCache
 from harvestman.stats import StatsHistory
 from harvestman.urls import Scope, UrlNormalizer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from harvestman.fetch import FetchResult
+from harvestman.crawl.fetch import FetchResult
 from harvestman.parse import Page
 from harvestman.records import CrawlRequest, NewUrl, Outcome, PageRecord
 
@@ -24,7 +24,7 @@ class PageWork:
     only meets the steps that run on rejected pages, and ``halted`` ends the pipeline.
 
     ``verdict``, ``fingerprint`` and ``scan`` are what a page process computed ahead for the
-    steps (:mod:`harvestman.analysis`); None: the step computes it.
+    steps (:mod:`harvestman.crawl.analysis`); None: the step computes it.
     """
 
     request: CrawlRequest

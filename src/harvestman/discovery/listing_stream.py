@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from harvestman.crawl.frontier import priority_for
 from harvestman.discovery.sitemaps import SitemapReader
 from harvestman.errors import UrlError
-from harvestman.frontier import priority_for
 from harvestman.records import NewUrl
 from harvestman.urls import host_key, normalize_url, url_hash
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from harvestman.crawl.frontier import priority_for
 from harvestman.discovery.sitemaps import Sitemap, parse_sitemap
 from harvestman.errors import UrlError
-from harvestman.frontier import priority_for
 from harvestman.records import NewUrl
 from harvestman.urls import host_key, normalize_url, url_hash
 

@@ -207,7 +207,7 @@ async def consumer_for(
     former holder had leased (``worker_mode``) instead of ending without them. The runs share
     the worker's ``coordinator`` (its Redis): the host gate that keeps every host's delay
     across workers, also between an execution and the one that resumes it elsewhere."""
-    from harvestman.crawl import Crawler
+    from harvestman.crawl.crawler import Crawler
     from harvestman.jobs.runner import EngineRunner
     from harvestman.store.jobs.db import JobStore
 

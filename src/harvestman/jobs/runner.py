@@ -45,7 +45,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harvestman.config import Settings
-from harvestman.crawl import Crawler
+from harvestman.crawl.crawler import Crawler
 from harvestman.errors import UrlError
 from harvestman.jobs.progress import RunProgress, current_progress
 from harvestman.jobs.records import (

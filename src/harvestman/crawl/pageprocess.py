@@ -1,8 +1,8 @@
-"""A page process's main loop (``python -m harvestman.pageprocess``): pages in, analyses out.
+"""A page process's main loop (``python -m harvestman.crawl.pageprocess``): pages in, analyses out.
 
 The crawler (:mod:`harvestman.crawl.pageworkers`) starts it with pipes on its stdin and
 stdout. Each message either way is a frame: a 4-byte big-endian length, then a pickle. The
-first frame in is the :class:`~harvestman.analysis.AnalysisSpec`; each next one a page,
+first frame in is the :class:`~harvestman.crawl.analysis.AnalysisSpec`; each next one a page,
 ``(number, sent, url, status, headers, body, charset)``, answered by ``(number, analysis,
 waited)``, in order (``analysis`` None: the analysis raised, and the crawler analyzes that page
 itself, so that the error surfaces there as it always did; ``waited``: seconds from ``sent``, the
@@ -29,7 +29,7 @@ import sys
 import time
 from typing import BinaryIO, Final
 
-from harvestman.analysis import AnalysisSpec, PageAnalysis, PageAnalyzer
+from harvestman.crawl.analysis import AnalysisSpec, PageAnalysis, PageAnalyzer
 
 HEADER: Final = struct.Struct(">I")
 

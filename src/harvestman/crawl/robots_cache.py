@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from harvestman.coord import Coordinator, LocalCoordinator
+from harvestman.crawl.fetch import Fetcher, RetryPolicy, parse_retry_after
 from harvestman.errors import (
     AddressRefused,
     FetchError,
@@ -34,7 +35,6 @@ from harvestman.errors import (
     RedirectRefused,
     TooManyRedirects,
 )
-from harvestman.fetch import Fetcher, RetryPolicy, parse_retry_after
 from harvestman.records import DomainRecord
 from harvestman.robots import RobotsRules, parse_robots
 from harvestman.store import HostRecords
