@@ -445,7 +445,7 @@ async def test_the_jobs_domain_lists_are_one_index_range_too(
 ) -> None:
     from sqlalchemy import event
 
-    from harvestman.jobs import JobStore
+    from harvestman.store.jobs.db import JobStore
 
     statements: list[tuple[str, Any]] = []
 

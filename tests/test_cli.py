@@ -141,7 +141,8 @@ def test_every_command_shows_its_help() -> None:
     from typer.testing import CliRunner
 
     from harvestman import config
-    from harvestman.cli import CONFIG_ENV, app
+    from harvestman.cli.app import app
+    from harvestman.cli.options import CONFIG_ENV
 
     def paths(group: TyperGroup, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
         for name, command in group.commands.items():

@@ -18,8 +18,8 @@ from harvestman.crawl.ingest import IngestLimit
 from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.writer import BatchWriter
 from harvestman.errors import ConfigError
-from harvestman.jobs import Source, SourceOptions
 from harvestman.jobs.errors import InvalidSpec
+from harvestman.jobs.records import Source, SourceOptions
 from harvestman.jobs.runner import source_settings
 from harvestman.records import NewUrl
 from harvestman.stats import Stats

@@ -26,18 +26,22 @@ import pytest
 import uvicorn
 
 from apiclient import api_settings, bearer
-from harvestman.api import Role, create_app
+from harvestman.api.app import create_app
+from harvestman.api.auth import Role
 from harvestman.config import Settings
-from harvestman.jobs import (
+from harvestman.jobs.records import (
+    Execution,
     ExecutionResult,
     ExecutionStatus,
+    Job,
     JobSpec,
-    JobStore,
-    Scheduler,
+    LogLine,
+    Source,
     SourceSpec,
 )
-from harvestman.jobs.records import Execution, Job, LogLine, Source
+from harvestman.jobs.scheduler import Scheduler
 from harvestman.store import SqlStore
+from harvestman.store.jobs.db import JobStore
 
 run_log = logging.getLogger("harvestman.test.run")
 USER = bearer(Role.USER)

@@ -25,19 +25,22 @@ from pydantic import ValidationError
 
 from apiclient import api_settings, bearer
 from conftest import SettingsFactory, serve
-from harvestman.api import Role, create_app
+from harvestman.api.app import create_app
+from harvestman.api.auth import Role
 from harvestman.config import Settings
 from harvestman.crawl.fetch import RetryPolicy
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.errors import ContentRejected, HttpStatusError, RobotsDenied
-from harvestman.jobs import EngineRunner, JobSpec, JobStore, Scheduler, SourceSpec
 from harvestman.jobs.logs import LogCapture
-from harvestman.jobs.records import LogLine, ProgressSample
+from harvestman.jobs.records import JobSpec, LogLine, ProgressSample, SourceSpec
+from harvestman.jobs.runner import EngineRunner
+from harvestman.jobs.scheduler import Scheduler
 from harvestman.jobs.urllines import UrlLines, describe, verdict
 from harvestman.logconfig import configure_logging, reset_logging
 from harvestman.records import CrawlRequest, Outcome, PageRecord, UrlStatus
 from harvestman.stats import Stats
 from harvestman.store import SqlStore
+from harvestman.store.jobs.db import JobStore
 from storerows import NOW, open_store, store_url
 from support.scheduling import Clock
 from support.smallshop import PAGE_A, PAGE_B, Shop

@@ -12,20 +12,13 @@ import pytest
 from aiohttp import web
 
 from conftest import SettingsFactory
-from harvestman.jobs import (
-    AdaptiveState,
-    EngineRunner,
-    ExecutionStatus,
-    JobSpec,
-    JobStatus,
-    JobStore,
-    Scheduler,
-    SourceSpec,
-    adaptive_interval,
-)
-from harvestman.jobs.adaptive import observe
-from harvestman.jobs.runner import namespace, source_settings
+from harvestman.jobs.adaptive import AdaptiveState, adaptive_interval, observe
+from harvestman.jobs.records import ExecutionStatus, JobSpec, SourceSpec
+from harvestman.jobs.runner import EngineRunner, namespace, source_settings
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.jobs.states import JobStatus
 from harvestman.store import SqlStore
+from harvestman.store.jobs.db import JobStore
 
 NOW = 1_800_000_000.0
 MIN = 60.0

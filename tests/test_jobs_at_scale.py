@@ -18,12 +18,14 @@ import pytest
 
 from conftest import require_service
 from harvestman.errors import StoreError
-from harvestman.jobs import Action, ExecutionStatus, JobStatus, JobStore, Scheduler
 from harvestman.jobs.broker import Delivery, ExecutionMessage, ExecutionQueue
 from harvestman.jobs.consumer import ExecutionConsumer
 from harvestman.jobs.dispatch import Dispatcher
-from harvestman.jobs.records import Job, JobSpec, SourceSpec
+from harvestman.jobs.records import ExecutionStatus, Job, JobSpec, SourceSpec
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.jobs.states import Action, JobStatus
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.db import JobStore
 from support.fleet import BROKER_URL, delete_queue
 from support.tcpgate import tcp_gate
 from test_jobs_scheduler import NOW, Clock, ScriptedRunner

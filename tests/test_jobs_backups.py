@@ -13,7 +13,8 @@ from sqlalchemy import Engine
 from apiclient import running_api
 from conftest import SettingsFactory
 from harvestman.config import Settings
-from harvestman.jobs import JobStore, Scheduler
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.store.jobs.db import JobStore
 from harvestman.store.lifecycle.backups import BackupRun, backup_summary, record_backup
 from harvestman.store.lifecycle.schedule import BackupSchedule
 from harvestman.store.schema import backups

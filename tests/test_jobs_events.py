@@ -14,19 +14,21 @@ import pytest
 
 from apiclient import api_settings as make_api_settings
 from apiclient import bearer
-from harvestman.api import Role, create_app
-from harvestman.jobs import (
+from harvestman.api.app import create_app
+from harvestman.api.auth import Role
+from harvestman.jobs.events import LocalSourceEvents, RedisSourceEvents, SourceEvent
+from harvestman.jobs.records import (
+    Execution,
     ExecutionResult,
     ExecutionStatus,
     Job,
-    JobStatus,
-    JobStore,
-    Scheduler,
+    Source,
     SourceSpec,
 )
-from harvestman.jobs.events import LocalSourceEvents, RedisSourceEvents, SourceEvent
-from harvestman.jobs.records import Execution, Source
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.jobs.states import JobStatus
 from harvestman.store import SqlStore, dialect, migrate
+from harvestman.store.jobs.db import JobStore
 
 
 class QuietRunner:

@@ -9,20 +9,21 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy import func, select
 
-from harvestman.jobs import (
+from harvestman.jobs.lifecycle import NextStep
+from harvestman.jobs.records import (
+    Execution,
     ExecutionResult,
     ExecutionStatus,
     Job,
     JobSpec,
-    JobStatus,
-    JobStore,
-    LeaderLease,
-    Scheduler,
+    Source,
     SourceSpec,
 )
-from harvestman.jobs.lifecycle import NextStep
-from harvestman.jobs.records import Execution, Source
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.jobs.states import JobStatus
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.db import JobStore
+from harvestman.store.jobs.leader import LeaderLease
 from harvestman.store.jobs.tables import job_executions
 
 NOW = 1_800_000_000.0

@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from harvestman.jobs import IntervalType, JobSpec, JobStatus, JobStore, Scheduler, SourceSpec
 from harvestman.jobs.reconcile import sync_enabled_sources
+from harvestman.jobs.records import IntervalType, JobSpec, SourceSpec
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.jobs.states import JobStatus
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.db import JobStore
 from harvestman.store.jobs.tables import jobs
 
 NOW = 1_800_000_000.0

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from harvestman.jobs import JobStore, Scheduler
-from harvestman.lifecycle import RetentionRules
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.store.jobs.db import JobStore
+from harvestman.store.lifecycle.retention import RetentionRules
 from harvestman.store.schema import urls
 from storerows import DAY, add_crawl, add_url, open_store, table_rows
 from support.scheduling import HOUR, Clock, IdleRunner

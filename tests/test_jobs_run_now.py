@@ -14,19 +14,20 @@ from typing import Any
 import pytest
 
 from conftest import SettingsFactory
-from harvestman.jobs import (
-    Action,
-    EngineRunner,
+from harvestman.jobs.records import (
+    Execution,
     ExecutionResult,
     ExecutionStatus,
     Job,
     JobSpec,
-    JobStatus,
-    JobStore,
-    Scheduler,
+    Source,
+    SourceSpec,
 )
-from harvestman.jobs.records import Execution, Source, SourceSpec
+from harvestman.jobs.runner import EngineRunner
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.jobs.states import Action, JobStatus
 from harvestman.store import SqlStore
+from harvestman.store.jobs.db import JobStore
 from harvestman.store.products.query import ProductQuery
 from support.scheduling import Clock
 from support.shop import Shop, running_shop

@@ -13,17 +13,13 @@ import pytest
 from aiohttp import web
 
 from conftest import SettingsFactory, serve
-from harvestman.jobs import (
-    EngineRunner,
-    ExecutionStatus,
-    JobSpec,
-    JobStatus,
-    JobStore,
-    Scheduler,
-    SourceSpec,
-)
 from harvestman.jobs import runner as runner_module
+from harvestman.jobs.records import ExecutionStatus, JobSpec, SourceSpec
+from harvestman.jobs.runner import EngineRunner
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.jobs.states import JobStatus
 from harvestman.store import SqlStore
+from harvestman.store.jobs.db import JobStore
 
 NOW = 1_800_000_000.0
 

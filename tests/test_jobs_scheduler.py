@@ -13,23 +13,22 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from harvestman.errors import StoreError
-from harvestman.jobs import (
+from harvestman.jobs.logs import LogCapture, LogWriter
+from harvestman.jobs.records import (
+    Execution,
     ExecutionResult,
     ExecutionStatus,
     Job,
     JobSpec,
-    JobStatus,
-    JobStore,
-    LeaderLease,
-    LogCapture,
     LogLine,
-    LogWriter,
-    Scheduler,
+    Source,
     SourceSpec,
 )
-from harvestman.jobs.records import Execution, Source
-from harvestman.jobs.scheduler import INTERRUPTED
+from harvestman.jobs.scheduler import INTERRUPTED, Scheduler
+from harvestman.jobs.states import JobStatus
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.db import JobStore
+from harvestman.store.jobs.leader import LeaderLease
 from harvestman.store.jobs.locks import LOCK_EXPIRED
 from harvestman.store.jobs.tables import execution_logs, job_executions
 

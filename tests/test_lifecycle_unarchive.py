@@ -15,8 +15,9 @@ import pytest
 from sqlalchemy import Engine, insert
 
 from harvestman.errors import StoreError
-from harvestman.lifecycle import RetentionRules, apply_retention, restore_archive
 from harvestman.store.history import add_counts
+from harvestman.store.lifecycle.retention import RetentionRules, apply_retention
+from harvestman.store.lifecycle.unarchive import restore_archive
 from harvestman.store.schema import crawled_pages, crawls, error_logs, images, products
 from harvestman.store.transaction import transaction
 from harvestman.urls import url_hash

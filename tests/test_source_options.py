@@ -11,8 +11,9 @@ import pytest
 from apiclient import Api, running_api
 from conftest import SettingsFactory
 from couriersite import Courier, rows, running_courier
-from harvestman.jobs import Scheduler, Source, SourceOptions
+from harvestman.jobs.records import Source, SourceOptions
 from harvestman.jobs.runner import source_settings
+from harvestman.jobs.scheduler import Scheduler
 
 COURIER = "siteparsers:LocalCourierParser"
 NO_OPTIONS = dict.fromkeys(

@@ -536,7 +536,7 @@ class Settings(BaseSettings):
     @field_validator("parser_rollouts")
     @classmethod
     def _rollouts_parse(cls, value: list[str]) -> list[str]:
-        from harvestman.extract.rollouts import parse_rollout
+        from harvestman.records import parse_rollout
 
         for text in value:
             try:

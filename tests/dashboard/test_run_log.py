@@ -20,9 +20,13 @@ import uvicorn
 from apiclient import SECRET, api_settings
 from conftest import SettingsFactory, serve
 from dashboard.browser import CHROMIUM, require_chromium, screenshot_path
-from harvestman.api import Role, create_app, create_token
-from harvestman.jobs import EngineRunner, JobSpec, JobStore, Scheduler, SourceSpec
+from harvestman.api.app import create_app
+from harvestman.api.auth import Role, create_token
+from harvestman.jobs.records import JobSpec, SourceSpec
+from harvestman.jobs.runner import EngineRunner
+from harvestman.jobs.scheduler import Scheduler
 from harvestman.store import SqlStore
+from harvestman.store.jobs.db import JobStore
 from support.scheduling import Clock
 from support.smallshop import Shop
 

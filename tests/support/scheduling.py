@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from harvestman.jobs import ExecutionResult, ExecutionStatus, Job
-from harvestman.jobs.records import Execution, Source
+from harvestman.jobs.records import Execution, ExecutionResult, ExecutionStatus, Job, Source
 from storerows import NOW
 
 HOUR = 3600.0

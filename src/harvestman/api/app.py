@@ -63,9 +63,10 @@ if TYPE_CHECKING:
     from harvestman.api.breakers import BreakerStates
     from harvestman.config import Settings
     from harvestman.crawl.workers import CrawlWorkers
-    from harvestman.jobs import JobStore, Scheduler
     from harvestman.jobs.events import SourceEvents
+    from harvestman.jobs.scheduler import Scheduler
     from harvestman.store import SqlStore
+    from harvestman.store.jobs.db import JobStore
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import typer
 if TYPE_CHECKING:
     from harvestman.api.settings import ApiSettings
     from harvestman.config import Settings
-    from harvestman.lifecycle import RetentionRules
+    from harvestman.store.lifecycle.retention import RetentionRules
     from harvestman.store.lifecycle.schedule import BackupSchedule
 from harvestman.errors import ConfigError, HarvestmanError
 
@@ -106,9 +106,11 @@ async def _serve(
 
     from harvestman.api.app import create_app
     from harvestman.crawl.workers import CrawlWorkers
-    from harvestman.jobs import EngineRunner, JobStore, Scheduler
     from harvestman.jobs.events import make_source_events
+    from harvestman.jobs.runner import EngineRunner
+    from harvestman.jobs.scheduler import Scheduler
     from harvestman.store import SqlStore
+    from harvestman.store.jobs.db import JobStore
 
     async with SqlStore(settings.database_url) as store:
         await store.prepare_schema()
@@ -182,7 +184,7 @@ def _executions_queue(settings: Settings) -> Any:
 
 def retention_rules(settings: Settings) -> RetentionRules:
     """The retention the elected scheduler runs daily: what ``harvestman maintenance`` does."""
-    from harvestman.lifecycle import RetentionRules
+    from harvestman.store.lifecycle.retention import RetentionRules
 
     return RetentionRules.from_settings(settings)
 

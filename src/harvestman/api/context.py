@@ -20,9 +20,10 @@ from harvestman.api.settings import ApiSettings
 if TYPE_CHECKING:
     from harvestman.api.breakers import BreakerStates
     from harvestman.config import Settings
-    from harvestman.jobs import JobStore, Scheduler
     from harvestman.jobs.events import SourceEvents
+    from harvestman.jobs.scheduler import Scheduler
     from harvestman.store import SqlStore
+    from harvestman.store.jobs.db import JobStore
 
 T = TypeVar("T")
 

@@ -12,7 +12,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harvestman.jobs import Execution, Job, Source, allowed_actions
+from harvestman.jobs.records import Execution, Job, Source
+from harvestman.jobs.states import allowed_actions
 
 T = TypeVar("T")
 

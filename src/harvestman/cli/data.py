@@ -258,8 +258,8 @@ def search(
     from decimal import Decimal
 
     from harvestman.errors import QueryError
-    from harvestman.lifecycle import parse_since
-    from harvestman.search import require_query
+    from harvestman.lifecycle.since import parse_since
+    from harvestman.search.query import require_query
     from harvestman.search.terminal import hit_record, render_hits
 
     try:

@@ -35,7 +35,7 @@ def maintenance(
     """Apply the retention rules (export, then delete old rows) and compact the store."""
     import time
 
-    from harvestman.lifecycle import RetentionRules
+    from harvestman.store.lifecycle.retention import RetentionRules
 
     with open_store(config, db, database_url, must_exist=True) as (settings, store):
         rules = RetentionRules.from_settings(settings)
@@ -66,7 +66,9 @@ def backup(
 ) -> None:
     """A consistent online copy of the store (safe while a crawl writes): SQLite's backup API,
     or pg_dump's custom format for PostgreSQL."""
-    from harvestman.lifecycle import PgTools, backup_postgres, backup_sqlite, verify_postgres_backup
+    from harvestman.lifecycle.backup import backup_sqlite
+    from harvestman.store.lifecycle.pgdump import backup_postgres, verify_postgres_backup
+    from harvestman.store.lifecycle.pgtools import PgTools
 
     settings = load_settings(config, db, database_url)
     if out.exists() and not overwrite:
@@ -94,7 +96,9 @@ def restore(
     as_json: JsonOption = False,
 ) -> None:
     """Restore the store from a backup (refused while any process has it open)."""
-    from harvestman.lifecycle import PgTools, restore_postgres, restore_sqlite
+    from harvestman.lifecycle.backup import restore_sqlite
+    from harvestman.store.lifecycle.pgrestore import restore_postgres
+    from harvestman.store.lifecycle.pgtools import PgTools
 
     with open_store(config, db, database_url) as (settings, store):
         path = sqlite_file(settings.database_url)
@@ -130,7 +134,7 @@ def restore_archive(
     """Load rows that retention archived back into the store (loading twice adds nothing)."""
     import time
 
-    from harvestman.lifecycle import parse_since
+    from harvestman.lifecycle.since import parse_since
 
     now = time.time()
     try:
@@ -158,7 +162,7 @@ def replay(
     """Re-queue stored pages of a domain fetched since T (after a parser change)."""
     import time
 
-    from harvestman.lifecycle import parse_since
+    from harvestman.lifecycle.since import parse_since
 
     now = time.time()
     try:

@@ -59,7 +59,7 @@ def products(
     from decimal import Decimal
 
     from harvestman.extract.vocabulary import AVAILABILITY_VALUES
-    from harvestman.lifecycle import parse_since
+    from harvestman.lifecycle.since import parse_since
     from harvestman.store.products import SORTS, ProductQuery
 
     if sort not in SORTS or order not in ("asc", "desc"):

@@ -154,9 +154,9 @@ class Crawler:
         with contextlib.ExitStack() as keep:
             handler = wiring.handler(wiring.exchange_steps(keep), wiring.images(keep), workers)
             async with wiring.fetcher(cookie_jar) as fetcher, workers or contextlib.nullcontext():
-                run.robots = wiring.robots(fetcher, self.coordinator)
-                check_hop = wiring.redirect_check(run.robots)
                 pages = wiring.page_fetcher(fetcher)
+                run.robots = wiring.robots(pages, self.coordinator)
+                check_hop = wiring.redirect_check(run.robots)
                 await self._crawl(liveness, handler, pages, check_hop)
         return await store.counts(run.crawl_id)
 

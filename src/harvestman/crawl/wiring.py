@@ -256,7 +256,7 @@ class Wiring:
         limiter = DomainProxyLimiter(self.settings.proxy_domain_rate)
         return ProxiedFetcher(fetcher, self.proxies, limiter, self.run.stats, self.run.clock)
 
-    def robots(self, fetcher: Fetcher, coordinator: Coordinator) -> RobotsCache:
+    def robots(self, fetcher: PageFetcher, coordinator: Coordinator) -> RobotsCache:
         settings = self.settings
         return RobotsCache(
             self.run.store,

@@ -54,8 +54,8 @@ from harvestman.store.jobs.leader import LeaderLease
 
 if TYPE_CHECKING:
     from harvestman.jobs.dispatch import Dispatcher
-    from harvestman.lifecycle import RetentionReport, RetentionRules
     from harvestman.store.lifecycle.backups import BackupRun
+    from harvestman.store.lifecycle.retention import RetentionReport, RetentionRules
     from harvestman.store.lifecycle.schedule import BackupSchedule
 
 log = logging.getLogger(__name__)
@@ -262,7 +262,7 @@ class Scheduler:
             return None
         if not await self.retention_turn.take_expired():
             return None
-        from harvestman.lifecycle import apply_retention
+        from harvestman.store.lifecycle.retention import apply_retention
 
         log.info("running the data retention (this instance leads)")
         try:

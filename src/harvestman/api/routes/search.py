@@ -21,16 +21,9 @@ from harvestman.api.crawls import crawl_id as one_crawl_or_all
 from harvestman.api.errors import ApiError
 from harvestman.api.params import User
 from harvestman.errors import QueryError
-from harvestman.search import (
-    RANK_WINDOW,
-    PageHit,
-    ProductHit,
-    SearchResult,
-    require_query,
-)
 from harvestman.search.highlight import to_html
-from harvestman.search.hits import MAX_LIMIT
-from harvestman.search.query import MAX_QUERY_CHARS
+from harvestman.search.hits import MAX_LIMIT, RANK_WINDOW, PageHit, ProductHit, SearchResult
+from harvestman.search.query import MAX_QUERY_CHARS, require_query
 
 router = APIRouter(tags=["search"])
 

@@ -11,9 +11,9 @@ from harvestman.api import paging
 from harvestman.api.context import ApiContext, context_of
 from harvestman.api.params import Admin, Cursor, Id, Limit, Offset, User
 from harvestman.api.schemas import Page, SourceIn, SourceOut, SourceUpdate
-from harvestman.jobs import ScopeRules, Source, SourceOptions, SourceSpec
 from harvestman.jobs.errors import EventsUnavailable
 from harvestman.jobs.events import SourceEvent
+from harvestman.jobs.records import ScopeRules, Source, SourceOptions, SourceSpec
 
 log = logging.getLogger(__name__)
 
