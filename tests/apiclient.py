@@ -12,8 +12,9 @@ from fastapi import FastAPI
 
 from harvestman.api import ApiSettings, Role, create_app, create_token
 from harvestman.config import Settings
-from harvestman.jobs import JobStore, Scheduler
+from harvestman.jobs import JobStore
 from harvestman.store import SqlStore
+from support.scheduling import make_scheduler
 
 SECRET = "5c1e0a7f3b9d4e26a8f07b13c4d95e2f61a8b3c7"
 GENEROUS = {
@@ -67,7 +68,7 @@ async def running_api(
             if scheduler:
                 from harvestman.jobs import EngineRunner
 
-                sched = Scheduler(job_store, EngineRunner(settings, store))
+                sched = make_scheduler(job_store, EngineRunner(settings, store))
             app = create_app(
                 settings,
                 sql_store=store,

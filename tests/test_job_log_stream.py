@@ -33,11 +33,11 @@ from harvestman.jobs import (
     ExecutionStatus,
     JobSpec,
     JobStore,
-    Scheduler,
     SourceSpec,
 )
 from harvestman.jobs.records import Execution, Job, LogLine, Source
 from harvestman.store import SqlStore
+from support.scheduling import make_scheduler
 
 run_log = logging.getLogger("harvestman.test.run")
 USER = bearer(Role.USER)
@@ -169,8 +169,12 @@ async def _instances(database_url: str, tmp_path: Path) -> AsyncIterator[Instanc
                 SourceSpec(name="talker", start_urls=["http://a.test/"])
             )
             job = await jobs_a.jobs.create(JobSpec(source_id=source.id, url="http://a.test/"))
-            scheduler = Scheduler(
-                jobs_a, runner, instance_id="a", poll_interval=0.05, log_flush_interval=0.05
+            scheduler = make_scheduler(
+                jobs_a,
+                runner,
+                instance_id="a",
+                jobs_poll_interval=0.05,
+                jobs_log_flush_interval=0.05,
             )
             app_a = create_app(
                 settings,
