@@ -27,8 +27,8 @@ from harvestman.jobs import (
     Scheduler,
     SourceSpec,
 )
+from harvestman.jobs.outcome import INTERRUPTED
 from harvestman.jobs.records import Execution, Source
-from harvestman.jobs.scheduler import INTERRUPTED
 from harvestman.store import dialect, migrate
 from harvestman.store.jobs.locks import LOCK_EXPIRED
 from harvestman.store.jobs.tables import execution_logs, job_executions

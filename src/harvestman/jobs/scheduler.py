@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harvestman.errors import HarvestmanError, StoreError
-from harvestman.jobs import adaptive, lifecycle
 from harvestman.jobs.events import SourceEvents
 from harvestman.jobs.logs import LogCapture, LogWriter
 from harvestman.jobs.outage import Outage
+from harvestman.jobs.outcome import HANDBACK, SHUTDOWN, next_step
 from harvestman.jobs.progress import ProgressBoard, RunProgress
 from harvestman.jobs.reconcile import SyncPlan, sync_enabled_sources
 from harvestman.jobs.records import (
@@ -49,7 +49,6 @@ from harvestman.jobs.records import (
     Job,
     Source,
 )
-from harvestman.jobs.states import JobStatus
 from harvestman.store.jobs.db import JobStore
 from harvestman.store.jobs.leader import LeaderLease
 
@@ -61,11 +60,6 @@ log = logging.getLogger(__name__)
 
 # What a forced run's execution says from its start, kept in its final record.
 FORCED_MARKS = (FORCED, FORCED_PLANNED)
-
-INTERRUPTED = "Interrupted: the service stopped during the run"
-
-SHUTDOWN = "shutdown"  # why runs are stopped: the service stops (failed, retried at once)
-HANDBACK = "handback"  # a broker worker stops: the execution goes back to the queue unfinished
 
 
 class Runner(Protocol):
@@ -309,7 +303,7 @@ class Scheduler:
                 await self._store_progress(execution.id, progress)  # the run's last sample
                 if run.reason == HANDBACK and await self._hand_back(run):
                     return
-                step = await self._next_step(run, source, result)
+                step = await next_step(self.store, run.claim, run.reason, source, result)
                 log.info(
                     "job %d: execution %d %s; job %s",
                     job.id,
@@ -343,60 +337,6 @@ class Scheduler:
             claim.execution.execution_number,
         )
         return True
-
-    async def _next_step(
-        self, run: _Run, source: Source | None, result: ExecutionResult
-    ) -> lifecycle.NextStep:
-        job, now = run.claim.job, self.clock()
-        if run.reason in (SHUTDOWN, HANDBACK):  # (a hand-back here found its lock gone)
-            result.status = ExecutionStatus.FAILED
-            result.error_message = INTERRUPTED
-            return lifecycle.after_failure(job, now, count_attempt=False)
-        if run.reason is not None:  # cancelled, or the lock was lost: the job is not ours
-            result.status = ExecutionStatus.CANCELLED
-            status = JobStatus.CANCELLED
-            return lifecycle.NextStep(status, None, job.current_retry_count, (status,))
-        if result.status is ExecutionStatus.COMPLETED:
-            marks = run.claim.execution.metadata
-            if marks.get(FORCED):  # an extra run: the adaptive interval and the plan stay
-                interval = await self._interval(job, source, result, now, observe=False)
-                planned = marks.get(FORCED_PLANNED)
-                return lifecycle.after_forced_success(job, interval, now, planned)
-            interval = await self._interval(job, source, result, now)
-            return lifecycle.after_success(job, interval, now)
-        return lifecycle.after_failure(job, now)
-
-    async def _interval(
-        self,
-        job: Job,
-        source: Source | None,
-        result: ExecutionResult,
-        now: float,
-        *,
-        observe: bool = True,
-    ) -> float | None:
-        """The interval until the job's next run; ``observe``: the run's start pages count
-        towards adaptive scheduling (a forced run's do not: it neither stretches nor resets
-        the interval)."""
-        baseline = job.interval_seconds
-        if baseline is None or not job.adaptive_scheduling or source is None:
-            return baseline
-        try:
-            state = await self.store.sources.adaptive_state(source.id)
-            if not observe:
-                return state.current_interval or baseline
-            state = adaptive.observe(state, result.start_hashes, baseline, now)
-            await self.store.sources.save_adaptive_state(state)
-        except HarvestmanError as exc:
-            log.warning("job %d: adaptive state unavailable, fixed interval: %s", job.id, exc)
-            return baseline
-        log.info(
-            "job %d: start pages unchanged %d times, next interval %ds",
-            job.id,
-            state.unchanged_count,
-            state.current_interval or baseline,
-        )
-        return state.current_interval or baseline
 
     async def flush_logs(self) -> None:
         """Store the new log lines of the runs in progress (the flush loop's step)."""
