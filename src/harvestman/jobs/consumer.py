@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING
 from harvestman.errors import HarvestmanError
 from harvestman.jobs.broker import Delivery, ExecutionQueue
 from harvestman.jobs.outage import Outage
-from harvestman.jobs.scheduler import HANDBACK, Scheduler
+from harvestman.jobs.outcome import HANDBACK
+from harvestman.jobs.scheduler import Scheduler
 from harvestman.store.jobs.handover import Verdict
 
 if TYPE_CHECKING:
