@@ -14,9 +14,9 @@ from harvestman.api.app import create_app
 from harvestman.api.auth import Role, create_token
 from harvestman.api.settings import ApiSettings
 from harvestman.config import Settings
-from harvestman.jobs.scheduler import Scheduler
 from harvestman.store import SqlStore
 from harvestman.store.jobs.db import JobStore
+from support.scheduling import make_scheduler
 
 SECRET = "5c1e0a7f3b9d4e26a8f07b13c4d95e2f61a8b3c7"
 GENEROUS = {
@@ -70,7 +70,7 @@ async def running_api(
             if scheduler:
                 from harvestman.jobs.runner import EngineRunner
 
-                sched = Scheduler(job_store, EngineRunner(settings, store))
+                sched = make_scheduler(job_store, EngineRunner(settings, store))
             app = create_app(
                 settings,
                 sql_store=store,

@@ -39,9 +39,9 @@ from harvestman.jobs.records import (
     Source,
     SourceSpec,
 )
-from harvestman.jobs.scheduler import Scheduler
 from harvestman.store import SqlStore
 from harvestman.store.jobs.db import JobStore
+from support.scheduling import make_scheduler
 
 run_log = logging.getLogger("harvestman.test.run")
 USER = bearer(Role.USER)
@@ -173,8 +173,12 @@ async def _instances(database_url: str, tmp_path: Path) -> AsyncIterator[Instanc
                 SourceSpec(name="talker", start_urls=["http://a.test/"])
             )
             job = await jobs_a.jobs.create(JobSpec(source_id=source.id, url="http://a.test/"))
-            scheduler = Scheduler(
-                jobs_a, runner, instance_id="a", poll_interval=0.05, log_flush_interval=0.05
+            scheduler = make_scheduler(
+                jobs_a,
+                runner,
+                instance_id="a",
+                jobs_poll_interval=0.05,
+                jobs_log_flush_interval=0.05,
             )
             app_a = create_app(
                 settings,

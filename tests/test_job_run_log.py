@@ -42,7 +42,7 @@ from harvestman.stats import Stats
 from harvestman.store import SqlStore
 from harvestman.store.jobs.db import JobStore
 from storerows import NOW, open_store, store_url
-from support.scheduling import Clock
+from support.scheduling import Clock, make_scheduler
 from support.smallshop import PAGE_A, PAGE_B, Shop
 
 USER = bearer(Role.USER)
@@ -104,7 +104,9 @@ def service_of(make_settings: SettingsFactory, shop: Shop) -> ServiceOf:
         ):
             await crawl_store.upgrade()
             async with JobStore(crawl_store.engine, clock=clock) as jobs:
-                scheduler = Scheduler(jobs, EngineRunner(settings, crawl_store), instance_id="t")
+                scheduler = make_scheduler(
+                    jobs, EngineRunner(settings, crawl_store), instance_id="t"
+                )
                 app = create_app(
                     settings,
                     sql_store=crawl_store,

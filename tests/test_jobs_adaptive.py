@@ -19,6 +19,7 @@ from harvestman.jobs.scheduler import Scheduler
 from harvestman.jobs.states import JobStatus
 from harvestman.store import SqlStore
 from harvestman.store.jobs.db import JobStore
+from support.scheduling import make_scheduler
 
 NOW = 1_800_000_000.0
 MIN = 60.0
@@ -148,7 +149,7 @@ async def service(make_settings: SettingsFactory) -> AsyncIterator[Service]:
         await crawl_store.upgrade()
         async with JobStore(crawl_store.engine, clock=clock) as store:
             # The crawl keeps real time (politeness); the schedule runs on the test's clock.
-            scheduler = Scheduler(store, EngineRunner(settings, crawl_store), instance_id="t")
+            scheduler = make_scheduler(store, EngineRunner(settings, crawl_store), instance_id="t")
             yield Service(store, scheduler, clock)
 
 

@@ -352,6 +352,33 @@ class Settings(BaseSettings):
     serve_worker_restart_delay: float = Field(
         5.0, gt=0, le=3600, description="seconds before a failed in-process worker starts again"
     )
+    # the job scheduler (harvestman serve; jobs/wiring.py builds it and its duties from these)
+    jobs_poll_interval: float = Field(
+        10.0, gt=0, le=3600, description="seconds between looks for due jobs"
+    )
+    jobs_max_concurrent: int = Field(
+        4, ge=0, le=1024, description="executions serve runs at once (without a broker)"
+    )
+    jobs_leader_ttl: float = Field(
+        30.0, gt=0, le=3600, description="the leader's lease, renewed every third of it"
+    )
+    jobs_sweep_interval: float = Field(
+        60.0, gt=0, le=86400, description="seconds between the leader's stale-lock sweeps"
+    )
+    jobs_metrics_interval: float = Field(
+        30.0, gt=0, le=3600, description="seconds between aggregations of /api/scheduler"
+    )
+    jobs_history_max: int = Field(100, ge=1, description="executions kept per job, newest first")
+    jobs_history_days: float = Field(30.0, gt=0, description="executions older are pruned")
+    jobs_source_interval_minutes: int = Field(
+        360, ge=1, le=10_000_000, description="interval of the recurring job a source gets"
+    )
+    jobs_retention_interval: float | None = Field(
+        86400.0,
+        gt=0,
+        description="seconds between the leader's data retention runs (None: the service runs"
+        " none; harvestman maintenance still does)",
+    )
     jobs_log_flush_interval: float = Field(
         1.0, gt=0, le=60, description="seconds between stores of a run's new log lines"
     )

@@ -24,10 +24,9 @@ from harvestman.api.app import create_app
 from harvestman.api.auth import Role, create_token
 from harvestman.jobs.records import JobSpec, SourceSpec
 from harvestman.jobs.runner import EngineRunner
-from harvestman.jobs.scheduler import Scheduler
 from harvestman.store import SqlStore
 from harvestman.store.jobs.db import JobStore
-from support.scheduling import Clock
+from support.scheduling import Clock, make_scheduler
 from support.smallshop import Shop
 
 pytestmark = pytest.mark.timeout(90)
@@ -81,7 +80,7 @@ async def test_a_past_runs_log_is_opened_filtered_searched_and_downloaded(
                     source_id=source.id, url=base, interval_minutes=60, adaptive_scheduling=False
                 )
             )
-            scheduler = Scheduler(jobs, EngineRunner(settings, store), instance_id="t")
+            scheduler = make_scheduler(jobs, EngineRunner(settings, store), instance_id="t")
             for _ in range(2):  # run 1 crawls the shop; run 2 finds the start page unchanged
                 assert len(await scheduler.poll()) == 1
                 clock.now += 30  # each run ends (its last sample) 30 s after it began

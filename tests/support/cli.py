@@ -38,7 +38,7 @@ async def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, s
 
 def invoke_cli_sync(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """``run_cli``'s answer, from the app run in this process (the caller's thread)."""
-    from harvestman.cli import app
+    from harvestman.cli.app import app
 
     result = CliRunner().invoke(app, list(args), env={"COLUMNS": COLUMNS, **(env or {})})
     if result.exception is not None and not isinstance(result.exception, SystemExit):

@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING
 from harvestman.errors import HarvestmanError
 from harvestman.jobs.broker import Delivery, ExecutionQueue
 from harvestman.jobs.outage import Outage
-from harvestman.jobs.scheduler import HANDBACK, Scheduler
+from harvestman.jobs.outcome import HANDBACK
+from harvestman.jobs.scheduler import Scheduler
 from harvestman.store.jobs.handover import Verdict
 
 if TYPE_CHECKING:
@@ -209,6 +210,7 @@ async def consumer_for(
     across workers, also between an execution and the one that resumes it elsewhere."""
     from harvestman.crawl.crawler import Crawler
     from harvestman.jobs.runner import EngineRunner
+    from harvestman.jobs.wiring import worker_scheduler
     from harvestman.store.jobs.db import JobStore
 
     queue = ExecutionQueue(
@@ -222,14 +224,7 @@ async def consumer_for(
             Crawler, worker_mode=True, exit_when_done=True, coordinator=coordinator
         )
         runner = EngineRunner(settings, store, engine_factory=crawler)
-        scheduler = Scheduler(
-            job_store,
-            runner,
-            max_concurrent=0,
-            poll_interval=settings.broker_renew_interval,
-            progress_interval=settings.jobs_progress_interval,
-            progress_samples=settings.jobs_progress_samples,
-        )
+        scheduler = worker_scheduler(settings, job_store, runner)
         yield ExecutionConsumer(
             queue,
             scheduler,
