@@ -106,13 +106,13 @@ async def _serve(
 
     from harvestman.api.app import create_app
     from harvestman.crawl.workers import CrawlWorkers
-    from harvestman.jobs import EngineRunner, JobStore, Scheduler
+    from harvestman.jobs import EngineRunner, Scheduler
     from harvestman.jobs.events import make_source_events
     from harvestman.store import SqlStore
 
     async with SqlStore(settings.database_url) as store:
         await store.prepare_schema()
-        async with JobStore(store.engine) as job_store, _executions_queue(settings) as queue:
+        async with store.jobs() as job_store, _executions_queue(settings) as queue:
             events = make_source_events(api_settings.redis_url, api_settings.redis_prefix)
             scheduler = Scheduler(
                 job_store,

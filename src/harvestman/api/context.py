@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from harvestman.config import Settings
     from harvestman.jobs import JobStore, Scheduler
     from harvestman.jobs.events import SourceEvents
-    from harvestman.store import SqlStore
+    from harvestman.store import ServiceStore
 
 T = TypeVar("T")
 
@@ -31,7 +31,7 @@ T = TypeVar("T")
 class ApiContext:
     settings: ApiSettings
     crawler_settings: Settings
-    sql_store: SqlStore
+    sql_store: ServiceStore  # the store's doors (``store.doors``)
     job_store: JobStore
     scheduler: Scheduler | None
     limiter: Limiter
@@ -57,7 +57,8 @@ class ApiContext:
         """Whether a signed-in user's token is still good (enabled, issued since the last
         password change)."""
         assert principal.user is not None
-        return await self.read(self.sql_store.token_is_current, principal.user, principal.issued_at)
+        return await self.read(
+            self.sql_store.accounts.token_is_current, principal.user, principal.issued_at)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a synchronous read of the crawl store off the event loop."""

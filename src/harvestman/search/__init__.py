@@ -6,7 +6,7 @@ index (migration 0006): triggers feed FTS5 tables on SQLite, generated ``search_
 with GIN indexes on PostgreSQL. So writing a page or a product row is all it takes to index it,
 and re-crawls, deletes and retention re-index or unindex by themselves.
 
-    result = store.search_pages(crawl_id, 'solar "heat pump" -diesel', domain="a.com")
+    result = store.search.search_pages(crawl_id, 'solar "heat pump" -diesel', domain="a.com")
     for hit in result.hits:
         print(hit.rank, hit.url, hit.snippet)
 """
