@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from harvestman.store.doors import ASYNC_DOORS
 from harvestman.store import (
     BlockingAccounts,
     BlockingAdmin,
@@ -35,6 +34,7 @@ from harvestman.store import (
     StoreHealth,
     WorkerRegistry,
 )
+from harvestman.store.doors import ASYNC_DOORS
 
 INTERFACES = [
     CrawlRecords, FrontierStore, OutcomeWriter, HostRecords, SessionStore, WorkerRegistry,

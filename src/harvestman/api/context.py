@@ -58,7 +58,8 @@ class ApiContext:
         password change)."""
         assert principal.user is not None
         return await self.read(
-            self.sql_store.accounts.token_is_current, principal.user, principal.issued_at)
+            self.sql_store.accounts.token_is_current, principal.user, principal.issued_at
+        )
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a synchronous read of the crawl store off the event loop."""

@@ -38,7 +38,10 @@ class SignInLimit:
         """Count an attempt against every key; None when it may go on, else the seconds until
         it may (nothing counted)."""
         reserve = functools.partial(
-            self.store.accounts.reserve_sign_in, limit=self.limit, window=self.window, now=self.clock()
+            self.store.accounts.reserve_sign_in,
+            limit=self.limit,
+            window=self.window,
+            now=self.clock(),
         )
         return await self.store.in_thread(reserve, list(keys))
 

@@ -201,7 +201,9 @@ def dead_list(
 ) -> None:
     """URLs that failed for good, with their error."""
     with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
-        rows, total = store.failures.dead_letters(crawl_id, host=host, error_class=error_class, limit=limit)
+        rows, total = store.failures.dead_letters(
+            crawl_id, host=host, error_class=error_class, limit=limit
+        )
     for row in rows:
         if as_json:
             _json_line(row)

@@ -55,7 +55,9 @@ def rotate_key(
         before, after = ProxyCipher(old), ProxyCipher(new)
     with open_store(config, db, database_url, must_exist=True) as (_, store):
         store.schema.check_current()
-        count = store.admin.reencrypt_proxy_secrets(lambda token: after.encrypt(before.decrypt(token)))
+        count = store.admin.reencrypt_proxy_secrets(
+            lambda token: after.encrypt(before.decrypt(token))
+        )
     err.print(f"re-encrypted {count} proxy password(s); now set proxy_key to the new key")
 
 

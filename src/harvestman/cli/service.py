@@ -52,7 +52,8 @@ async def _rebuild(settings: Settings, store: SqlStore) -> dict[str, Any]:
         await store.check_schema()
         crawl_ids = await asyncio.to_thread(store.reports.crawl_ids)
         namespaces = {
-            str(cid): await asyncio.to_thread(store.rows.url_hashes, cid) for cid in crawl_ids.values()
+            str(cid): await asyncio.to_thread(store.rows.url_hashes, cid)
+            for cid in crawl_ids.values()
         }
         now = time.time()
         robots = [

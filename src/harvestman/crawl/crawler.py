@@ -142,7 +142,9 @@ class Crawler:
         rows = [wiring.discovery.seed_row(seed) for seed in self.seeds]
         await store.frontier.add_urls(run.crawl_id, rows, now)
         # What a 304 cannot reveal again (its links) comes due by its own visited TTL.
-        expired = await store.frontier.make_expired_due(run.crawl_id, now, wiring.discovery.max_depth)
+        expired = await store.frontier.make_expired_due(
+            run.crawl_id, now, wiring.discovery.max_depth
+        )
         if expired:
             log.info("%d stored URLs are due again (visited TTL)", expired)
         if wiring.budget is not None:

@@ -89,7 +89,9 @@ class Liveness:
         )
 
     async def register(self, now: float) -> None:
-        await self.run.store.registry.register_worker(self.worker_id, socket.gethostname(), os.getpid(), now)
+        await self.run.store.registry.register_worker(
+            self.worker_id, socket.gethostname(), os.getpid(), now
+        )
 
     async def recover(self, now: float) -> None:
         """Return leases of dead workers at once; expired leases of anyone too."""

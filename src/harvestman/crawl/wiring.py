@@ -162,7 +162,9 @@ class Wiring:
         self.archive_location = archive_location(settings) if settings.archive_enabled else None
         self.render = RenderStep.from_settings(settings, self.pipeline, stats, self.guard)
         self.main_text = MainTextStep.from_settings(settings, stats, clock)
-        self.controls = DomainControls(run.store.controls, self.outcomes, ttl=settings.domain_settings_ttl)
+        self.controls = DomainControls(
+            run.store.controls, self.outcomes, ttl=settings.domain_settings_ttl
+        )
 
     def _page_steps(self) -> list[Step]:
         settings, stats = self.settings, self.run.stats

@@ -134,7 +134,9 @@ class BatchWriter:
             attempt = 0
             while True:
                 try:
-                    rejected = await run.store.outcomes.record(run.crawl_id, outcomes, new_urls, now)
+                    rejected = await run.store.outcomes.record(
+                        run.crawl_id, outcomes, new_urls, now
+                    )
                     break
                 except StoreError as exc:
                     attempt += 1

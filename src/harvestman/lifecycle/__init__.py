@@ -14,13 +14,13 @@ from harvestman.store.lifecycle.pgdump import backup_postgres, verify_postgres_b
 from harvestman.store.lifecycle.pgrestore import restore_postgres
 from harvestman.store.lifecycle.pgtools import PgBackupReport, PgTools
 from harvestman.store.lifecycle.replay import ReplayPlan, replay
+from harvestman.store.lifecycle.retention import RetentionReport, RetentionRules, apply_retention
 from harvestman.store.lifecycle.sqlitebackup import (
     BackupReport,
     RestoreRefused,
     backup_sqlite,
     restore_sqlite,
 )
-from harvestman.store.lifecycle.retention import RetentionReport, RetentionRules, apply_retention
 from harvestman.store.lifecycle.unarchive import ArchiveRestoreReport, restore_archive
 
 __all__ = [

@@ -77,9 +77,7 @@ class StorageReport:
         return asdict(self)
 
 
-def storage_report(
-    store: BlockingMaintenance, settings: Settings, now: float
-) -> StorageReport:
+def storage_report(store: BlockingMaintenance, settings: Settings, now: float) -> StorageReport:
     """The storage report of a store (its maintenance door) as of ``now`` (blocking: it
     reads the store and walks the archive)."""
     sizes = store.storage_sizes()

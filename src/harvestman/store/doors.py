@@ -31,10 +31,11 @@ blocking: call from a thread (``store.blocking``)
 ==================  ======================  =========================================
 
 A door is built once, on first use, from the protocol's member names, so its methods are the
-store's own bound methods: no call goes through a wrapper. ``SqlStore`` opens them (``store/sql.py``),
-and mypy checks at each door that it implements the protocol (``open_door`` is typed so); ``tests/test_store_doors.py``
-checks at run time that each door holds exactly its protocol's methods, async or blocking as
-its side says. The SQL stays in the repositories (``store/crawl/``, ``store/search/``, …).
+store's own bound methods: no call goes through a wrapper. ``SqlStore`` opens them
+(``store/sql.py``), and mypy checks at each door that it implements the protocol (``open_door``
+is typed so); ``tests/test_store_doors.py`` checks at run time that each door holds exactly its
+protocol's methods, async or blocking as its side says, and that every query is behind one
+door. The SQL stays in the repositories (``store/crawl/``, ``store/search/``, …).
 """
 
 from __future__ import annotations

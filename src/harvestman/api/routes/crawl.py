@@ -76,7 +76,9 @@ async def _list(
 async def stats(request: Request, _: Anonymous, crawl: CrawlQuery = None) -> dict[str, Any]:
     """Crawl statistics (all crawls unless ``crawl`` names one) and the jobs per state."""
     ctx = context_of(request)
-    values = await ctx.read(ctx.sql_store.reports.crawl_stats, await crawl_id(ctx, crawl), time.time())
+    values = await ctx.read(
+        ctx.sql_store.reports.crawl_stats, await crawl_id(ctx, crawl), time.time()
+    )
     values["jobs"] = await ctx.job_store.jobs.status_counts()
     return values
 
@@ -106,7 +108,9 @@ async def stats_timeseries(
 async def frontier_stats(request: Request, _: User, crawl: CrawlQuery = None) -> dict[str, Any]:
     """Frontier rows per status, due now, hosts with pending rows (every crawl unless one)."""
     ctx = context_of(request)
-    return await ctx.read(ctx.sql_store.reports.frontier_stats, await crawl_id(ctx, crawl), time.time())
+    return await ctx.read(
+        ctx.sql_store.reports.frontier_stats, await crawl_id(ctx, crawl), time.time()
+    )
 
 
 @router.get("/api/frontier/urls", response_model=Page[dict[str, Any]])
@@ -220,7 +224,9 @@ async def delete_pages(
     """Delete stored pages of a crawl (of one host, fetched before a time)."""
     ctx = context_of(request)
     one = await one_crawl_id(ctx, crawl)
-    deleted = await ctx.read(lambda: ctx.sql_store.admin.delete_pages(one, host=host, before=before))
+    deleted = await ctx.read(
+        lambda: ctx.sql_store.admin.delete_pages(one, host=host, before=before)
+    )
     ctx.counts.forget("pages")
     return {"deleted": deleted}
 
