@@ -187,7 +187,7 @@ LAYERS: tuple[Layer, ...] = (
         "storage",
         "where data is kept: the store (the only SQL, and the SQLite file copy) and the blob "
         "archive; it stores records and knows nothing of the crawler that makes them",
-        "store archive lifecycle.backup",
+        "store archive",
     ),
     Layer(
         "crawl",
@@ -497,3 +497,76 @@ def test_a_package_init_may_only_reexport_its_own_modules(toy: ModuleGraph) -> N
         "toy.lazy:1: a module __getattr__ hides its imports",
         "toy.lazy:2: imports toy.lazy.part (function)",
     ]
+
+
+# -- the store holds the engine and the drivers ----------------------------------------------
+#
+# Beside SQL itself, nothing outside the store holds what speaks it: a database driver
+# (sqlite3 runs SQL as well as SQLAlchemy does) or the store's SQLAlchemy engine (``.engine``:
+# whoever holds it can run any statement). Callers go through the store's doors
+# (``store.doors``).
+
+DATABASE_DRIVERS = ("sqlite3", "psycopg", "psycopg2", "psycopg_pool", "asyncpg", "sqlalchemy")
+
+# Modules outside the store that still read ``.engine``, and why. Each entry is a debt.
+ENGINE_HOLDERS: dict[str, str] = {}
+
+
+def driver_violations(source: str, module: str) -> list[Violation]:
+    """Where ``source`` imports a database driver or reads an ``.engine`` attribute."""
+    found: list[Violation] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            names = []
+        for name in names:
+            if name.split(".")[0] in DATABASE_DRIVERS:
+                found.append(Violation(module, node.lineno, f"imports {name}"))
+        if isinstance(node, ast.Attribute) and node.attr == "engine":
+            found.append(Violation(module, node.lineno, "holds .engine"))
+    return sorted(found)
+
+
+def test_no_module_outside_the_store_holds_a_driver_or_the_engine() -> None:
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        module = module_name(path)
+        if is_store(module):
+            continue
+        violations_here = driver_violations(path.read_text(encoding="utf-8"), module)
+        if module in ENGINE_HOLDERS:
+            violations_here = [v for v in violations_here if v.what != "holds .engine"]
+        found += violations_here
+    assert [f"{v.module}:{v.line}: {v.what}" for v in found] == []
+
+
+def test_each_engine_holder_still_holds_it() -> None:
+    """An allow-list entry whose module no longer reads ``.engine`` is removed, not kept."""
+    for module in ENGINE_HOLDERS:
+        path = SRC.parent.joinpath(*module.split(".")).with_suffix(".py")
+        found = driver_violations(path.read_text(encoding="utf-8"), module)
+        assert any(v.what == "holds .engine" for v in found), module
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import sqlite3", ["imports sqlite3"]),
+        ("def f():\n    import sqlite3 as db", ["imports sqlite3"]),
+        ("from sqlite3 import connect", ["imports sqlite3"]),
+        ("from psycopg.rows import dict_row", ["imports psycopg.rows"]),
+        ("import sqlalchemy.engine", ["imports sqlalchemy.engine"]),
+        ("JobStore(store.engine)", ["holds .engine"]),
+        ("x = self.store.engine.dispose()", ["holds .engine"]),
+        ("async with store.jobs() as jobs: pass", []),
+        ("store.frontier.lease(1, {}, 0.0, 1.0, 'w')", []),
+        ("engine = make(); engine.run()", []),  # a local name, not the store's attribute
+        ("from harvestman.store.lifecycle.sqlitebackup import backup_sqlite", []),
+    ],
+)
+def test_each_driver_and_engine_use_is_caught(source: str, expected: list[str]) -> None:
+    found = driver_violations(source, "harvestman.api.example")
+    assert [v.what for v in found] == expected

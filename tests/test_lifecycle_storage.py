@@ -64,7 +64,7 @@ def engine(url: str) -> Iterator[Engine]:
 def report_of(url: str) -> object:
     store = SqlStore(url)
     try:
-        return storage_report(store, Settings(database_url=url), NOW)
+        return storage_report(store.maintenance, Settings(database_url=url), NOW)
     finally:
         store.dispose()
 

@@ -286,7 +286,7 @@ async def test_the_writer_counts_a_dead_letter_as_failed_not_as_a_page(store: Sq
     stats = Stats()
     run = CrawlRun(store, stats, lambda: NOW)
     run.crawl_id = crawl
-    run.frontier = Frontier(store, crawl, "w1", delay=0.0, clock=lambda: NOW)
+    run.frontier = Frontier(store.frontier, crawl, "w1", delay=0.0, clock=lambda: NOW)
     written: list[Outcome] = []
     writer = BatchWriter(
         run, batch_size=10, flush_interval=1.0, history=None, on_pages=written.extend

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 class CrawlProgress:
     """A live panel: pages, pages/s, frontier size, errors, robots denials, elapsed."""
 
-    def __init__(self, engine: Crawler, console: Console, refresh: float = 0.5) -> None:
-        self.engine = engine
+    def __init__(self, crawler: Crawler, console: Console, refresh: float = 0.5) -> None:
+        self.crawler = crawler
         self.console = console
         self.refresh = refresh
         self._live = Live(console=console, auto_refresh=False, transient=False)
@@ -42,16 +42,16 @@ class CrawlProgress:
     async def _loop(self) -> None:
         tick = 0
         while True:
-            if tick % 4 == 0 and self.engine.crawl_id:
+            if tick % 4 == 0 and self.crawler.crawl_id:
                 # The store's own count, every other second: the frontier's true size.
                 with contextlib.suppress(Exception):
-                    self._counts = await self.engine.store.counts(self.engine.crawl_id)
+                    self._counts = await self.crawler.store.crawls.counts(self.crawler.crawl_id)
             self._live.update(self._render(), refresh=True)
             tick += 1
             await asyncio.sleep(self.refresh)
 
     def _render(self) -> Table:
-        stats = self.engine.stats
+        stats = self.crawler.stats
         pending = "…"
         if self._counts is not None:
             by = self._counts.by_status

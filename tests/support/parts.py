@@ -42,7 +42,7 @@ async def crawl_parts(
         stats = Stats()
         run = CrawlRun(store, stats, clock)
         run.crawl_id = await store.ensure_crawl("parts", seeds)
-        run.frontier = Frontier(store, run.crawl_id, "tester", delay=0.0, clock=clock)
+        run.frontier = Frontier(store.frontier, run.crawl_id, "tester", delay=0.0, clock=clock)
         outcomes = Outcomes(stats, clock, visited_ttl=visited_ttl, retry=RetryPolicy(1, 0.01))
         discovery = Discovery(stats, max_depth=max_depth, seen_cache_size=1000)
         discovery.scope = Scope(seeds)

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from harvestman.crawl.workers import CrawlWorkers
     from harvestman.jobs.events import SourceEvents
     from harvestman.jobs.scheduler import Scheduler
-    from harvestman.store import SqlStore
+    from harvestman.store import ServiceStore
     from harvestman.store.jobs.db import JobStore
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ def _breaker_states(settings: ApiSettings) -> BreakerStates | None:
 def create_app(
     settings: Settings,
     *,
-    sql_store: SqlStore,
+    sql_store: ServiceStore,
     job_store: JobStore,
     scheduler: Scheduler | None = None,
     api_settings: ApiSettings | None = None,

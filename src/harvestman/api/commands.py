@@ -108,11 +108,10 @@ async def _serve(
     from harvestman.jobs.runner import EngineRunner
     from harvestman.jobs.wiring import build_scheduler
     from harvestman.store import SqlStore
-    from harvestman.store.jobs.db import JobStore
 
     async with SqlStore(settings.database_url) as store:
         await store.prepare_schema()
-        async with JobStore(store.engine) as job_store, _executions_queue(settings) as queue:
+        async with store.jobs() as job_store, _executions_queue(settings) as queue:
             events = make_source_events(api_settings.redis_url, api_settings.redis_prefix)
             scheduler = build_scheduler(
                 settings, job_store, EngineRunner(settings, store), events=events

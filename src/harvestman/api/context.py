@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from harvestman.config import Settings
     from harvestman.jobs.events import SourceEvents
     from harvestman.jobs.scheduler import Scheduler
-    from harvestman.store import SqlStore
+    from harvestman.store import ServiceStore
     from harvestman.store.jobs.db import JobStore
 
 T = TypeVar("T")
@@ -32,7 +32,7 @@ T = TypeVar("T")
 class ApiContext:
     settings: ApiSettings
     crawler_settings: Settings
-    sql_store: SqlStore
+    sql_store: ServiceStore  # the store's doors (``store.doors``)
     job_store: JobStore
     scheduler: Scheduler | None
     limiter: Limiter
@@ -58,7 +58,9 @@ class ApiContext:
         """Whether a signed-in user's token is still good (enabled, issued since the last
         password change)."""
         assert principal.user is not None
-        return await self.read(self.sql_store.token_is_current, principal.user, principal.issued_at)
+        return await self.read(
+            self.sql_store.accounts.token_is_current, principal.user, principal.issued_at
+        )
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a synchronous read of the crawl store off the event loop."""

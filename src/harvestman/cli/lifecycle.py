@@ -40,7 +40,7 @@ def maintenance(
     with open_store(config, db, database_url, must_exist=True) as (settings, store):
         rules = RetentionRules.from_settings(settings)
         store.schema.check_current()
-        report = store.apply_retention(rules, time.time())
+        report = store.maintenance.apply_retention(rules, time.time())
     print_report("maintenance: retention applied, store compacted", report, as_json=as_json)
 
 
@@ -145,7 +145,7 @@ def restore_archive(
         raise usage_error("--domain: a host name of 1 to 253 characters")
     with open_store(config, db, database_url, must_exist=True) as (_, store):
         store.schema.check_current()
-        report = store.restore_archive(archive, since=since_at, domain=domain, now=now)
+        report = store.maintenance.restore_archive(archive, since=since_at, domain=domain, now=now)
     print_report("archive restored", report, as_json=as_json)
 
 
@@ -170,7 +170,7 @@ def replay(
     except ValueError as exc:
         raise usage_error(f"--since: {exc}") from None
     with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
-        plan = store.replay(crawl_id, domain, since_at, dry_run=dry_run, now=now)
+        plan = store.maintenance.replay(crawl_id, domain, since_at, dry_run=dry_run, now=now)
     title = "replay: what would be re-queued (dry run)" if dry_run else "replay: re-queued"
     print_report(title, plan, as_json=as_json)
 
@@ -189,7 +189,7 @@ def storage(
 
     with open_store(config, db, database_url, must_exist=True) as (settings, store):
         store.schema.check_current()
-        report = storage_report(store, settings, time.time())
+        report = storage_report(store.maintenance, settings, time.time())
     if as_json:
         import orjson
 

@@ -85,7 +85,7 @@ class PaginationStep:
         host = request.host
         if host not in self.loaded:
             self.loaded.add(host)
-            rules, _ = await self.run_.store.discovery_state(host)
+            rules, _ = await self.run_.store.hosts.discovery_state(host)
             if rules:
                 self.predictor.load(host, rules)
 

@@ -306,7 +306,7 @@ class ParsersStep:
             return
         self.next_read = run.clock() + self.refresh  # before the read: one reader at a time
         try:
-            stored = await run.store.parser_rollouts()
+            stored = await run.store.rollouts.parser_rollouts()
         except StoreError as exc:  # the rollouts read before stay; the next turn tries again
             log.warning("parser rollouts not read (%s); keeping the previous ones", exc)
             return

@@ -162,7 +162,9 @@ class Wiring:
         self.archive_location = archive_location(settings) if settings.archive_enabled else None
         self.render = RenderStep.from_settings(settings, self.pipeline, stats, self.guard)
         self.main_text = MainTextStep.from_settings(settings, stats, clock)
-        self.controls = DomainControls(run.store, self.outcomes, ttl=settings.domain_settings_ttl)
+        self.controls = DomainControls(
+            run.store.controls, self.outcomes, ttl=settings.domain_settings_ttl
+        )
 
     def _page_steps(self) -> list[Step]:
         settings, stats = self.settings, self.run.stats
@@ -206,7 +208,7 @@ class Wiring:
     def frontier(self, worker_id: str) -> Frontier:
         settings = self.settings
         frontier = Frontier(
-            self.run.store,
+            self.run.store.frontier,
             self.run.crawl_id,
             worker_id,
             delay=settings.frontier_delay,
@@ -259,7 +261,7 @@ class Wiring:
     def robots(self, fetcher: PageFetcher, coordinator: Coordinator) -> RobotsCache:
         settings = self.settings
         return RobotsCache(
-            self.run.store,
+            self.run.store.hosts,
             fetcher,
             user_agent=settings.fetch_user_agent,
             ttl=settings.robots_ttl,

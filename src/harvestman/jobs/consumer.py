@@ -51,7 +51,7 @@ from harvestman.store.jobs.handover import Verdict
 if TYPE_CHECKING:
     from harvestman.config import Settings
     from harvestman.coord import Coordinator
-    from harvestman.store import SqlStore
+    from harvestman.store import ServiceStore
 
 log = logging.getLogger(__name__)
 
@@ -201,17 +201,17 @@ class ExecutionConsumer:
 
 @contextlib.asynccontextmanager
 async def consumer_for(
-    settings: Settings, store: SqlStore, coordinator: Coordinator | None = None
+    settings: Settings, store: ServiceStore, coordinator: Coordinator | None = None
 ) -> AsyncIterator[ExecutionConsumer]:
     """The consumer ``harvestman worker`` runs when ``broker_url`` is set: its own job store
-    on ``store``'s engine, its connection to the broker, and runs that wait for the URLs a
-    former holder had leased (``worker_mode``) instead of ending without them. The runs share
+    on ``store``'s connection pool (``store.jobs()``), its connection to the broker, and runs
+    that wait for the URLs a former holder had leased (``worker_mode``) instead of ending
+    without them. The runs share
     the worker's ``coordinator`` (its Redis): the host gate that keeps every host's delay
     across workers, also between an execution and the one that resumes it elsewhere."""
     from harvestman.crawl.crawler import Crawler
     from harvestman.jobs.runner import EngineRunner
     from harvestman.jobs.wiring import worker_scheduler
-    from harvestman.store.jobs.db import JobStore
 
     queue = ExecutionQueue(
         settings.broker_url,
@@ -219,7 +219,7 @@ async def consumer_for(
         prefetch=settings.broker_prefetch,
         publish_timeout=settings.broker_publish_timeout,
     )
-    async with JobStore(store.engine) as job_store, queue:
+    async with store.jobs() as job_store, queue:
         crawler = functools.partial(
             Crawler, worker_mode=True, exit_when_done=True, coordinator=coordinator
         )

@@ -59,9 +59,9 @@ from harvestman.jobs.records import (
 )
 from harvestman.jobs.urllines import UrlLines
 from harvestman.records import Outcome, UrlStatus
-from harvestman.store import SqlStore
+from harvestman.store import ServiceStore
 from harvestman.store.jobs.handover import HOLDERS
-from harvestman.store.jobs.start_pages import StartPages, StartState
+from harvestman.store.jobs.start_pages import StartState
 from harvestman.urls import UrlNormalizer, url_hash
 
 log = logging.getLogger(__name__)
@@ -166,14 +166,14 @@ class EngineRunner:
     def __init__(
         self,
         settings: Settings,
-        store: SqlStore,
+        store: ServiceStore,
         *,
         clock: Callable[[], float] = time.time,
         engine_factory: Callable[..., Crawler] = Crawler,
     ) -> None:
         self.settings = settings
         self.store = store
-        self.start_pages = StartPages(store.engine)
+        self.start_pages = store.start_pages
         self.clock = clock
         self.engine_factory = engine_factory
 
@@ -190,7 +190,7 @@ class EngineRunner:
             try:
                 seeds = job_seeds(job, source)
                 start.update((url_hash(url), url) for url in self._normalized(seeds, source))
-                crawl_id = await self.store.ensure_crawl(namespace(source))
+                crawl_id = await self.store.crawls.ensure_crawl(namespace(source))
                 holders = execution.metadata.get(HOLDERS)
                 if holders:  # handed over by a broker: its lock history goes with the result
                     result.metadata[HOLDERS] = holders
@@ -200,12 +200,12 @@ class EngineRunner:
                 if len(holders or []) <= 1:
                     await self.start_pages.make_due(crawl_id, list(start), self.clock())
                     if execution.metadata.get(FORCED):
-                        known = await self.store.make_known_due(
+                        known = await self.store.frontier.make_known_due(
                             crawl_id, self.clock(), source.effective_max_depth
                         )
                         log.info("run asked for by hand: %d known URLs are due again", known)
                 # Counted after the start pages are due again, as the crawler counts.
-                before = (await self.store.counts(crawl_id)).fetched
+                before = (await self.store.crawls.counts(crawl_id)).fetched
                 settings = source_settings(self.settings, source, fetched_before=before)
 
                 def on_pages(outcomes: Sequence[Outcome]) -> None:

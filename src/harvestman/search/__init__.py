@@ -8,7 +8,7 @@ triggers feed FTS5 tables on SQLite, generated ``search_vector`` columns with GI
 PostgreSQL. So writing a page or a product row is all it takes to index it,
 and re-crawls, deletes and retention re-index or unindex by themselves.
 
-    result = store.search_pages(crawl_id, 'solar "heat pump" -diesel', domain="a.com")
+    result = store.search.search_pages(crawl_id, 'solar "heat pump" -diesel', domain="a.com")
     for hit in result.hits:
         print(hit.rank, hit.url, hit.snippet)
 """

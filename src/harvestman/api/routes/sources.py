@@ -96,7 +96,7 @@ async def create_source(request: Request, body: SourceIn, _: Admin) -> SourceOut
     )
     source = await ctx.job_store.sources.create(spec)
     # Its crawl exists from now on: listed (GET /api/crawls) and browsable, empty, before a run.
-    ctx.crawl_ids[source.crawl] = await ctx.sql_store.ensure_crawl(source.crawl)
+    ctx.crawl_ids[source.crawl] = await ctx.sql_store.crawls.ensure_crawl(source.crawl)
     if source.enabled:
         await _source_changed(ctx, source)
         ctx.counts.forget("jobs")
