@@ -3,10 +3,13 @@ the API's share, the crawler's) are read where they are declared, and checked wh
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
+import harvestman.crawl.crawler
+from harvestman.api.settings import ApiSettings
 from harvestman.config import Settings, load_settings, with_values
 from harvestman.errors import ConfigError
 
@@ -45,3 +48,31 @@ def test_values_applied_read_no_source_again(
     assert derived == settings.model_copy(update={"store_text": True})
     with pytest.raises(ConfigError, match="config file not found"):
         load_settings()
+
+
+def test_the_api_settings_are_the_settings_defaults_and_values() -> None:
+    defaults = ApiSettings.from_settings(Settings())
+
+    assert ApiSettings() == defaults
+    custom = ApiSettings.from_settings(
+        Settings(api_rate_user=7, network_allow=["10.0.0.0/8"], crawl_name="c"), dev=True
+    )
+    assert (custom.rate_user, custom.allow_networks, custom.crawl_name, custom.dev) == (
+        7, ["10.0.0.0/8"], "c", True
+    )  # fmt: skip
+    assert ApiSettings().allow_networks is not ApiSettings().allow_networks
+    assert "jwt_secret" not in repr(ApiSettings(jwt_secret="s3cret"))
+
+
+def test_the_crawler_reads_no_setting_itself() -> None:
+    # The crawler takes what crawl/wiring.py built from the settings (its one reader).
+    tree = ast.parse(Path(harvestman.crawl.crawler.__file__).read_text(encoding="utf-8"))
+    reads = [
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "settings"
+    ]
+
+    assert reads == []
