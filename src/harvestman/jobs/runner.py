@@ -82,6 +82,17 @@ def source_settings(settings: Settings, source: Source, *, fetched_before: int =
     they refuse). ``max_pages`` is per run, so the budget counts on from the fetches the
     namespace already holds (the crawler counts them all). Each of the source's options sets
     its setting (``config.SOURCE_OPTIONS``)."""
+    if source.max_depth > DEEP_CRAWL_WARNING:
+        log.warning(
+            "source %r: max depth %d is above %d, the crawl may grow very large",
+            source.name,
+            source.max_depth,
+            DEEP_CRAWL_WARNING,
+        )
+    return _derived_settings(settings, source, fetched_before)
+
+
+def _derived_settings(settings: Settings, source: Source, fetched_before: int = 0) -> Settings:
     update_: dict[str, Any] = {
         "crawl_name": namespace(source),
         "crawl_max_depth": source.effective_max_depth,
@@ -178,15 +189,9 @@ class EngineRunner:
         result = ExecutionResult(status=ExecutionStatus.COMPLETED)
         async with ResourceMeter() as meter:
             try:
-                if source.max_depth > DEEP_CRAWL_WARNING:
-                    log.warning(
-                        "source %r: max depth %d is above %d, the crawl may grow very large",
-                        source.name,
-                        source.max_depth,
-                        DEEP_CRAWL_WARNING,
-                    )
                 seeds = job_seeds(job, source)
-                normalizer = UrlNormalizer.from_settings(source_settings(self.settings, source))
+                # The source's URL rules (its trailing slash); source_settings warns below.
+                normalizer = UrlNormalizer.from_settings(_derived_settings(self.settings, source))
                 start.update((url_hash(url), url) for url in _normalized(seeds, normalizer))
                 crawl_id = await self.store.ensure_crawl(namespace(source))
                 holders = execution.metadata.get(HOLDERS)
