@@ -538,10 +538,7 @@ class Settings(
     """Every setting Harvestman reads, with the documented defaults (in the groups above)."""
 
     model_config = SettingsConfigDict(
-        env_prefix="HARVESTMAN_",
-        extra="forbid",
-        validate_default=True,
-        frozen=True,
+        env_prefix="HARVESTMAN_", extra="forbid", validate_default=True, frozen=True
     )
 
     @field_validator("database_url", mode="before")
