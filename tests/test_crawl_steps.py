@@ -76,7 +76,7 @@ async def test_an_empty_page_is_parsed_and_judged_too_small(tmp_path: Path, body
         pipeline = PagePipeline(
             [validate_step(parts), LinksStep(parts.discovery)], parts.outcomes,
             ListingReader(parts.discovery, parts.outcomes, max_depth=1, max_urls=10,
-                          max_bytes=1000, feed_poll_interval=60.0),
+                          max_bytes=1000, feed_poll_interval=60.0, normalizer=UrlNormalizer()),
             UrlNormalizer(), max_links=100, parse_empty=True, count=parts.run.stats.inc,
         )  # fmt: skip
 
@@ -94,7 +94,7 @@ async def test_a_204_has_no_content_to_judge(tmp_path: Path) -> None:
         pipeline = PagePipeline(
             [validate_step(parts)], parts.outcomes,
             ListingReader(parts.discovery, parts.outcomes, max_depth=1, max_urls=10,
-                          max_bytes=1000, feed_poll_interval=60.0),
+                          max_bytes=1000, feed_poll_interval=60.0, normalizer=UrlNormalizer()),
             UrlNormalizer(), max_links=100, parse_empty=True, count=parts.run.stats.inc,
         )  # fmt: skip
 
@@ -174,7 +174,8 @@ async def test_stored_text_is_cut_at_its_limit(tmp_path: Path) -> None:
 
 def listing_reader(parts: Parts) -> ListingReader:
     return ListingReader(parts.discovery, parts.outcomes, max_depth=2, max_urls=100,
-                         max_bytes=100_000, feed_poll_interval=60.0)  # fmt: skip
+                         max_bytes=100_000, feed_poll_interval=60.0,
+                         normalizer=UrlNormalizer())  # fmt: skip
 
 
 async def test_a_feed_queues_its_items_and_is_due_again_after_its_poll_interval(

@@ -66,12 +66,11 @@ class Crawler:
         self.exit_when_done = exit_when_done
         self.clock = clock
         self.stats = Stats()
-        self.crawl_name = settings.crawl_name
-        self.concurrency = settings.crawl_concurrency
-        self.refresh_interval = settings.frontier_refresh_interval
         self._run = CrawlRun(store, self.stats, clock)
         self._tasks: set[asyncio.Task[None]] = set()
+        # Settings go to the wiring, their one reader; the crawler takes what it built.
         self.wiring = Wiring(settings, self._run, on_pages=on_pages, tasks=self._tasks)
+        self.crawl_name = self.wiring.crawl_name
         self.worker_id = worker_identity()
         self.seeds: list[str] = []
         self.rejected_seeds: list[tuple[str, str]] = []
@@ -229,7 +228,7 @@ class Crawler:
         hosts: HostSlots,
     ) -> None:
         writer, budget = self.wiring.writer, self.wiring.budget
-        slots = asyncio.Semaphore(self.concurrency)
+        slots = asyncio.Semaphore(self.wiring.concurrency)
         # Fetched-but-unwritten outcomes are lost (and fetched again) if the process dies:
         # keep at most two batches of them.
         backlog = 2 * writer.batch_size
@@ -250,7 +249,7 @@ class Crawler:
             if request is None:
                 slots.release()
                 if self.worker_mode and not await self._others_done():
-                    await asyncio.sleep(self.refresh_interval)
+                    await asyncio.sleep(self.wiring.refresh_interval)
                     await self._refresh()
                     continue
                 return

@@ -47,7 +47,7 @@ class ListingReader:
         max_urls: int,
         max_bytes: int,
         feed_poll_interval: float,
-        normalizer: UrlNormalizer | None = None,
+        normalizer: UrlNormalizer,
         writer: BatchWriter | None = None,
         batch_size: int = 1000,
         concurrency: int = 1,
@@ -57,7 +57,7 @@ class ListingReader:
         self.batch_size = batch_size
         self.slots = asyncio.Semaphore(concurrency)
         # Listed URLs come as written; they are normalized like every link of the crawl.
-        self.normalize = (normalizer or UrlNormalizer()).normalize
+        self.normalize = normalizer.normalize
         self.outcomes = outcomes
         self.max_depth = max_depth
         self.max_urls = max_urls

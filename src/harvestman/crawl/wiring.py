@@ -91,6 +91,10 @@ class Wiring:
         self.settings = settings
         self.run = run
         stats, clock = run.stats, run.clock
+        # What the crawler's dispatcher reads: the crawler looks no setting up itself.
+        self.crawl_name = settings.crawl_name
+        self.concurrency = settings.crawl_concurrency
+        self.refresh_interval = settings.frontier_refresh_interval
         # One guard for every fetch of the crawl; the seeds' origins are admitted as they load.
         self.guard = NetworkGuard(settings.network_allow)
         self.normalizer = UrlNormalizer.from_settings(settings)
