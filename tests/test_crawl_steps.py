@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from harvestman.crawl.analysis import AnalysisSpec
 from harvestman.crawl.discovery_steps import FeedsStep, LinksStep
 from harvestman.crawl.pages import ListingReader, PagePipeline
 from harvestman.crawl.steps import NearDuplicateStep, StoreTextStep, ValidateStep
 from harvestman.records import UrlStatus
-from harvestman.urls import UrlNormalizer
 from harvestman.validate import Validator
 from support.parts import Parts, crawl_parts, html_response, page_work, request_for
 from testsite import GARBAGE_BODIES
@@ -77,7 +77,7 @@ async def test_an_empty_page_is_parsed_and_judged_too_small(tmp_path: Path, body
             [validate_step(parts), LinksStep(parts.discovery)], parts.outcomes,
             ListingReader(parts.discovery, parts.outcomes, max_depth=1, max_urls=10,
                           max_bytes=1000, feed_poll_interval=60.0),
-            UrlNormalizer(), max_links=100, parse_empty=True, count=parts.run.stats.inc,
+            AnalysisSpec(validate_min_bytes=500, max_links=100), count=parts.run.stats.inc,
         )  # fmt: skip
 
         outcome, new_urls = pipeline.handle(request_for(ROOT), html_response(ROOT, body))
@@ -95,7 +95,7 @@ async def test_a_204_has_no_content_to_judge(tmp_path: Path) -> None:
             [validate_step(parts)], parts.outcomes,
             ListingReader(parts.discovery, parts.outcomes, max_depth=1, max_urls=10,
                           max_bytes=1000, feed_poll_interval=60.0),
-            UrlNormalizer(), max_links=100, parse_empty=True, count=parts.run.stats.inc,
+            AnalysisSpec(validate_min_bytes=500, max_links=100), count=parts.run.stats.inc,
         )  # fmt: skip
 
         outcome, _ = pipeline.handle(request_for(ROOT), html_response(ROOT, b"", status=204))
