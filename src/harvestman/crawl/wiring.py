@@ -123,7 +123,10 @@ class Wiring:
             settings, run, self.discovery, self.writer, tasks
         )
         self.parsers = ParsersStep.from_settings(settings, stats, run)
-        self.validate = ValidateStep.from_settings(settings, run, self.outcomes)
+        # What a page's analysis computes, and the one validator of pages and refusals.
+        analysis = AnalysisSpec.from_settings(settings)
+        validator = analysis.validator()
+        self.validate = ValidateStep.from_settings(settings, run, self.outcomes, validator)
         self.proxies = (
             ProxyPool(
                 settings.proxy_urls,
@@ -156,10 +159,10 @@ class Wiring:
                 batch_size=settings.sitemap_batch_size,
                 concurrency=settings.sitemap_concurrency,
             ),
-            self.normalizer,
-            max_links=settings.crawl_max_links_per_page,
-            parse_empty=settings.validate_pages,
+            analysis,
             count=stats.inc,
+            normalizer=self.normalizer,
+            validator=validator,
             recrawl=product_recrawl(settings),
         )
         # Where the raw archive keeps bodies, recorded with the crawl (archive/location.py).
@@ -308,10 +311,8 @@ class Wiring:
         settings = self.settings
         if settings.parse_processes < 1:
             return None
-        # The page's text comes back only for the steps that read it (site parsers may).
-        keep_text = settings.store_text or self.parsers is not None
         return PageWorkers(
-            AnalysisSpec.from_settings(settings, keep_text=keep_text),
+            self.pipeline.spec,  # the page's text comes back when a step on reads it
             self.run.stats,
             processes=settings.parse_processes,
             start_after=settings.parse_processes_after,
