@@ -31,6 +31,7 @@ from harvestman.crawl.pages import ListingReader, PagePipeline
 from harvestman.crawl.pageworkers import PageWorkers
 from harvestman.crawl.work import PageWork
 from harvestman.stats import Stats
+from harvestman.urls import UrlNormalizer
 from support.crawling import Crawled, crawl
 from support.parts import crawl_parts, request_for
 from testsite import GARBAGE_BODIES, TestSite
@@ -251,7 +252,8 @@ async def test_a_step_sees_the_text_from_a_page_process_as_inline_when_it_reads_
     async with crawl_parts(tmp_path, [page.final_url for page in pages]) as parts:
         seen = step()
         listings = ListingReader(parts.discovery, parts.outcomes, max_depth=1, max_urls=10,
-                                 max_bytes=1000, feed_poll_interval=60.0)  # fmt: skip
+                                 max_bytes=1000, feed_poll_interval=60.0,
+                                 normalizer=UrlNormalizer())  # fmt: skip
         spec = AnalysisSpec(validate_min_bytes=500, near_duplicates=True)
         pipeline = PagePipeline([seen], parts.outcomes, listings, spec, count=parts.run.stats.inc)
         stats = Stats()
