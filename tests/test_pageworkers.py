@@ -23,7 +23,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from conftest import SettingsFactory, serve
 from harvestman.crawl.analysis import AnalysisSpec, PageAnalysis, PageAnalyzer
 from harvestman.crawl.fetch import FetchResult
-from harvestman.crawl.pageprocess import FrameReader, Frames, frame
+from harvestman.crawl.pageprocess import FrameReader, Frames, frame, page_frames
 from harvestman.crawl.pageprocess import serve as serve_pages
 from harvestman.crawl.pageworkers import PageWorkers
 from harvestman.stats import Stats
@@ -281,8 +281,9 @@ class Replies(io.BytesIO):
 
 def page_frame(number: int) -> bytes:
     page = response(number)
-    headers = CIMultiDict(page.headers)
-    return frame((number, time.monotonic(), page.final_url, 200, headers, page.body, None))
+    return b"".join(
+        page_frames(number, time.monotonic(), page.final_url, 200, page.headers, page.body, None)
+    )
 
 
 def answered(*answers: bytes) -> list[int]:
