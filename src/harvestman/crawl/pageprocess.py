@@ -122,10 +122,12 @@ def page_frames(
     charset: str | None,
 ) -> list[bytes]:
     """A page's two frames, to be written as they are (``writelines``): the body is neither
-    pickled nor copied here. The headers go as their items (a response's are a view)."""
+    pickled nor copied here. The headers go as their items (a response's are a view), their
+    names as plain strings: a ``multidict.istr`` pickles as a class and an argument, which
+    took twice the instructions of the whole message."""
+    items = tuple([(str(name), value) for name, value in headers.items()])
     meta = pickle.dumps(
-        (number, sent, url, status, tuple(headers.items()), charset),
-        protocol=pickle.HIGHEST_PROTOCOL,
+        (number, sent, url, status, items, charset), protocol=pickle.HIGHEST_PROTOCOL
     )
     return [HEADER.pack(len(meta)), meta, HEADER.pack(len(body)), body]
 
