@@ -145,11 +145,10 @@ def _by_fields(cls: type) -> Callable[[Any], tuple[type, tuple[Any, ...]]]:
     return reduce
 
 
-# What an answer holds, pickled field by field (their defaults and types stay the classes').
-_ANSWER_TABLE: Final = {
-    **copyreg.dispatch_table,
-    **{cls: _by_fields(cls) for cls in (PageAnalysis, Page, Verdict, ProductScan)},
-}
+# What an answer holds, pickled field by field; every other type as copyreg's table (as loaded
+# with this module) says.
+_ANSWER_TABLE: Final[dict[type, Callable[[Any], Any]]] = dict(copyreg.dispatch_table)
+_ANSWER_TABLE.update({cls: _by_fields(cls) for cls in (PageAnalysis, Page, Verdict, ProductScan)})
 
 
 def answer_frame(number: int, analysis: PageAnalysis | None, waited: float) -> bytes:
