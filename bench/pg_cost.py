@@ -203,7 +203,11 @@ class CountingProxy(threading.Thread):
 
     def _accept(self) -> None:
         client, _ = self.listener.accept()
-        server = socket.create_connection(("127.0.0.1", self.target_port))
+        try:
+            server = socket.create_connection(("127.0.0.1", self.target_port))
+        except OSError:  # the server is restarting: the client sees its connection close
+            client.close()
+            return
         for sock in (client, server):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         link = _Link(self, client, server)
@@ -325,6 +329,18 @@ def harvestman(binary: Path, env: dict[str, str], *args: str, log: Path) -> None
         raise RuntimeError(f"harvestman {' '.join(args)} failed: see {log}")
 
 
+def explain_options(slower_than_ms: float) -> str:
+    """Connection options that log the plan of each statement slower than that (auto_explain,
+    loaded per session: no restart), URL-encoded, ahead of the schema's own."""
+    settings = (
+        "session_preload_libraries=auto_explain",
+        f"auto_explain.log_min_duration={slower_than_ms:g}",
+        "auto_explain.log_analyze=on",
+        "auto_explain.log_buffers=on",
+    )
+    return "".join(f"-c{setting.replace('=', '%3D')}%20" for setting in settings)
+
+
 def proxied(url: str, port: int | None) -> str:
     """``url`` through the proxy's ``port`` (None: as it is)."""
     if port is None:
@@ -346,6 +362,8 @@ def pg_crawl(
         env = {**os.environ, "HARVESTMAN_DATABASE_URL": url}
         harvestman(args.harvestman, env, "db", "upgrade", log=run / "setup.log")
         crawl_url = with_application_name(proxied(url, proxy.port if proxy else None), application)
+        if args.explain is not None:  # the server's log gets the plans of slow statements
+            crawl_url = crawl_url.replace("?options=", "?options=" + explain_options(args.explain))
         command = crawler_command(args, ports, run / "unused.db", run)
         at = command.index("--db")
         command[at : at + 2] = ["--database-url", crawl_url]
@@ -453,6 +471,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--sqlite", action="store_true", help="the same crawl on SQLite too")
     parser.add_argument("--direct", action="store_true", help="a PostgreSQL crawl unproxied too")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--explain",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="log the plans of the crawl's statements slower than MS to the server's log",
+    )
     parser.add_argument("--top", type=int, default=12, help="statements listed")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--server", choices=["auto", "nginx", "python"], default="auto")

@@ -9,10 +9,17 @@ the batch's size; SQLite keeps the ``executemany`` path (in-process, a statement
 little). The SQL is written for the psycopg driver's ``pyformat`` parameters and run with
 ``exec_driver_sql``: no SQLAlchemy compilation on the hot path.
 
-Lock order: PostgreSQL runs ``FROM unnest(...) WHERE urls.id = v.id`` as a nested loop over
-the arrays (an index probe per element; a hash join would read the table), so rows are locked
-in the arrays' order, which the callers sort (ids for updates, url hashes for inserts), as
-``store.transaction`` requires.
+Plans: a crawl's ``urls`` is new and has no statistics until autovacuum's first ANALYZE, a
+minute or more into the crawl (never, where autovacuum is off), and the planner then guesses
+every table small. It ran the batch's UPDATE as a hash join over a sequential scan of ``urls``
+(locking rows in the table's order, not the batch's id order) and the lease by sorting all of
+the host's rows found through ``ix_urls_host`` (14,437 of them to lease 64: 50 ms a lease,
+auto_explain in bench/pg_cost.py --explain), not by walking ``ix_urls_ready`` in its order.
+``prefer_index_walks`` turns hash and merge joins and sorts off for the transaction, so both
+become what they are in a table of any size: a nested loop over the arrays in their order (an
+index probe per element; rows locked in the arrays' order, which the callers sort: ids for
+updates, url hashes for inserts, as ``store.transaction`` requires) and a lease that reads its
+k rows and stops.
 """
 
 from __future__ import annotations
@@ -26,6 +33,18 @@ from sqlalchemy.dialects import postgresql
 
 from harvestman.records import CrawlRequest, NewUrl, Outcome
 from harvestman.store.schema import crawled_pages
+
+_INDEX_WALKS = (
+    "SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off',"
+    " true), set_config('enable_sort', 'off', true)"
+)
+
+
+def prefer_index_walks(conn: Connection) -> None:
+    """For the rest of the transaction, plan this module's statements as index walks whatever
+    the statistics say (see the module's docstring)."""
+    conn.exec_driver_sql(_INDEX_WALKS)
+
 
 _INSERT_LINKS = """
 INSERT INTO urls (crawl_id, url_hash, url, host, status, priority, depth, next_crawl_at,

@@ -379,6 +379,8 @@ class FrontierRepository(StoreConnection):
             to_mark: list[CrawlRequest] = []  # SQLite: found by a SELECT, marked below
             short: list[str] = []
             with self._begin() as conn:
+                if not self.is_embedded:
+                    pgbatch.prefer_index_walks(conn)
                 for host, limit in wanted.items():
                     if self.is_embedded:
                         found = [
