@@ -233,6 +233,17 @@ class ServerFigures:
     wal_bytes: int  # the cluster's, from the LSN
     statement_wal: int | None  # the run's statements' own (pg_stat_statements)
     top: list[tuple[int, int, float, int, str]]  # calls, rows, ms, wal bytes, query
+    functions: list[tuple[str, int, float]] = field(default_factory=list)  # name, calls, ms
+
+
+def function_times(url: str) -> list[tuple[str, int, float]]:
+    """The PL/pgSQL functions of the run's schema: calls and their own time (ms)."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT funcname, calls, self_time FROM pg_stat_user_functions"
+            " WHERE schemaname = current_schema() ORDER BY self_time DESC"
+        ).fetchall()
+    return [(str(name), int(calls), float(ms)) for name, calls, ms in rows]
 
 
 def has_statements(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
@@ -362,6 +373,8 @@ def pg_crawl(
         env = {**os.environ, "HARVESTMAN_DATABASE_URL": url}
         harvestman(args.harvestman, env, "db", "upgrade", log=run / "setup.log")
         crawl_url = with_application_name(proxied(url, proxy.port if proxy else None), application)
+        # Time spent in PL/pgSQL functions (the search trigger of crawled_pages) is counted.
+        crawl_url = crawl_url.replace("?options=", "?options=-ctrack_functions%3Dpl%20")
         if args.explain is not None:  # the server's log gets the plans of slow statements
             crawl_url = crawl_url.replace("?options=", "?options=" + explain_options(args.explain))
         command = crawler_command(args, ports, run / "unused.db", run)
@@ -378,6 +391,7 @@ def pg_crawl(
         server = side.stop(args.top)
         side.close()
         pages = completed_pages(url)
+        server.functions = function_times(url)
     wire = proxy.wire if proxy is not None else None
     return PgRun(
         label, pages, measured.wall, measured.cpu, backend_cpu, wire, server, measured.returncode
@@ -449,6 +463,8 @@ def report(result: PgRun, top: int) -> None:
         else f", the run's statements {server.statement_wal / pages:,.0f} B"
     )
     print(f"WAL              {server.wal_bytes / pages:,.0f} B a page (cluster){own}")
+    for name, calls, ms in server.functions:
+        print(f"function         {name}: {calls} calls, {ms / pages:.4f} ms a page (own time)")
     if server.top:
         print(f"top statements   (pg_stat_statements, by time; {top} shown)")
         print("    calls/page  rows/call   ms/page  WAL B/page  query")

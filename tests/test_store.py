@@ -150,6 +150,27 @@ async def test_a_hosts_page_count_counts_pages_not_fetches(store: SqlStore) -> N
     assert domain.page_count == 2
 
 
+async def test_a_batch_with_two_outcomes_of_one_url_keeps_the_last(store: SqlStore) -> None:
+    crawl = await store.ensure_crawl("c")
+    await store.add_urls(crawl, [new("http://a.test/x")], NOW)
+    [request], _ = await store.lease(crawl, {"a.test": 1}, NOW, NOW + 300, "w1")
+
+    def fetched(title: str, code: int) -> Outcome:
+        page = PageRecord(
+            url=request.url, final_url=request.url, host="a.test", status_code=code,
+            content_type="text/html", content_length=10, fetched_at=NOW, crawl_duration_ms=5,
+            title=title,
+        )  # fmt: skip
+        return Outcome(request, UrlStatus.COMPLETED, NOW + 10, 0, status_code=code, page=page)
+
+    await store.record(crawl, [fetched("first", 200), fetched("second", 203)], [], NOW)
+
+    [row] = list(store.iter_urls(crawl))
+    assert (row["status"], row["status_code"]) == ("completed", 203)
+    [page] = list(store.iter_pages(crawl))
+    assert (page["title"], page["status_code"]) == ("second", 203)
+
+
 async def test_leases_of_dead_or_expired_workers_return_to_pending(store: SqlStore) -> None:
     crawl = await store.ensure_crawl("c")
     await store.add_urls(crawl, [new(f"http://a.test/{i}") for i in range(6)], NOW)
