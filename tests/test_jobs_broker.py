@@ -121,7 +121,9 @@ async def test_executions_run_on_workers_once_each_through_a_killed_worker(
 async def test_a_cancel_stops_the_execution_on_the_worker(
     broker: None, pg_schema_url: str, redis_url: str, tmp_path: Path
 ) -> None:
-    pages = 40  # 42 requests 0.25 s apart: ten seconds of work, stopped after the third
+    # 202 requests 0.25 s apart: 50 s of work, stopped after the third. The margin is for a busy
+    # machine, where the cancel took more than the ten seconds a 40-page host gave it.
+    pages = 200
     env = fleet_env(pg_schema_url, redis_url)
     async with (
         HostFarm(1, pages=pages, crawl_delay=DELAY) as farm,
