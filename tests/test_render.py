@@ -78,6 +78,9 @@ async def test_a_page_drawn_by_javascript_is_rendered_stored_and_its_links_follo
     assert home["content_hash"] is not None
     assert pages[app.url("/next.html")]["title"] == "Next"  # the link the script drew
     assert engine.stats["render/pages"] == 1
+    # The page and the one its script linked, each counted once (a render is not a new page).
+    assert engine.stats["parse/pages"] == 2
+    assert engine.stats["validate/soft/needs_js"] == 1
     # One fetch and one render of the page; the image the script added was never asked for.
     assert app.hits["/"] == 2
     assert app.hits["/logo.png"] == 0
@@ -96,6 +99,7 @@ async def test_a_page_still_empty_after_rendering_stays_needs_js(
     assert (stuck["validation_status"], stuck["rejection_reason"]) == ("soft", "needs_js")
     assert stuck["content_hash"] is None
     assert engine.stats["render/still_needs_js"] == 1
+    assert engine.stats["parse/pages"] == 1
 
 
 async def test_without_the_renderer_the_page_is_recorded_as_needs_js(
