@@ -65,9 +65,9 @@ async def running_api(
         async with JobStore(store.engine) as job_store:
             sched = None
             if scheduler:
-                from harvestman.jobs import EngineRunner
+                from harvestman.jobs import CrawlRunner
 
-                sched = Scheduler(job_store, EngineRunner(settings, store))
+                sched = Scheduler(job_store, CrawlRunner(settings, store))
             app = create_app(
                 settings,
                 sql_store=store,

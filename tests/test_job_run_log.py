@@ -1,7 +1,7 @@
 """A run's log worth reading: a line per fetched URL, counters live while the run goes, and any
 past run's log searched, filtered by level and downloaded.
 
-The real scheduler and ``EngineRunner`` crawl a small shop on 127.0.0.1 through the API's
+The real scheduler and ``CrawlRunner`` crawl a small shop on 127.0.0.1 through the API's
 store; the schedule runs on the test's clock (the crawl keeps real time for politeness), so the
 counters' duration and rate are exact. A page that holds its answer until the test releases it
 keeps a run going while the test reads its counters.
@@ -30,7 +30,7 @@ from harvestman.config import Settings
 from harvestman.crawl.fetch import RetryPolicy
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.errors import ContentRejected, HttpStatusError, RobotsDenied
-from harvestman.jobs import EngineRunner, JobSpec, JobStore, Scheduler, SourceSpec
+from harvestman.jobs import CrawlRunner, JobSpec, JobStore, Scheduler, SourceSpec
 from harvestman.jobs.logs import LogCapture
 from harvestman.jobs.records import LogLine, ProgressSample
 from harvestman.jobs.urllines import UrlLines, describe, verdict
@@ -101,7 +101,7 @@ def service_of(make_settings: SettingsFactory, shop: Shop) -> ServiceOf:
         ):
             await crawl_store.upgrade()
             async with JobStore(crawl_store.engine, clock=clock) as jobs:
-                scheduler = Scheduler(jobs, EngineRunner(settings, crawl_store), instance_id="t")
+                scheduler = Scheduler(jobs, CrawlRunner(settings, crawl_store), instance_id="t")
                 app = create_app(
                     settings,
                     sql_store=crawl_store,

@@ -1,5 +1,5 @@
 """Adaptive re-crawl: the interval follows whether the start pages change, against a real site
-crawled by the real Engine through the EngineRunner."""
+crawled by the real Crawler through the CrawlRunner."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from aiohttp import web
 from conftest import SettingsFactory
 from harvestman.jobs import (
     AdaptiveState,
-    EngineRunner,
+    CrawlRunner,
     ExecutionStatus,
     JobSpec,
     JobStatus,
@@ -155,7 +155,7 @@ async def service(make_settings: SettingsFactory) -> AsyncIterator[Service]:
         await crawl_store.upgrade()
         async with JobStore(crawl_store.engine, clock=clock) as store:
             # The crawl keeps real time (politeness); the schedule runs on the test's clock.
-            scheduler = Scheduler(store, EngineRunner(settings, crawl_store), instance_id="t")
+            scheduler = Scheduler(store, CrawlRunner(settings, crawl_store), instance_id="t")
             yield Service(store, scheduler, clock)
 
 

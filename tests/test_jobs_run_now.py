@@ -16,7 +16,7 @@ import pytest
 from conftest import SettingsFactory
 from harvestman.jobs import (
     Action,
-    EngineRunner,
+    CrawlRunner,
     ExecutionResult,
     ExecutionStatus,
     Job,
@@ -81,7 +81,7 @@ async def service(make_settings: SettingsFactory, database_url: str) -> AsyncIte
         await crawl_store.upgrade()
         async with JobStore(crawl_store.engine, clock=clock) as store:
             # The crawl keeps real time (politeness); the schedule runs on the test's clock.
-            scheduler = Scheduler(store, EngineRunner(settings, crawl_store), instance_id="t")
+            scheduler = Scheduler(store, CrawlRunner(settings, crawl_store), instance_id="t")
             yield Service(store, crawl_store, scheduler, clock)
 
 

@@ -1,5 +1,5 @@
 """A job run whose start URLs all fail is a failed execution, so the job's retries and back-off
-apply: the real scheduler and EngineRunner on SQLite and PostgreSQL, against a closed port on
+apply: the real scheduler and CrawlRunner on SQLite and PostgreSQL, against a closed port on
 127.0.0.1 and a local site that answers 503."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from aiohttp import web
 
 from conftest import SettingsFactory, serve
 from harvestman.jobs import (
-    EngineRunner,
+    CrawlRunner,
     ExecutionStatus,
     JobSpec,
     JobStatus,
@@ -58,7 +58,7 @@ async def service(
         await crawl_store.upgrade()
         async with JobStore(crawl_store.engine, clock=clock) as store:
             # The crawl keeps real time (politeness); the schedule runs on the test's clock.
-            scheduler = Scheduler(store, EngineRunner(settings, crawl_store), instance_id="t")
+            scheduler = Scheduler(store, CrawlRunner(settings, crawl_store), instance_id="t")
             yield Service(store, scheduler, clock)
 
 

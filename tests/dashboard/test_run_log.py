@@ -2,7 +2,7 @@
 table, filtered by level, searched and downloaded, beside its chart and counters.
 
 The API runs in process on a real uvicorn server over SQLite; two runs of a job crawled a
-small local shop through the real scheduler and ``EngineRunner`` before the browser opens.
+small local shop through the real scheduler and ``CrawlRunner`` before the browser opens.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from apiclient import SECRET, api_settings
 from conftest import SettingsFactory, serve
 from dashboard.browser import CHROMIUM, require_chromium, screenshot_path
 from harvestman.api import Role, create_app, create_token
-from harvestman.jobs import EngineRunner, JobSpec, JobStore, Scheduler, SourceSpec
+from harvestman.jobs import CrawlRunner, JobSpec, JobStore, Scheduler, SourceSpec
 from harvestman.store import SqlStore
 from support.scheduling import Clock
 from support.smallshop import Shop
@@ -77,7 +77,7 @@ async def test_a_past_runs_log_is_opened_filtered_searched_and_downloaded(
                     source_id=source.id, url=base, interval_minutes=60, adaptive_scheduling=False
                 )
             )
-            scheduler = Scheduler(jobs, EngineRunner(settings, store), instance_id="t")
+            scheduler = Scheduler(jobs, CrawlRunner(settings, store), instance_id="t")
             for _ in range(2):  # run 1 crawls the shop; run 2 finds the start page unchanged
                 assert len(await scheduler.poll()) == 1
                 clock.now += 30  # each run ends (its last sample) 30 s after it began

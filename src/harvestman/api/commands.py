@@ -106,7 +106,7 @@ async def _serve(
 
     from harvestman.api.app import create_app
     from harvestman.crawl.workers import CrawlWorkers
-    from harvestman.jobs import EngineRunner, JobStore, Scheduler
+    from harvestman.jobs import CrawlRunner, JobStore, Scheduler
     from harvestman.jobs.events import make_source_events
     from harvestman.store import SqlStore
 
@@ -116,7 +116,7 @@ async def _serve(
             events = make_source_events(api_settings.redis_url, api_settings.redis_prefix)
             scheduler = Scheduler(
                 job_store,
-                EngineRunner(settings, store),
+                CrawlRunner(settings, store),
                 events=events,
                 retention=retention_rules(settings),
                 backups=backup_schedule(settings),

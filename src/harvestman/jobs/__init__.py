@@ -5,7 +5,7 @@
     async with SqlStore(url) as crawl_store, JobStore(crawl_store.engine) as store:
         source = await store.sources.create(SourceSpec(name="news", start_urls=[...]))
         job = await store.jobs.create(JobSpec(source_id=source.id, url=..., interval_minutes=30))
-        scheduler = Scheduler(store, EngineRunner(settings, crawl_store))
+        scheduler = Scheduler(store, CrawlRunner(settings, crawl_store))
         await scheduler.run()  # until scheduler.stop()
 
 The queries live in ``harvestman.store.jobs`` (``JobStore``, its tables, ``LeaderLease``); this
@@ -43,7 +43,7 @@ from harvestman.jobs.records import (
     SourceOptions,
     SourceSpec,
 )
-from harvestman.jobs.runner import EngineRunner
+from harvestman.jobs.runner import CrawlRunner
 from harvestman.jobs.scheduler import Runner, Scheduler
 from harvestman.jobs.states import Action, JobStatus, allowed_actions
 from harvestman.store.jobs.db import JobStore
@@ -53,8 +53,8 @@ __all__ = [
     "Action",
     "AdaptiveState",
     "Claim",
+    "CrawlRunner",
     "Distribution",
-    "EngineRunner",
     "Execution",
     "ExecutionResult",
     "ExecutionStatus",
