@@ -1,7 +1,8 @@
 """A response made into an outcome: a listing is read, a page parsed and run through the steps.
 
-The steps are the ones the wiring switched on, in its order; a rejected page meets only the
-steps that run on rejected pages (discovery), and validation may halt the pipeline.
+The steps are the ones the wiring switched on, in its order; a step that rejects the page
+answers :class:`~harvestman.crawl.work.Rejected`, after which the page meets only the steps
+that run on rejected pages (discovery), or none when the rejection halts it.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from harvestman.crawl.analysis import PageAnalysis
 from harvestman.crawl.discovery import Discovery
 from harvestman.crawl.fetch import FetchResult
 from harvestman.crawl.outcomes import Outcomes
-from harvestman.crawl.work import PageWork, Step
+from harvestman.crawl.work import PageWork, Rejected, Step
 from harvestman.crawl.writer import BatchWriter
 from harvestman.discovery.listing_stream import ListingStream
 from harvestman.discovery.listings import read_listing
 from harvestman.errors import ListingInvalid
 from harvestman.parse import parse_html
-from harvestman.records import CrawlRequest, NewUrl, Outcome, UrlStatus
+from harvestman.records import CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus
 from harvestman.recrawl import RecrawlRule
 from harvestman.urls import UrlNormalizer
 
@@ -202,6 +203,23 @@ class PagePipeline:
         record = outcomes.page_record(request, result)
         if not self.parses(request, result):
             return outcomes.completed(request, result, record, outcomes.visited_ttl), []
+        self.count("parse/pages")
+        return self._run_steps(request, result, record, analysis)
+
+    def rendered(self, request: CrawlRequest, result: FetchResult) -> tuple[Outcome, list[NewUrl]]:
+        """The outcome of a page handled before, now as a browser drew it (``result`` holds
+        the rendered HTML): the steps judge it again, and it is not counted as another page."""
+        record = self.outcomes.page_record(request, result)
+        return self._run_steps(request, result, record, None)
+
+    def _run_steps(
+        self,
+        request: CrawlRequest,
+        result: FetchResult,
+        record: PageRecord,
+        analysis: PageAnalysis | None,
+    ) -> tuple[Outcome, list[NewUrl]]:
+        outcomes = self.outcomes
         if analysis is not None:
             page = analysis.page
         else:
@@ -212,7 +230,6 @@ class PagePipeline:
                 normalizer=self.normalizer,
                 max_links=self.max_links,
             )
-        self.count("parse/pages")
         record.charset = page.encoding
         record.content_hash = page.content_hash
         record.title = page.title
@@ -225,20 +242,24 @@ class PagePipeline:
             work.verdict = analysis.verdict
             work.fingerprint = analysis.fingerprint
             work.scan = analysis.products
+        rejected: Rejected | None = None
         for step in self.steps:
-            if work.outcome is not None:  # rejected by validation
-                if work.halted:
+            if rejected is not None:
+                if rejected.halt:
                     break
                 if not step.on_rejected:
                     continue
-            step.run(work)
-        outcome = work.outcome
-        if outcome is None:
-            outcome = outcomes.completed(request, result, record, outcomes.visited_ttl)
-            outcome.products = work.products
-            outcome.recrawl = work.recrawl
-            if work.extracted:
-                outcome.records = work.extracted.get("records")
-                outcome.parser_runs = work.extracted.get("parser_runs")
-                outcome.parse_failures = work.extracted.get("parse_failures")
+            answer = step.run(work)
+            if answer is not None and rejected is None:  # the first rejection stands
+                rejected = answer
+        if rejected is not None:
+            return rejected.outcome, work.new_urls
+        outcome = outcomes.completed(request, result, record, outcomes.visited_ttl)
+        outcome.products = work.products
+        outcome.recrawl = work.recrawl
+        parsed = work.parsed
+        if parsed is not None:
+            outcome.records = parsed.records
+            outcome.parser_runs = parsed.runs
+            outcome.parse_failures = parsed.failures or None
         return outcome, work.new_urls
