@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine, func, inspect, select
 
 from conftest import SettingsFactory
-from harvestman.crawl.crawler import Crawler as CrawlEngine
+from harvestman.crawl.crawler import Crawler
 from harvestman.lifecycle import RetentionRules, apply_retention
 from harvestman.records import CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus
 from harvestman.stats import StatsHistory
@@ -169,7 +169,7 @@ async def test_a_crawl_writes_its_counts_once_and_they_match_the_store(
     async with CountingStore(settings.database_url) as store:
         store.writes = []
         await store.upgrade()
-        crawler = CrawlEngine(settings, store, [site.url("/")])
+        crawler = Crawler(settings, store, [site.url("/")])
         await crawler.run()
         crawl, db = crawler.crawl_id, store.engine
         # A crawl shorter than the interval: one upsert, when it closes.

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 class CrawlProgress:
     """A live panel: pages, pages/s, frontier size, errors, robots denials, elapsed."""
 
-    def __init__(self, engine: Crawler, console: Console, refresh: float = 0.5) -> None:
-        self.engine = engine
+    def __init__(self, crawler: Crawler, console: Console, refresh: float = 0.5) -> None:
+        self.crawler = crawler
         self.console = console
         self.refresh = refresh
         self._live = Live(console=console, auto_refresh=False, transient=False)
@@ -42,16 +42,16 @@ class CrawlProgress:
     async def _loop(self) -> None:
         tick = 0
         while True:
-            if tick % 4 == 0 and self.engine.crawl_id:
+            if tick % 4 == 0 and self.crawler.crawl_id:
                 # The store's own count, every other second: the frontier's true size.
                 with contextlib.suppress(Exception):
-                    self._counts = await self.engine.store.counts(self.engine.crawl_id)
+                    self._counts = await self.crawler.store.counts(self.crawler.crawl_id)
             self._live.update(self._render(), refresh=True)
             tick += 1
             await asyncio.sleep(self.refresh)
 
     def _render(self) -> Table:
-        stats = self.engine.stats
+        stats = self.crawler.stats
         pending = "…"
         if self._counts is not None:
             by = self._counts.by_status
@@ -74,9 +74,9 @@ class CrawlProgress:
         return table
 
 
-def summary_table(engine: Crawler, counts: CrawlCounts) -> Group:
+def summary_table(crawler: Crawler, counts: CrawlCounts) -> Group:
     """The end-of-crawl summary: this run's figures and the store's totals."""
-    stats = engine.stats
+    stats = crawler.stats
     run = Table(title="this run", show_header=False, title_justify="left")
     run.add_column()
     run.add_column(justify="right")
@@ -110,7 +110,7 @@ def summary_table(engine: Crawler, counts: CrawlCounts) -> Group:
         total.add_row(status, f"{counts.by_status.get(status, 0):,}")
     total.add_row("pages stored", f"{counts.pages:,}")
     parts: list[Any] = [run, total]
-    if engine.stopped_early:
+    if crawler.stopped_early:
         parts.append("[yellow]stopped early: run the same command again to resume[/yellow]")
     return Group(*parts)
 
