@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from conftest import SettingsFactory
-from harvestman.crawl.gates import Gate, HealthObserver
+from harvestman.crawl.gates import Gate, HealthObserver, SharedState
 from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.session import RulesSource
 from harvestman.crawl.wiring import Wiring
@@ -28,6 +28,7 @@ ROLES: dict[str, Any] = {
     "observer": HealthObserver,
     "resource": RunResource,
     "rules": RulesSource,
+    "shared": SharedState,
 }
 EVERYTHING_ON = {
     "breaker_enabled": True,
@@ -74,7 +75,7 @@ async def test_every_component_is_listed_once_with_the_roles_it_plays(
 
         expected = [
             ("RobotsGate", {"gate"}),
-            ("BreakerGate", {"gate", "observer"}),
+            ("BreakerGate", {"gate", "observer", "shared"}),
             ("ValidateStep", {"step"}),
             ("StoreTextStep", {"step"}),
             ("NearDuplicateStep", {"step"}),

@@ -244,3 +244,11 @@ class HealthObserver(Protocol):
     """Told of every fetch: its status (None without a response) and error class."""
 
     def observe(self, request: CrawlRequest, status: int | None, error: str | None) -> None: ...
+
+
+@runtime_checkable
+class SharedState(Protocol):
+    """A component whose state is shared with the other workers through the coordinator on
+    every heartbeat (the circuit breakers others opened)."""
+
+    async def sync(self, coordinator: Coordinator) -> None: ...

@@ -8,7 +8,7 @@ roles is listed once and takes its place in each role in the list's order::
 
     component          roles (setting that turns it on)
     robots.txt         gate
-    circuit breaker    gate, health observer (breaker_enabled)
+    circuit breaker    gate, health observer, shared state (breaker_enabled)
     validate           page step (validate_pages)
     stored text        page step (store_text)
     near-duplicates    page step (near_duplicates)
@@ -56,7 +56,14 @@ from harvestman.crawl.exchange import MainTextStep, RawArchiveStep, RenderStep, 
 from harvestman.crawl.fetch import Fetcher, RetryPolicy
 from harvestman.crawl.fetching import PageFetcher, ProxiedFetcher, RedirectCheck
 from harvestman.crawl.frontier import Frontier
-from harvestman.crawl.gates import BreakerGate, Gate, HealthObserver, RobotsGate, sitemap_queue
+from harvestman.crawl.gates import (
+    BreakerGate,
+    Gate,
+    HealthObserver,
+    RobotsGate,
+    SharedState,
+    sitemap_queue,
+)
 from harvestman.crawl.handler import RequestHandler
 from harvestman.crawl.hosts import HostSlots
 from harvestman.crawl.images import ImageLinksStep, ImageStep
@@ -375,8 +382,9 @@ class Wiring:
                 settings.watchdog_network_retry,
             ),
         )
-        if self.breaker is not None:
-            liveness.on_beat.append(self.breaker.sync)
+        for component in self.components:
+            if isinstance(component, SharedState):
+                liveness.on_beat.append(component.sync)
         liveness.on_sweep.append(self.session.save)
         return liveness
 
