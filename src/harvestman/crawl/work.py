@@ -1,8 +1,9 @@
 """A fetched page on its way through the page steps, what a step is and what it may answer.
 
-The roles a component of the crawl can play are the protocols here and in
-:mod:`harvestman.crawl.gates` (a gate, a health observer); :mod:`harvestman.crawl.wiring`
-builds one list of components and gives each role the components that play it.
+The roles a component of the crawl can play are the protocols here (page step, exchange step,
+run resource), in :mod:`harvestman.crawl.gates` (gate, health observer, shared state) and in
+:mod:`harvestman.crawl.session` (rules source); :mod:`harvestman.crawl.wiring` builds one
+list of components and gives each role the components that play it.
 """
 
 from __future__ import annotations
