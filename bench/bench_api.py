@@ -160,7 +160,9 @@ def percentiles(values: list[float]) -> tuple[float, float]:
 
 async def time_polls(url: str, polls: int) -> list[float]:
     """``Scheduler.poll`` times (ms) on the store: each claims up to 4 due jobs."""
-    from harvestman.jobs import ExecutionResult, ExecutionStatus, JobStore, Scheduler
+    from harvestman.jobs.records import ExecutionResult, ExecutionStatus
+    from harvestman.jobs.scheduler import Scheduler
+    from harvestman.store.jobs.db import JobStore
 
     class Done:
         async def run(self, *_: Any) -> ExecutionResult:
@@ -268,7 +270,7 @@ def endpoints(engine: Engine) -> list[tuple[str, str]]:
 
 
 def serve_and_load(url: str, engine: Engine, args: argparse.Namespace) -> None:
-    from harvestman.api import Role, create_token
+    from harvestman.api.auth import Role, create_token
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

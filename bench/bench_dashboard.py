@@ -67,7 +67,7 @@ def main() -> None:
 
     from playwright.sync_api import sync_playwright
 
-    from harvestman.api import create_token
+    from harvestman.api.auth import create_token
     from harvestman.api.settings import DEV_SECRET
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-dashboard-"))

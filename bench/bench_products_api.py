@@ -221,7 +221,7 @@ async def sequential(
 
 
 def serve_and_load(url: str, args: argparse.Namespace) -> None:
-    from harvestman.api import Role, create_token
+    from harvestman.api.auth import Role, create_token
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

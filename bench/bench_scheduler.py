@@ -25,15 +25,10 @@ from typing import Any
 
 from sqlalchemy import create_engine, insert, text
 
-from harvestman.jobs import (
-    ExecutionResult,
-    ExecutionStatus,
-    JobSpec,
-    JobStore,
-    Scheduler,
-    SourceSpec,
-)
+from harvestman.jobs.records import ExecutionResult, ExecutionStatus, JobSpec, SourceSpec
+from harvestman.jobs.scheduler import Scheduler
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.db import JobStore
 from harvestman.store.jobs.tables import job_executions, jobs
 
 NOW = 1_800_000_000.0

@@ -47,8 +47,9 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import Engine, text
 
-from harvestman.search import RANK_WINDOW, search_pages
+from harvestman.search.hits import RANK_WINDOW
 from harvestman.store import dialect, migrate
+from harvestman.store.search.targets import search_pages
 
 # The caches' versions, bumped when a store's search schema changes (PostgreSQL 3: migration
 # 0008's lz4 vectors, bounded pending list and rank_vector; 4: 0011's pair_vector).

@@ -337,8 +337,8 @@ async def lock_checks(args: argparse.Namespace) -> None:
     of ``broker_max_queued`` (1,000), count the queued, take each, renew a worker's locks."""
     import psycopg
 
-    from harvestman.jobs import JobStore
     from harvestman.store import SqlStore
+    from harvestman.store.jobs.db import JobStore
     from harvestman.store.jobs.handover import queued_holder
 
     n = args.lock_checks

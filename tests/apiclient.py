@@ -10,10 +10,13 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from harvestman.api import ApiSettings, Role, create_app, create_token
+from harvestman.api.app import create_app
+from harvestman.api.auth import Role, create_token
+from harvestman.api.settings import ApiSettings
 from harvestman.config import Settings
-from harvestman.jobs import JobStore, Scheduler
 from harvestman.store import SqlStore
+from harvestman.store.jobs.db import JobStore
+from support.scheduling import make_scheduler
 
 SECRET = "5c1e0a7f3b9d4e26a8f07b13c4d95e2f61a8b3c7"
 GENEROUS = {
@@ -65,9 +68,9 @@ async def running_api(
         async with JobStore(store.engine) as job_store:
             sched = None
             if scheduler:
-                from harvestman.jobs import CrawlRunner
+                from harvestman.jobs.runner import CrawlRunner
 
-                sched = Scheduler(job_store, CrawlRunner(settings, store))
+                sched = make_scheduler(job_store, CrawlRunner(settings, store))
             app = create_app(
                 settings,
                 sql_store=store,

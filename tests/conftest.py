@@ -111,6 +111,15 @@ async def serve(
 
 @pytest.fixture
 async def site() -> AsyncIterator[TestSite]:
+    """The test site's quick variant (no page that holds a crawl for seconds): for every test
+    that is not about slowness; its ``expected*`` attributes say what a crawl ends with."""
+    async with TestSite(quick=True) as running:
+        yield running
+
+
+@pytest.fixture
+async def full_site() -> AsyncIterator[TestSite]:
+    """The whole test site, ``/slow.html`` (a 3 s answer to a 1 s timeout) included."""
     async with TestSite(slow_seconds=3.0) as running:
         yield running
 

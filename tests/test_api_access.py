@@ -10,11 +10,11 @@ import pytest
 
 from apiclient import SECRET, Api, bearer, running_api
 from conftest import SettingsFactory
-from harvestman.api import ApiSettings, Role, create_app, create_token, resolve_secret
-from harvestman.api.auth import VerifiedTokens
+from harvestman.api.app import create_app
+from harvestman.api.auth import Role, VerifiedTokens, create_token, resolve_secret
 from harvestman.api.errors import ApiError
 from harvestman.api.ratelimit import MemoryLimiter, RedisLimiter
-from harvestman.api.settings import DEV_SECRET
+from harvestman.api.settings import DEV_SECRET, ApiSettings
 from harvestman.errors import ConfigError
 
 A, U, N = Role.ADMIN, Role.USER, Role.ANONYMOUS

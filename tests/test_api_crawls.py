@@ -14,7 +14,7 @@ from sqlalchemy import insert, text
 from apiclient import Api, running_api
 from conftest import SettingsFactory
 from harvestman.crawl.crawler import Crawler
-from harvestman.jobs import Source
+from harvestman.jobs.records import Source
 from harvestman.store import SqlStore, migrate
 from harvestman.store.schema import parser_stats
 from support.shop import Shop, running_shop
@@ -228,7 +228,7 @@ async def test_a_source_made_before_its_crawl_had_a_name_keeps_source_n(tmp_path
                 )
             )
         migrate.upgrade(store.engine)
-        from harvestman.jobs import JobStore
+        from harvestman.store.jobs.db import JobStore
 
         async with JobStore(store.engine) as jobs:
             (old,) = (await jobs.sources.list()).items

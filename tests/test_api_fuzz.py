@@ -29,10 +29,11 @@ from hypothesis import HealthCheck, given, settings
 from starlette.testclient import TestClient
 
 from apiclient import api_settings, bearer
-from harvestman.api import Role, create_app
+from harvestman.api.app import create_app
+from harvestman.api.auth import Role
 from harvestman.config import Settings
-from harvestman.jobs import JobStore
 from harvestman.store import SqlStore
+from harvestman.store.jobs.db import JobStore
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

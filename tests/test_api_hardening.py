@@ -243,7 +243,7 @@ async def test_an_unknown_name_and_a_wrong_password_look_alike(api: Api) -> None
 
 
 def test_user_commands_manage_the_users_table(tmp_path: Path) -> None:
-    from harvestman.cli import app
+    from harvestman.cli.app import app
 
     url = f"sqlite:///{tmp_path / 'users.db'}"
     runner = CliRunner()

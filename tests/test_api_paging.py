@@ -116,7 +116,7 @@ async def test_domains_show_the_breaker_states_workers_publish_in_redis(
             conn.execute(
                 insert(domains), [{"host": f"b{n}.test", "updated_at": NOW} for n in range(3)]
             )
-        coordinator = RedisCoordinator(redis_url, api.store, prefix=prefix)
+        coordinator = RedisCoordinator(redis_url, api.store.hosts, prefix=prefix)
         try:
             opened = BreakerRecord(BreakerState.OPEN, failures=5, opened_at=NOW).to_dict()
             half = BreakerRecord(BreakerState.HALF_OPEN, failures=5).to_dict()
@@ -445,7 +445,7 @@ async def test_the_jobs_domain_lists_are_one_index_range_too(
 ) -> None:
     from sqlalchemy import event
 
-    from harvestman.jobs import JobStore
+    from harvestman.store.jobs.db import JobStore
 
     statements: list[tuple[str, Any]] = []
 

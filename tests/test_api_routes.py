@@ -11,8 +11,8 @@ from sqlalchemy import update
 
 from apiclient import Api, running_api
 from conftest import SettingsFactory
-from harvestman.jobs import JobStatus
 from harvestman.jobs.adaptive import AdaptiveState
+from harvestman.jobs.states import JobStatus
 from harvestman.parse import parse_html
 from harvestman.store.jobs.tables import jobs as jobs_table
 from harvestman.urls import UrlNormalizer, url_hash

@@ -79,8 +79,8 @@ async def test_sse_streams_deliver_events(server: tuple[str, Api]) -> None:
 
 
 async def test_log_stream_replays_stored_lines_then_ends(server: tuple[str, Api]) -> None:
-    from harvestman.jobs import ExecutionResult, ExecutionStatus, LogLine
     from harvestman.jobs.lifecycle import after_failure
+    from harvestman.jobs.records import ExecutionResult, ExecutionStatus, LogLine
 
     base, api = server
     source = await api.post(

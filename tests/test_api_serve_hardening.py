@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from apiclient import SECRET, bearer
-from harvestman.api import Role
+from harvestman.api.auth import Role
 
 SERVE = "import typer; from harvestman.api.commands import serve; typer.run(serve)"
 
@@ -200,7 +200,7 @@ PASSWORD = "correct horse battery"
 def _add_user(database_url: str, name: str) -> None:
     from typer.testing import CliRunner
 
-    from harvestman.cli import app
+    from harvestman.cli.app import app
 
     result = CliRunner().invoke(
         app,

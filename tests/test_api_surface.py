@@ -20,8 +20,8 @@ from aiohttp import web
 
 from apiclient import running_api
 from conftest import SettingsFactory, serve
-from harvestman.jobs import ExecutionResult, ExecutionStatus, LogLine
 from harvestman.jobs.lifecycle import after_failure
+from harvestman.jobs.records import ExecutionResult, ExecutionStatus, LogLine
 from support.crawling import crawl
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "sync-enabled-sources-jobs.sh"

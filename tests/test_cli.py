@@ -15,28 +15,25 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from support import cli as support_cli
+from support.cli import CLI, invoke_cli
 from testsite import EXPECTED, EXPECTED_HITS, TestSite
-
-CLI = [sys.executable, "-m", "harvestman.cli"]
 
 
 async def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        *CLI,
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "COLUMNS": "200", **SMALL_CAP, **(env or {})},
-    )
-    out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+    """``harvestman ARGS`` in a subprocess, with the test site's small body cap."""
+    return await support_cli.run_cli(*args, env={**SMALL_CAP, **(env or {})})
 
 
 def url_states(db: Path, base: str) -> dict[str, str]:
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT url, status FROM urls WHERE kind = 'page'").fetchall()
     return {"/" + url[len(base) :].lstrip("/"): status for url, status in rows}
+
+
+async def _hits_reach(site: TestSite, count: int) -> None:
+    while sum(site.hits.values()) < count:  # noqa: ASYNC110 - the site counts, it signals nothing
+        await asyncio.sleep(0.01)
 
 
 def _completed_any(db: Path) -> bool:
@@ -77,12 +74,12 @@ async def test_crawl_writes_jsonl_and_export_and_stats_read_the_store(
     assert "status" not in root  # one name for the HTTP status, as in `export`
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", root["fetched_at"])
 
-    code, csv_text, _ = await run_cli("export", "--db", str(db), "--format", "csv")
+    code, csv_text, _ = await invoke_cli("export", "--db", str(db), "--format", "csv")
     assert code == 0
     exported = list(csv.DictReader(csv_text.splitlines()))
     assert {row["url"] for row in exported} == {line["url"] for line in lines}
 
-    code, jsonl_text, _ = await run_cli("export", "--db", str(db), "--format", "jsonl")
+    code, jsonl_text, _ = await invoke_cli("export", "--db", str(db), "--format", "jsonl")
     assert code == 0
     exported_lines = [json.loads(line) for line in jsonl_text.splitlines()]
     assert len(exported_lines) == len(lines)
@@ -93,10 +90,10 @@ async def test_crawl_writes_jsonl_and_export_and_stats_read_the_store(
     }
 
     # The stats count every stored fetch: the site's sitemap too, which page exports leave out.
-    code, everything, _ = await run_cli("export", "--db", str(db), "--kind", "page,sitemap,feed")
+    code, everything, _ = await invoke_cli("export", "--db", str(db), "--kind", "page,sitemap,feed")
     fetched = [json.loads(line) for line in everything.splitlines()]
     assert [line["url"] for line in fetched if line["kind"] != "page"] == [site.url("/sitemap.xml")]
-    code, stats_text, _ = await run_cli("stats", "--db", str(db), "--json")
+    code, stats_text, _ = await invoke_cli("stats", "--db", str(db), "--json")
     assert code == 0
     report = json.loads(stats_text)
     assert report["pages"] == len(fetched) == len(lines) + 1
@@ -109,7 +106,8 @@ async def test_invalid_settings_exit_with_status_2_and_a_clear_message(tmp_path:
     assert code == 2
     assert "crawl_max_depth" in err
 
-    code, _, err = await run_cli(
+    # The rest in this process (Typer's runner): the same app, without a process's start-up.
+    code, _, err = await invoke_cli(
         "crawl", "http://127.0.0.1:9/", "--db", db, env={"HARVESTMAN_FETCH_TIMEOUT": "soon"}
     )
     assert code == 2
@@ -117,11 +115,12 @@ async def test_invalid_settings_exit_with_status_2_and_a_clear_message(tmp_path:
 
     bad = tmp_path / "bad.toml"
     bad.write_text("[fetch\ntimeout = 3\n")
-    code, _, err = await run_cli("crawl", "http://127.0.0.1:9/", "--db", db, "--config", str(bad))
+    toml = str(bad)
+    code, _, err = await invoke_cli("crawl", "http://127.0.0.1:9/", "--db", db, "--config", toml)
     assert code == 2
     assert "not valid TOML" in err
 
-    code, _, err = await run_cli("export", "--db", db, "--format", "xml")
+    code, _, err = await invoke_cli("export", "--db", db, "--format", "xml")
     assert code == 2
     assert "unknown format" in err
 
@@ -142,7 +141,8 @@ def test_every_command_shows_its_help() -> None:
     from typer.testing import CliRunner
 
     from harvestman import config
-    from harvestman.cli import CONFIG_ENV, app
+    from harvestman.cli.app import app
+    from harvestman.cli.options import CONFIG_ENV
 
     def paths(group: TyperGroup, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
         for name, command in group.commands.items():
@@ -235,10 +235,8 @@ async def test_ctrl_c_stops_cleanly_and_releases_leases(tmp_path: Path) -> None:
         process = await asyncio.create_subprocess_exec(
             *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
         )
-        for _ in range(600):
-            if sum(site.hits.values()) >= 8:
-                break
-            await asyncio.sleep(0.01)
+        # Interrupted once it is crawling: on a busy machine its start alone can take seconds.
+        await asyncio.wait_for(_hits_reach(site, 8), 100)
         process.send_signal(signal.SIGINT)
         _, err = await process.communicate()
         states = url_states(db, site.base)

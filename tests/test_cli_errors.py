@@ -8,7 +8,7 @@ from pathlib import Path
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from harvestman.cli import app
+from harvestman.cli.app import app
 from harvestman.store.schema import urls
 from storerows import open_store
 from test_api_errors import arrange

@@ -15,7 +15,7 @@ from warcio.archiveiterator import ArchiveIterator
 from conftest import SettingsFactory, serve
 from harvestman.archive import location as archive_location
 from harvestman.archive.location import open_blobs
-from harvestman.cli import app
+from harvestman.cli.app import app
 from harvestman.config import Settings
 from harvestman.crawl.crawler import Crawler
 from harvestman.store import SqlStore

@@ -15,6 +15,7 @@ from aiohttp import web
 from conftest import serve
 from harvestman.export import page_summary, parse_kinds
 from harvestman.records import CrawlRequest, Outcome, PageRecord, UrlStatus
+from support.cli import invoke_cli
 from test_cli import FAST, run_cli
 
 WORDS = "A page with words enough to be kept as real content by the validator, which wants some."
@@ -86,20 +87,20 @@ async def test_output_and_export_hold_pages_unless_kind_asks_for_more(
     assert code == 0, err
     assert paths(site, jsonl(out.read_text())) == PAGES
 
-    code, text, _ = await run_cli("export", "--db", db, "--format", "jsonl")
+    code, text, _ = await invoke_cli("export", "--db", db, "--format", "jsonl")
     assert (code, paths(site, jsonl(text))) == (0, PAGES)
     assert {line["kind"] for line in jsonl(text)} == {"page"}
 
-    code, text, _ = await run_cli("export", "--db", db, "--kind", "page,sitemap,feed")
+    code, text, _ = await invoke_cli("export", "--db", db, "--kind", "page,sitemap,feed")
     assert (code, paths(site, jsonl(text))) == (0, EVERYTHING)
     kinds = {str(line["url"]).removeprefix(site.root): line["kind"] for line in jsonl(text)}
     assert (kinds["/sitemap.xml"], kinds["/feed.xml"], kinds["/s"]) == ("sitemap", "feed", "page")
 
-    code, text, _ = await run_cli("export", "--db", db, "--format", "csv", "--kind", "feed")
+    code, text, _ = await invoke_cli("export", "--db", db, "--format", "csv", "--kind", "feed")
     assert code == 0
     assert [row["url"] for row in csv.DictReader(text.splitlines())] == [site.root + "/feed.xml"]
 
-    code, _, err = await run_cli("export", "--db", db, "--kind", "robots")
+    code, _, err = await invoke_cli("export", "--db", db, "--kind", "robots")
     assert code == 2
     assert "unknown kind 'robots'" in err
 

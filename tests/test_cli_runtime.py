@@ -51,7 +51,7 @@ def test_a_command_that_fails_leaves_the_collector_as_it_found_it() -> None:
 def test_the_console_script_leaves_what_it_made_frozen_for_the_exit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from harvestman.cli import main
+    from harvestman.cli.app import main
 
     monkeypatch.setattr("sys.argv", ["harvestman", "--help"])
     try:

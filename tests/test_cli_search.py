@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from support.cli import invoke_cli
 from test_cli import FAST, run_cli
 from testsite import TestSite
 
@@ -18,7 +19,7 @@ async def test_search_a_crawled_store(site: TestSite, tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 0, err
 
-    code, out, err = await run_cli("search", '"broken on purpose" markup', "--db", db, "--json")
+    code, out, err = await invoke_cli("search", '"broken on purpose" markup', "--db", db, "--json")
     assert code == 0, err
     (hit,) = [json.loads(line) for line in out.splitlines()]
     assert (hit["url"], hit["title"], hit["host"]) == (
@@ -28,13 +29,13 @@ async def test_search_a_crawled_store(site: TestSite, tmp_path: Path) -> None:
     assert set(marked) == {"broken", "on", "purpose", "markup"}
     assert "\x02" not in hit["snippet"]
 
-    code, out, err = await run_cli("search", "malformed", "--db", db, "--name", "default")
+    code, out, err = await invoke_cli("search", "malformed", "--db", db, "--name", "default")
     assert code == 0, err
     # The title match first, then the home page that links to it.
     assert 0 < out.index("Malformed page") < out.index("Harvestman test site")
     assert "1-2 of 2 matches" in out
 
-    code, out, _ = await run_cli("search", "malformed", "--db", db, "--domain", "elsewhere.test")
+    code, out, _ = await invoke_cli("search", "malformed", "--db", db, "--domain", "elsewhere.test")
     assert (code, out.strip()) == (0, "none of 0 matches")
 
 
@@ -47,6 +48,6 @@ async def test_a_bad_search_exits_2_with_the_reason(tmp_path: Path) -> None:
         (("kettle", "--since", "last tuesday"), "--since/--until: use an age"),
     ]
     for args, reason in refused:
-        code, out, err = await run_cli("search", "--db", db, *args)
+        code, out, err = await invoke_cli("search", "--db", db, *args)
         assert (code, out) == (2, ""), err
         assert reason in " ".join(err.split()), err

@@ -11,7 +11,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from harvestman.cli import app, stores
+from harvestman.cli import stores
+from harvestman.cli.app import app
 from harvestman.store import migrate
 from harvestman.store.schema import crawls, urls
 from storerows import open_store

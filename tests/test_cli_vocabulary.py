@@ -13,7 +13,7 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from harvestman.cli import app
+from harvestman.cli.app import app
 from harvestman.config import load_settings
 from storerows import add_crawl, add_page, add_url, open_store
 

@@ -91,7 +91,7 @@ async def implementation(
         with pg_schema(POSTGRES_URL) as url:
             async with SqlStore(url) as store:
                 await store.upgrade()
-                yield Case(StoreCoordinator(store, clock), _ticking(clock))
+                yield Case(StoreCoordinator(store.hosts, clock), _ticking(clock))
         return
     if kind not in ("redis", "store"):
         yield Case(make_local(clock), _ticking(clock))
@@ -101,10 +101,10 @@ async def implementation(
     async with SqlStore(f"sqlite:///{tmp_path / 'coord.db'}") as store:
         await store.upgrade()
         if kind == "store":
-            yield Case(StoreCoordinator(store, clock), _ticking(clock))
+            yield Case(StoreCoordinator(store.hosts, clock), _ticking(clock))
             return
         prefix = f"test-coord-{uuid.uuid4().hex[:8]}"
-        coordinator = RedisCoordinator(REDIS_URL, store, prefix=prefix, worker_id="w")
+        coordinator = RedisCoordinator(REDIS_URL, store.hosts, prefix=prefix, worker_id="w")
         try:
             yield Case(coordinator, _sleeping)
         finally:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from conftest import SettingsFactory
-from harvestman.cli import app
+from harvestman.cli.app import app
 from harvestman.config import Settings
 from harvestman.crawl.crawler import Crawler
 from harvestman.records import DomainRecord

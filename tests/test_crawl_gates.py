@@ -20,7 +20,7 @@ AGENT = "harvestman-test"
 
 
 def robots_for(parts: Parts, fetcher: Fetcher) -> RobotsCache:
-    return RobotsCache(parts.store, fetcher, user_agent=AGENT, clock=parts.run.clock)
+    return RobotsCache(parts.store.hosts, fetcher, user_agent=AGENT, clock=parts.run.clock)
 
 
 async def test_robots_allows_denies_and_queues_the_sitemaps_it_declares(

@@ -6,9 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SettingsFactory
+from harvestman.crawl.analysis import AnalysisSpec
 from harvestman.crawl.discovery_steps import FeedsStep, LinksStep
 from harvestman.crawl.pages import ListingReader, PagePipeline
 from harvestman.crawl.steps import NearDuplicateStep, StoreTextStep, ValidateStep
+from harvestman.crawl.wiring import Wiring
 from harvestman.records import UrlStatus
 from harvestman.urls import UrlNormalizer
 from harvestman.validate import Validator
@@ -79,8 +82,8 @@ async def test_an_empty_page_is_parsed_and_judged_too_small(tmp_path: Path, body
         pipeline = PagePipeline(
             [validate_step(parts), LinksStep(parts.discovery)], parts.outcomes,
             ListingReader(parts.discovery, parts.outcomes, max_depth=1, max_urls=10,
-                          max_bytes=1000, feed_poll_interval=60.0),
-            UrlNormalizer(), max_links=100, parse_empty=True, count=parts.run.stats.inc,
+                          max_bytes=1000, feed_poll_interval=60.0, normalizer=UrlNormalizer()),
+            AnalysisSpec(validate_min_bytes=500, max_links=100), count=parts.run.stats.inc,
         )  # fmt: skip
 
         outcome, new_urls = pipeline.handle(request_for(ROOT), html_response(ROOT, body))
@@ -97,8 +100,8 @@ async def test_a_204_has_no_content_to_judge(tmp_path: Path) -> None:
         pipeline = PagePipeline(
             [validate_step(parts)], parts.outcomes,
             ListingReader(parts.discovery, parts.outcomes, max_depth=1, max_urls=10,
-                          max_bytes=1000, feed_poll_interval=60.0),
-            UrlNormalizer(), max_links=100, parse_empty=True, count=parts.run.stats.inc,
+                          max_bytes=1000, feed_poll_interval=60.0, normalizer=UrlNormalizer()),
+            AnalysisSpec(validate_min_bytes=500, max_links=100), count=parts.run.stats.inc,
         )  # fmt: skip
 
         outcome, _ = pipeline.handle(request_for(ROOT), html_response(ROOT, b"", status=204))
@@ -177,7 +180,8 @@ async def test_stored_text_is_cut_at_its_limit(tmp_path: Path) -> None:
 
 def listing_reader(parts: Parts) -> ListingReader:
     return ListingReader(parts.discovery, parts.outcomes, max_depth=2, max_urls=100,
-                         max_bytes=100_000, feed_poll_interval=60.0)  # fmt: skip
+                         max_bytes=100_000, feed_poll_interval=60.0,
+                         normalizer=UrlNormalizer())  # fmt: skip
 
 
 async def test_a_feed_queues_its_items_and_is_due_again_after_its_poll_interval(
@@ -211,3 +215,30 @@ async def test_a_listing_that_is_not_one_fails_as_listing_invalid(tmp_path: Path
     assert (outcome.status, outcome.error_class, rows) == (UrlStatus.FAILED, "ListingInvalid", [])
     assert outcome.next_crawl_at == 2000.0  # a sitemap: again after the visited TTL
     assert parts.run.stats["sitemap/invalid"] == 1
+
+
+@pytest.mark.parametrize(
+    ("features", "keeps_text"),
+    [({}, False), ({"store_text": True}, True), ({"near_duplicates": True}, False)],
+)
+async def test_the_text_is_kept_for_pages_when_a_step_that_is_on_reads_it(
+    tmp_path: Path, make_settings: SettingsFactory, features: dict[str, bool], keeps_text: bool
+) -> None:
+    """What the wiring builds: the page's text is kept in the analysis (inline and in a page
+    process) when a step that reads it is on, and one validator judges pages and refusals."""
+    settings = make_settings(parse_processes=1, **features)
+    async with crawl_parts(tmp_path, [ROOT]) as parts:
+        wiring = Wiring(settings, parts.run, on_pages=None, tasks=set())
+        workers = wiring.page_workers()
+
+        outcome, _ = wiring.pipeline.handle(request_for(ROOT), html_response(ROOT, ARTICLE))
+
+    assert workers is not None
+    assert workers.spec is wiring.pipeline.spec  # the page processes keep what inline keeps
+    assert wiring.pipeline.spec.keep_text is keeps_text
+    page = outcome.page
+    assert page is not None
+    assert bool(page.text) is keeps_text  # stored text
+    assert (page.simhash is not None) is bool(features.get("near_duplicates"))  # text or not
+    assert wiring.validate is not None
+    assert wiring.validate.validator is wiring.pipeline.analyzer.validator

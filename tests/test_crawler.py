@@ -38,8 +38,9 @@ def by_status(site: TestSite, rows: list[dict], kind: str = "page") -> dict[str,
 
 
 async def test_crawl_of_the_test_site_ends_with_the_exact_sets(
-    site: TestSite, make_settings: SettingsFactory
+    full_site: TestSite, make_settings: SettingsFactory
 ) -> None:
+    site = full_site
     crawler, rows, pages = await crawl(make_settings(), [site.url("/")])
 
     states = by_status(site, rows)
@@ -93,7 +94,7 @@ async def test_a_second_run_fetches_nothing_already_completed(
 
     assert sum(site.hits.values()) == 0  # robots.txt comes from the store's cache too
     assert crawler.stats["fetch/pages"] == 0
-    assert by_status(site, rows).get("completed") == EXPECTED["completed"]
+    assert by_status(site, rows).get("completed") == site.expected["completed"]
 
 
 async def test_max_pages_stops_the_crawl_and_the_next_run_goes_on(
@@ -108,10 +109,10 @@ async def test_max_pages_stops_the_crawl_and_the_next_run_goes_on(
 
     _, rows, _ = await crawl(make_settings(), [site.url("/")])
 
-    assert by_status(site, rows).get("completed") == EXPECTED["completed"]
+    assert by_status(site, rows).get("completed") == site.expected["completed"]
     # Nothing completed in the first run was fetched again in the second.
     for path in first.get("completed", set()):
-        assert site.hits[path] == EXPECTED_HITS[path], path
+        assert site.hits[path] == site.expected_hits[path], path
 
 
 async def test_max_depth_limits_how_far_links_are_followed(
@@ -122,7 +123,7 @@ async def test_max_depth_limits_how_far_links_are_followed(
     pages = [row for row in rows if row["kind"] == "page"]
     assert {row["depth"] for row in pages} == {0, 1}
     recorded = {relative(site, row["url"]) for row in pages}
-    assert recorded == {p for p, d in EXPECTED_DEPTHS.items() if d <= 1}
+    assert recorded == {p for p, d in site.expected_depths.items() if d <= 1}
 
 
 async def test_crawl_delay_spaces_requests_to_a_host(make_settings: SettingsFactory) -> None:
@@ -140,7 +141,7 @@ async def test_delay_zero_with_per_host_concurrency(
     site: TestSite, make_settings: SettingsFactory, per_host: int
 ) -> None:
     _, rows, _ = await crawl(make_settings(frontier_per_host_concurrency=per_host), [site.url("/")])
-    assert by_status(site, rows).get("completed") == EXPECTED["completed"]
+    assert by_status(site, rows).get("completed") == site.expected["completed"]
 
 
 async def test_bad_seeds_are_reported_and_good_ones_crawled(
@@ -211,6 +212,6 @@ async def test_outcomes_are_written_at_once_when_the_frontier_has_nothing_else(
     _, rows, _ = await asyncio.wait_for(crawl(settings, [site.url("/")]), 120)
 
     states = by_status(site, rows)
-    assert states.get("completed") == EXPECTED["completed"]
-    assert states.get("blocked") == EXPECTED["blocked"]
+    assert states.get("completed") == site.expected["completed"]
+    assert states.get("blocked") == site.expected["blocked"]
     assert set(states) == {"completed", "failed", "blocked"}

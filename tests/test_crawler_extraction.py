@@ -18,8 +18,8 @@ from couriersite import ARTICLES, HEADLINE, Courier, rows, running_courier
 from harvestman.config import Settings
 from harvestman.display import render_report
 from harvestman.export import export_pages
-from harvestman.lifecycle import replay
 from harvestman.store import SqlStore
+from harvestman.store.lifecycle.replay import replay
 from siteparsers import write_distribution
 from support.crawling import crawl
 from test_crawler_yield import run_cli

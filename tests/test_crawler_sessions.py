@@ -95,6 +95,20 @@ async def test_fetches_go_through_the_proxies_and_a_dead_one_is_taken_out(
     assert health == {proxy.url: 1, dead: 0, socks.url: 1}
 
 
+async def test_robots_txt_goes_out_through_the_proxies_like_the_pages(
+    site: Site, make_settings: SettingsFactory
+) -> None:
+    async with HttpProxy() as proxy:
+        settings = make_settings(
+            proxy_urls=[proxy.url], proxy_domain_rate=1000.0, crawl_max_depth=0
+        )
+        await crawl(settings, [site.root])
+
+    assert site.hits["/robots.txt"] == 1
+    assert proxy.targets.count(f"{site.root}robots.txt") == 1  # asked once, through the proxy
+    assert site.root in proxy.targets
+
+
 async def test_cookies_are_sent_back_and_kept_across_runs(
     site: Site, make_settings: SettingsFactory, tmp_path: Path
 ) -> None:

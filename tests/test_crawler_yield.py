@@ -93,8 +93,9 @@ async def test_products_are_stored_and_rewritten_only_when_they_change(
 
 
 async def test_errors_are_logged_by_category(
-    site: TestSite, make_settings: SettingsFactory
+    full_site: TestSite, make_settings: SettingsFactory
 ) -> None:
+    site = full_site  # /slow.html is the network error
     settings = make_settings(crawl_max_depth=1)
     await crawl(settings, [site.url("/")])
     found = dict(query(settings, "SELECT error_class, category FROM error_logs GROUP BY 1"))

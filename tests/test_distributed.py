@@ -284,7 +284,7 @@ async def test_a_breaker_opened_by_one_worker_holds_for_the_others(
     async with SqlStore(settings.database_url) as store:
         await store.upgrade()
         engines = [Crawler(settings, store) for _ in range(2)]
-        coordinators = [RedisCoordinator(redis_url, store, prefix=prefix) for _ in engines]
+        coordinators = [RedisCoordinator(redis_url, store.hosts, prefix=prefix) for _ in engines]
         for engine, coordinator in zip(engines, coordinators, strict=True):
             engine.coordinator = coordinator
         first, second = engines

@@ -203,7 +203,7 @@ async def frontier_over(database_url: str, store: SqlStore, hosts: list[str]) ->
         for n in range(3)
     ]
     await store.add_urls(crawl_id, rows, NOW)
-    return Frontier(store, crawl_id, "w1", delay=0.0, clock=lambda: NOW)
+    return Frontier(store.frontier, crawl_id, "w1", delay=0.0, clock=lambda: NOW)
 
 
 async def test_priority_orders_ready_hosts_and_concurrency_lets_more_requests_out(

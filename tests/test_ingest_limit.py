@@ -18,8 +18,8 @@ from harvestman.crawl.ingest import IngestLimit
 from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.writer import BatchWriter
 from harvestman.errors import ConfigError
-from harvestman.jobs import Source, SourceOptions
 from harvestman.jobs.errors import InvalidSpec
+from harvestman.jobs.records import Source, SourceOptions
 from harvestman.jobs.runner import source_settings
 from harvestman.records import NewUrl
 from harvestman.stats import Stats
@@ -66,7 +66,7 @@ async def test_urls_over_the_rate_are_written_due_later_not_dropped(database_url
         crawl_id = await store.ensure_crawl("ingest")
         run = CrawlRun(store, Stats(), lambda: now[0])
         run.crawl_id = crawl_id
-        run.frontier = Frontier(store, crawl_id, "w", clock=lambda: now[0])
+        run.frontier = Frontier(store.frontier, crawl_id, "w", clock=lambda: now[0])
         writer = BatchWriter(
             run, batch_size=10, flush_interval=1.0, history=None, on_pages=None,
             ingest=IngestLimit(100),

@@ -26,18 +26,22 @@ import pytest
 import uvicorn
 
 from apiclient import api_settings, bearer
-from harvestman.api import Role, create_app
+from harvestman.api.app import create_app
+from harvestman.api.auth import Role
 from harvestman.config import Settings
-from harvestman.jobs import (
+from harvestman.jobs.records import (
+    Execution,
     ExecutionResult,
     ExecutionStatus,
+    Job,
     JobSpec,
-    JobStore,
-    Scheduler,
+    LogLine,
+    Source,
     SourceSpec,
 )
-from harvestman.jobs.records import Execution, Job, LogLine, Source
 from harvestman.store import SqlStore
+from harvestman.store.jobs.db import JobStore
+from support.scheduling import make_scheduler
 
 run_log = logging.getLogger("harvestman.test.run")
 USER = bearer(Role.USER)
@@ -169,8 +173,12 @@ async def _instances(database_url: str, tmp_path: Path) -> AsyncIterator[Instanc
                 SourceSpec(name="talker", start_urls=["http://a.test/"])
             )
             job = await jobs_a.jobs.create(JobSpec(source_id=source.id, url="http://a.test/"))
-            scheduler = Scheduler(
-                jobs_a, runner, instance_id="a", poll_interval=0.05, log_flush_interval=0.05
+            scheduler = make_scheduler(
+                jobs_a,
+                runner,
+                instance_id="a",
+                jobs_poll_interval=0.05,
+                jobs_log_flush_interval=0.05,
             )
             app_a = create_app(
                 settings,

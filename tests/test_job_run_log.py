@@ -25,21 +25,24 @@ from pydantic import ValidationError
 
 from apiclient import api_settings, bearer
 from conftest import SettingsFactory, serve
-from harvestman.api import Role, create_app
+from harvestman.api.app import create_app
+from harvestman.api.auth import Role
 from harvestman.config import Settings
 from harvestman.crawl.fetch import RetryPolicy
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.errors import ContentRejected, HttpStatusError, RobotsDenied
-from harvestman.jobs import CrawlRunner, JobSpec, JobStore, Scheduler, SourceSpec
 from harvestman.jobs.logs import LogCapture
-from harvestman.jobs.records import LogLine, ProgressSample
+from harvestman.jobs.records import JobSpec, LogLine, ProgressSample, SourceSpec
+from harvestman.jobs.runner import CrawlRunner
+from harvestman.jobs.scheduler import Scheduler
 from harvestman.jobs.urllines import UrlLines, describe, verdict
 from harvestman.logconfig import configure_logging, reset_logging
 from harvestman.records import CrawlRequest, Outcome, PageRecord, UrlStatus
 from harvestman.stats import Stats
 from harvestman.store import SqlStore
+from harvestman.store.jobs.db import JobStore
 from storerows import NOW, open_store, store_url
-from support.scheduling import Clock
+from support.scheduling import Clock, make_scheduler
 from support.smallshop import PAGE_A, PAGE_B, Shop
 
 USER = bearer(Role.USER)
@@ -101,7 +104,9 @@ def service_of(make_settings: SettingsFactory, shop: Shop) -> ServiceOf:
         ):
             await crawl_store.upgrade()
             async with JobStore(crawl_store.engine, clock=clock) as jobs:
-                scheduler = Scheduler(jobs, CrawlRunner(settings, crawl_store), instance_id="t")
+                scheduler = make_scheduler(
+                    jobs, CrawlRunner(settings, crawl_store), instance_id="t"
+                )
                 app = create_app(
                     settings,
                     sql_store=crawl_store,

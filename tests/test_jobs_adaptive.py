@@ -12,20 +12,14 @@ import pytest
 from aiohttp import web
 
 from conftest import SettingsFactory
-from harvestman.jobs import (
-    AdaptiveState,
-    CrawlRunner,
-    ExecutionStatus,
-    JobSpec,
-    JobStatus,
-    JobStore,
-    Scheduler,
-    SourceSpec,
-    adaptive_interval,
-)
-from harvestman.jobs.adaptive import observe
-from harvestman.jobs.runner import namespace, source_settings
+from harvestman.jobs.adaptive import AdaptiveState, adaptive_interval, observe
+from harvestman.jobs.records import ExecutionStatus, JobSpec, SourceSpec
+from harvestman.jobs.runner import CrawlRunner, namespace, source_settings
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.jobs.states import JobStatus
 from harvestman.store import SqlStore
+from harvestman.store.jobs.db import JobStore
+from support.scheduling import make_scheduler
 
 NOW = 1_800_000_000.0
 MIN = 60.0
@@ -155,7 +149,7 @@ async def service(make_settings: SettingsFactory) -> AsyncIterator[Service]:
         await crawl_store.upgrade()
         async with JobStore(crawl_store.engine, clock=clock) as store:
             # The crawl keeps real time (politeness); the schedule runs on the test's clock.
-            scheduler = Scheduler(store, CrawlRunner(settings, crawl_store), instance_id="t")
+            scheduler = make_scheduler(store, CrawlRunner(settings, crawl_store), instance_id="t")
             yield Service(store, scheduler, clock)
 
 

@@ -17,14 +17,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from conftest import require_service
+from harvestman.config import Settings
 from harvestman.errors import StoreError
-from harvestman.jobs import Action, ExecutionStatus, JobStatus, JobStore, Scheduler
 from harvestman.jobs.broker import Delivery, ExecutionMessage, ExecutionQueue
 from harvestman.jobs.consumer import ExecutionConsumer
 from harvestman.jobs.dispatch import Dispatcher
-from harvestman.jobs.records import Job, JobSpec, SourceSpec
+from harvestman.jobs.records import ExecutionStatus, Job, JobSpec, SourceSpec
+from harvestman.jobs.states import Action, JobStatus
+from harvestman.jobs.wiring import worker_scheduler
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.db import JobStore
 from support.fleet import BROKER_URL, delete_queue
+from support.scheduling import make_scheduler
 from support.tcpgate import tcp_gate
 from test_jobs_scheduler import NOW, Clock, ScriptedRunner
 
@@ -72,7 +76,8 @@ async def new_job(store: JobStore, name: str, **fields: object) -> Job:
 async def consuming(
     store: JobStore, queue: ExecutionQueue, runner: ScriptedRunner, holder: str = "worker-1"
 ) -> AsyncIterator[ExecutionConsumer]:
-    scheduler = Scheduler(store, runner, instance_id=holder, max_concurrent=0, poll_interval=0.05)
+    settings = Settings(broker_renew_interval=0.05)
+    scheduler = worker_scheduler(settings, store, runner, instance_id=holder)
     consumer = ExecutionConsumer(queue, scheduler, renew_interval=0.05, takeover_after=30)
     task = asyncio.create_task(consumer.run())
     try:
@@ -109,11 +114,13 @@ async def test_a_claim_waiting_in_the_queue_is_never_failed_and_lapsed_is_publis
     async with ExecutionQueue(BROKER_URL, prefix) as queue:
         dispatcher = Dispatcher(store, queue, instance_id="leader")
         dispatcher.republish_after = 600  # broker_republish_seconds
-        scheduler = Scheduler(store, ScriptedRunner(), instance_id="leader", dispatcher=dispatcher)
+        scheduler = make_scheduler(
+            store, ScriptedRunner(), instance_id="leader", dispatcher=dispatcher
+        )
         assert await dispatcher.dispatch(job.id) is not None  # force-run, no worker up
         clock.now += 3600  # an hour in the queue
 
-        swept = await scheduler.sweep()
+        swept = await scheduler.duty("sweep").run()
         waiting = await store.jobs.get(job.id)
         republished = await dispatcher.dispatch_due()  # the leader's poll
         depth = await queue.depth()
@@ -326,17 +333,19 @@ async def test_the_sweep_clears_no_lock_until_holders_could_renew_after_an_outag
     store, clock = pg_store
     job = await new_job(store, "swept")
     [claim] = await store.locks.claim_due("worker-1", 1)
-    scheduler = Scheduler(store, ScriptedRunner(), instance_id="leader", stale_lock_seconds=300)
+    scheduler = make_scheduler(
+        store, ScriptedRunner(), instance_id="leader", jobs_stale_lock_seconds=300
+    )
     scheduler.outage.failed(StoreError("connection refused"))  # what its loops saw
     clock.now += 600  # the store was away ten minutes: nobody renewed anything
     scheduler.outage.recovered()
 
-    right_after = await scheduler.sweep()
+    right_after = await scheduler.duty("sweep").run()
     await store.locks.renew({claim.token: job.id})  # the live holder renews as it comes back
     clock.now += 250
-    later = await scheduler.sweep()
+    later = await scheduler.duty("sweep").run()
     clock.now += 100  # it renewed no more: 350 s, gone
-    dead = await scheduler.sweep()
+    dead = await scheduler.duty("sweep").run()
 
     assert (right_after["stale_locks_cleared"], later["stale_locks_cleared"]) == (0, 0)
     assert dead["stale_locks_cleared"] == 1

@@ -13,12 +13,15 @@ from sqlalchemy import Engine
 from apiclient import running_api
 from conftest import SettingsFactory
 from harvestman.config import Settings
-from harvestman.jobs import JobStore, Scheduler
+from harvestman.jobs.duties.upkeep import Backups
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.store.jobs.db import JobStore
+from harvestman.store.jobs.upkeep import StoreUpkeep
 from harvestman.store.lifecycle.backups import BackupRun, backup_summary, record_backup
 from harvestman.store.lifecycle.schedule import BackupSchedule
 from harvestman.store.schema import backups
 from storerows import DAY, NOW, add_crawl, add_page, add_url, open_store, table_rows
-from support.scheduling import HOUR, Clock, IdleRunner
+from support.scheduling import HOUR, Clock, IdleRunner, make_scheduler
 
 
 def fill(engine: Engine) -> None:
@@ -33,7 +36,8 @@ def file_size(path: str) -> int:
 
 async def leading(engine: Engine, schedule: BackupSchedule) -> AsyncIterator[Scheduler]:
     async with JobStore(engine, clock=Clock()) as store:
-        scheduler = Scheduler(store, IdleRunner(), instance_id="here", backups=schedule)
+        scheduler = make_scheduler(store, IdleRunner(), instance_id="here")
+        scheduler.duties.append(Backups(scheduler, StoreUpkeep(store), schedule))
         assert await scheduler.leader.acquire()
         yield scheduler
 
@@ -45,7 +49,7 @@ async def test_the_leader_backs_sqlite_up_once_a_day_and_keeps_a_week(tmp_path: 
     schedule = BackupSchedule(url, tmp_path / "backups", interval=DAY, keep=7 * DAY)
     async for scheduler in leading(engine, schedule):
         clock: Clock = scheduler.clock  # type: ignore[assignment]
-        first = await scheduler.back_up()
+        first = await scheduler.perform("backup")
         assert first is not None
         assert first.status == "ok"
         assert first.verified
@@ -54,11 +58,11 @@ async def test_the_leader_backs_sqlite_up_once_a_day_and_keeps_a_week(tmp_path: 
         assert first.rows >= 3
         clock.now += HOUR
         assert await scheduler.leader.acquire()
-        assert await scheduler.back_up() is None  # the day's turn is spent
+        assert await scheduler.perform("backup") is None  # the day's turn is spent
         for _ in range(8):
             clock.now += DAY
             assert await scheduler.leader.acquire()
-            assert (await scheduler.back_up()) is not None
+            assert (await scheduler.perform("backup")) is not None
         kept = sorted(p.name for p in (tmp_path / "backups").iterdir())
         # Taken 0 to 7 days ago (the one of exactly 7 days too); the first one, 8 days old, went.
         assert len(kept) == 8
@@ -76,7 +80,7 @@ async def test_a_postgresql_backup_is_verified_and_a_failed_one_is_recorded(
     fill(engine)
     good = BackupSchedule(pg_schema_url, tmp_path / "backups", admin_url=postgres_url)
     async for scheduler in leading(engine, good):
-        run = await scheduler.back_up()
+        run = await scheduler.perform("backup")
         assert run is not None
         assert (run.status, run.verified, run.error) == ("ok", True, None)
         assert Path(run.path).name == "harvestman-20231114T221320Z.dump"
@@ -88,7 +92,7 @@ async def test_a_postgresql_backup_is_verified_and_a_failed_one_is_recorded(
     async for scheduler in leading(engine, broken):
         scheduler.clock.now += DAY  # type: ignore[attr-defined]
         assert await scheduler.leader.acquire()
-        failed = await scheduler.back_up()
+        failed = await scheduler.perform("backup")
         assert failed is not None
         assert failed.status == "failed"
         assert failed.error is not None

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from harvestman.jobs import JobSpec, JobStore, SourceSpec
 from harvestman.jobs.buckets import (
     SLOT_SECONDS,
     Move,
@@ -18,7 +17,9 @@ from harvestman.jobs.buckets import (
     plan_rebalance,
 )
 from harvestman.jobs.lifecycle import next_run_keeping_phase
+from harvestman.jobs.records import JobSpec, SourceSpec
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.db import JobStore
 
 NOW = 1_800_000_000.0  # the start of a slot
 SLOT = SLOT_SECONDS

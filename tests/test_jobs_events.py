@@ -14,19 +14,21 @@ import pytest
 
 from apiclient import api_settings as make_api_settings
 from apiclient import bearer
-from harvestman.api import Role, create_app
-from harvestman.jobs import (
+from harvestman.api.app import create_app
+from harvestman.api.auth import Role
+from harvestman.jobs.events import LocalSourceEvents, RedisSourceEvents, SourceEvent
+from harvestman.jobs.records import (
+    Execution,
     ExecutionResult,
     ExecutionStatus,
     Job,
-    JobStatus,
-    JobStore,
-    Scheduler,
+    Source,
     SourceSpec,
 )
-from harvestman.jobs.events import LocalSourceEvents, RedisSourceEvents, SourceEvent
-from harvestman.jobs.records import Execution, Source
+from harvestman.jobs.states import JobStatus
 from harvestman.store import SqlStore, dialect, migrate
+from harvestman.store.jobs.db import JobStore
+from support.scheduling import make_scheduler
 
 
 class QuietRunner:
@@ -59,7 +61,7 @@ async def local_store(tmp_path: Path) -> AsyncIterator[JobStore]:
 
 async def test_in_process_events_reach_the_running_scheduler(local_store: JobStore) -> None:
     events = LocalSourceEvents()
-    scheduler = Scheduler(local_store, QuietRunner(), poll_interval=3600, events=events)
+    scheduler = make_scheduler(local_store, QuietRunner(), jobs_poll_interval=3600, events=events)
     service = asyncio.create_task(scheduler.run())
     try:
         await asyncio.wait_for(scheduler.listening.wait(), 5)
@@ -116,7 +118,9 @@ async def test_a_source_toggled_through_one_instance_is_synced_by_another(
         JobStore(pg_schema_url) as jobs_b,
     ):
         b_events = RedisSourceEvents(redis_url, prefix=prefix)
-        b = Scheduler(jobs_b, QuietRunner(), instance_id="b", poll_interval=3600, events=b_events)
+        b = make_scheduler(
+            jobs_b, QuietRunner(), instance_id="b", jobs_poll_interval=3600, events=b_events
+        )
         app = create_app(
             make_settings(database_url=pg_schema_url),
             sql_store=store_a,

@@ -13,7 +13,6 @@ import pytest
 
 from apiclient import running_api
 from conftest import SettingsFactory, require_service
-from harvestman.jobs import Action, ExecutionResult, ExecutionStatus, JobStatus, JobStore
 from harvestman.jobs.broker import (
     PRIORITY_MANUAL,
     PRIORITY_SCHEDULED,
@@ -24,6 +23,9 @@ from harvestman.jobs.broker import (
 from harvestman.jobs.dispatch import Dispatcher
 from harvestman.jobs.errors import BrokerUnavailable
 from harvestman.jobs.lifecycle import after_success
+from harvestman.jobs.records import ExecutionResult, ExecutionStatus
+from harvestman.jobs.states import Action, JobStatus
+from harvestman.store.jobs.db import JobStore
 from harvestman.store.jobs.handover import Verdict, queued_holder
 from support.fleet import BROKER_URL, delete_queue
 from test_jobs_scheduler import NOW, Clock, _job, clock, store

@@ -9,21 +9,22 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy import func, select
 
-from harvestman.jobs import (
+from harvestman.jobs.lifecycle import NextStep
+from harvestman.jobs.records import (
+    Execution,
     ExecutionResult,
     ExecutionStatus,
     Job,
     JobSpec,
-    JobStatus,
-    JobStore,
-    LeaderLease,
-    Scheduler,
+    Source,
     SourceSpec,
 )
-from harvestman.jobs.lifecycle import NextStep
-from harvestman.jobs.records import Execution, Source
+from harvestman.jobs.states import JobStatus
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.db import JobStore
+from harvestman.store.jobs.leader import LeaderLease
 from harvestman.store.jobs.tables import job_executions
+from support.scheduling import make_scheduler
 
 NOW = 1_800_000_000.0
 JOBS = 120
@@ -76,7 +77,7 @@ async def test_two_schedulers_polling_one_postgres_never_run_the_same_job(
 ) -> None:
     runs: list[tuple[str, int]] = []
     schedulers = [
-        Scheduler(store, RecordingRunner(runs, name), instance_id=name, max_concurrent=16)
+        make_scheduler(store, RecordingRunner(runs, name), instance_id=name, jobs_max_concurrent=16)
         for store, name in zip(stores, ("a", "b"), strict=True)
     ]
     for _ in range(100):
@@ -143,7 +144,7 @@ async def test_two_instances_reconciling_one_source_at_once_create_one_job(
     stores: tuple[JobStore, JobStore],
 ) -> None:
     source = await stores[0].sources.create(SourceSpec(name="new", start_urls=["http://n.test/"]))
-    schedulers = [Scheduler(store, runner=None) for store in stores * 4]  # type: ignore[arg-type]
+    schedulers = [make_scheduler(store, None) for store in stores * 4]  # type: ignore[arg-type]
     plans = await asyncio.gather(*(s.source_changed(source.id) for s in schedulers))
     created = [job_id for plan in plans for job_id in plan.created_jobs]
     assert len(created) == 1

@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from harvestman.jobs import IntervalType, JobSpec, JobStatus, JobStore, Scheduler, SourceSpec
 from harvestman.jobs.reconcile import sync_enabled_sources
+from harvestman.jobs.records import IntervalType, JobSpec, SourceSpec
+from harvestman.jobs.states import JobStatus
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.db import JobStore
 from harvestman.store.jobs.tables import jobs
+from support.scheduling import make_scheduler
 
 NOW = 1_800_000_000.0
 
@@ -63,7 +66,7 @@ async def test_sync_previews_then_creates_and_cancels(store: JobStore) -> None:
 
 
 async def test_toggling_one_source_reconciles_it_at_once(store: JobStore) -> None:
-    scheduler = Scheduler(store, runner=None, source_job_interval_minutes=30)  # type: ignore[arg-type]
+    scheduler = make_scheduler(store, None, jobs_source_interval_minutes=30)  # type: ignore[arg-type]
     source = await store.sources.create(SourceSpec(name="s", start_urls=["http://s.test/"]))
     other = await store.sources.create(SourceSpec(name="o", start_urls=["http://o.test/"]))
     plan = await scheduler.source_changed(source.id)

@@ -11,23 +11,21 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
-from harvestman.jobs import (
+from harvestman.jobs.errors import InvalidSpec, NameTaken, NotFound, UnknownSource
+from harvestman.jobs.lifecycle import after_success
+from harvestman.jobs.records import (
+    ExecutionResult,
+    ExecutionStatus,
     IntervalType,
-    InvalidSpec,
     JobSpec,
-    JobStatus,
-    JobStore,
-    NameTaken,
-    NotFound,
     ScopeRules,
     SourceSpec,
-    UnknownSource,
 )
-from harvestman.jobs.lifecycle import after_success
-from harvestman.jobs.records import ExecutionResult, ExecutionStatus
-from harvestman.search import include_name
+from harvestman.jobs.states import JobStatus
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.db import JobStore
 from harvestman.store.schema import metadata
+from harvestman.store.search.index import include_name
 
 NOW = 1_800_000_000.0  # the start of a 15-minute slot
 

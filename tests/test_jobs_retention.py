@@ -8,11 +8,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from harvestman.jobs import JobStore, Scheduler
-from harvestman.lifecycle import RetentionRules
+from harvestman.jobs.duties.upkeep import Retention
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.store.jobs.db import JobStore
+from harvestman.store.jobs.upkeep import StoreUpkeep
+from harvestman.store.lifecycle.retention import RetentionRules
 from harvestman.store.schema import urls
 from storerows import DAY, add_crawl, add_url, open_store, table_rows
-from support.scheduling import HOUR, Clock, IdleRunner
+from support.scheduling import HOUR, Clock, IdleRunner, make_scheduler
 
 RULES = RetentionRules(
     completed_after=7 * DAY,
@@ -37,6 +40,13 @@ async def store(engine: Engine) -> AsyncIterator[JobStore]:
     engine.dispose()
 
 
+def retaining(store: JobStore, instance_id: str, rules: RetentionRules) -> Scheduler:
+    """The service's scheduler with the retention duty of ``rules`` (its turn: a day)."""
+    scheduler = make_scheduler(store, IdleRunner(), instance_id=instance_id)
+    scheduler.duties.append(Retention(scheduler, StoreUpkeep(store), rules, every=DAY))
+    return scheduler
+
+
 def _urls_left(engine: Engine) -> list[str]:
     return [row[0] for row in table_rows(engine, urls, "url")]
 
@@ -48,25 +58,25 @@ async def test_the_leader_runs_the_retention_once_a_day_and_a_new_leader_keeps_t
     crawl = add_crawl(engine, "default")
     for age in (10.0, 6.5, 1.0):
         add_url(engine, crawl, f"http://a.test/{age}", "completed", age)
-    first = Scheduler(store, IdleRunner(), instance_id="first", retention=RULES)
-    second = Scheduler(store, IdleRunner(), instance_id="second", retention=RULES)
+    first = retaining(store, "first", RULES)
+    second = retaining(store, "second", RULES)
 
-    assert await first.retain() is None  # not the leader yet
+    assert await first.perform("retention") is None  # not the leader yet
     assert await first.leader.acquire()
-    report = await first.retain()
+    report = await first.perform("retention")
     assert report is not None
     assert report.completed_deleted == 1
     assert _urls_left(engine) == ["http://a.test/6.5", "http://a.test/1.0"]
 
     clock.now += HOUR  # the leader renews, but the day's turn is spent
     assert await first.leader.acquire()
-    assert await first.retain() is None
-    assert await second.retain() is None  # not the leader
+    assert await first.perform("retention") is None
+    assert await second.perform("retention") is None  # not the leader
 
     clock.now += DAY  # the first instance died: its lease ran out long ago
     assert await second.leader.acquire()
-    assert await first.retain() is None  # no longer leads
-    report = await second.retain()
+    assert await first.perform("retention") is None  # no longer leads
+    report = await second.perform("retention")
     assert report is not None
     assert report.completed_deleted == 1  # 6.5 days old then, 7.5 now
     assert _urls_left(engine) == ["http://a.test/1.0"]
@@ -81,8 +91,8 @@ async def test_a_retention_that_fails_is_logged_and_the_scheduler_goes_on(
     rules = RetentionRules(failed_after=DAY, pages_after=None, export_dir=export_dir)
     crawl = add_crawl(engine, "default")
     add_url(engine, crawl, "http://a.test/failed", "failed", 3.0)
-    scheduler = Scheduler(store, IdleRunner(), instance_id="here", retention=rules)
+    scheduler = retaining(store, "here", rules)
     assert await scheduler.leader.acquire()
-    assert await scheduler.retain() is None
+    assert await scheduler.perform("retention") is None
     assert scheduler.counters["retention_runs"] == 0
     assert _urls_left(engine) == ["http://a.test/failed"]  # nothing deleted unexported

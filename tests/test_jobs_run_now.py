@@ -14,21 +14,22 @@ from typing import Any
 import pytest
 
 from conftest import SettingsFactory
-from harvestman.jobs import (
-    Action,
-    CrawlRunner,
+from harvestman.jobs.records import (
+    Execution,
     ExecutionResult,
     ExecutionStatus,
     Job,
     JobSpec,
-    JobStatus,
-    JobStore,
-    Scheduler,
+    Source,
+    SourceSpec,
 )
-from harvestman.jobs.records import Execution, Source, SourceSpec
+from harvestman.jobs.runner import CrawlRunner
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.jobs.states import Action, JobStatus
 from harvestman.store import SqlStore
+from harvestman.store.jobs.db import JobStore
 from harvestman.store.products.query import ProductQuery
-from support.scheduling import Clock
+from support.scheduling import Clock, make_scheduler
 from support.shop import Shop, running_shop
 
 MIN = 60.0
@@ -81,7 +82,7 @@ async def service(make_settings: SettingsFactory, database_url: str) -> AsyncIte
         await crawl_store.upgrade()
         async with JobStore(crawl_store.engine, clock=clock) as store:
             # The crawl keeps real time (politeness); the schedule runs on the test's clock.
-            scheduler = Scheduler(store, CrawlRunner(settings, crawl_store), instance_id="t")
+            scheduler = make_scheduler(store, CrawlRunner(settings, crawl_store), instance_id="t")
             yield Service(store, crawl_store, scheduler, clock)
 
 
@@ -178,7 +179,7 @@ async def test_a_forced_run_says_so_while_it_runs(tmp_path: Any) -> None:
         await crawl_store.upgrade()
         async with JobStore(crawl_store.engine, clock=clock) as store:
             runner = SeeingRunner(store)
-            scheduler = Scheduler(store, runner, instance_id="t")
+            scheduler = make_scheduler(store, runner, instance_id="t")
             source = await store.sources.create(
                 SourceSpec(name="s", start_urls=["http://127.0.0.1:9/"])
             )

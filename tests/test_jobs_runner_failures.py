@@ -13,17 +13,14 @@ import pytest
 from aiohttp import web
 
 from conftest import SettingsFactory, serve
-from harvestman.jobs import (
-    CrawlRunner,
-    ExecutionStatus,
-    JobSpec,
-    JobStatus,
-    JobStore,
-    Scheduler,
-    SourceSpec,
-)
 from harvestman.jobs import runner as runner_module
+from harvestman.jobs.records import ExecutionStatus, JobSpec, SourceSpec
+from harvestman.jobs.runner import CrawlRunner
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.jobs.states import JobStatus
 from harvestman.store import SqlStore
+from harvestman.store.jobs.db import JobStore
+from support.scheduling import make_scheduler
 
 NOW = 1_800_000_000.0
 
@@ -58,7 +55,7 @@ async def service(
         await crawl_store.upgrade()
         async with JobStore(crawl_store.engine, clock=clock) as store:
             # The crawl keeps real time (politeness); the schedule runs on the test's clock.
-            scheduler = Scheduler(store, CrawlRunner(settings, crawl_store), instance_id="t")
+            scheduler = make_scheduler(store, CrawlRunner(settings, crawl_store), instance_id="t")
             yield Service(store, scheduler, clock)
 
 

@@ -13,25 +13,26 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from harvestman.errors import StoreError
-from harvestman.jobs import (
+from harvestman.jobs.logs import LogCapture, LogWriter
+from harvestman.jobs.outcome import INTERRUPTED
+from harvestman.jobs.records import (
+    Execution,
     ExecutionResult,
     ExecutionStatus,
     Job,
     JobSpec,
-    JobStatus,
-    JobStore,
-    LeaderLease,
-    LogCapture,
     LogLine,
-    LogWriter,
-    Scheduler,
+    Source,
     SourceSpec,
 )
-from harvestman.jobs.records import Execution, Source
-from harvestman.jobs.scheduler import INTERRUPTED
+from harvestman.jobs.scheduler import Scheduler
+from harvestman.jobs.states import JobStatus
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.db import JobStore
+from harvestman.store.jobs.leader import LeaderLease
 from harvestman.store.jobs.locks import LOCK_EXPIRED
 from harvestman.store.jobs.tables import execution_logs, job_executions
+from support.scheduling import make_scheduler
 
 NOW = 1_800_000_000.0
 DAY = 86400.0
@@ -100,7 +101,7 @@ def runner() -> ScriptedRunner:
 
 @pytest.fixture
 def scheduler(store: JobStore, runner: ScriptedRunner) -> Scheduler:
-    return Scheduler(store, runner, instance_id="here", max_concurrent=2)
+    return make_scheduler(store, runner, instance_id="here", jobs_max_concurrent=2)
 
 
 async def _job(store: JobStore, *, source: str = "site", **fields: object) -> Job:
@@ -294,9 +295,9 @@ async def test_a_stale_lock_is_swept_after_five_minutes_and_the_run_retried(
     job = await _job(store, interval_minutes=30)
     [claim] = await store.locks.claim_due("crashed-instance", 10)  # and then it died
     clock.now += 299
-    assert await scheduler.sweep() == {"stale_locks_cleared": 0, "pruned": 0}
+    assert await scheduler.duty("sweep").run() == {"stale_locks_cleared": 0, "pruned": 0}
     clock.now += 2
-    assert await scheduler.sweep() == {"stale_locks_cleared": 1, "pruned": 0}
+    assert await scheduler.duty("sweep").run() == {"stale_locks_cleared": 1, "pruned": 0}
     swept = await store.jobs.get(job.id)
     assert (swept.status, swept.lock_token, swept.current_retry_count) == (
         JobStatus.PENDING,
@@ -326,7 +327,7 @@ async def test_a_live_run_renews_its_lock_so_it_is_never_swept(
     for _ in range(4):
         clock.now += 200
         await scheduler.poll()  # renews
-        assert (await scheduler.sweep())["stale_locks_cleared"] == 0
+        assert (await scheduler.duty("sweep").run())["stale_locks_cleared"] == 0
     assert (await store.jobs.get(job.id)).status is JobStatus.RUNNING
     await store.jobs.cancel(job.id)
     await scheduler.poll()
@@ -356,7 +357,7 @@ async def test_history_keeps_the_100_newest_per_job_and_nothing_older_than_30_da
         ).scalar_one()
         line = {"seq": 1, "created_at": NOW, "level": "INFO", "logger": "x", "message": "old"}
         conn.execute(insert(execution_logs), [{"execution_id": first_busy, **line}])
-    assert await scheduler.sweep() == {"stale_locks_cleared": 0, "pruned": 25}
+    assert await scheduler.duty("sweep").run() == {"stale_locks_cleared": 0, "pruned": 25}
     kept_old = [e.execution_number for e in (await store.executions.list(old.id)).items]
     assert kept_old == [10, 9, 8, 7, 6]  # run 6 started exactly 30 days ago
     busy_page = await store.executions.list(busy.id, limit=200)
@@ -405,7 +406,7 @@ async def test_an_executions_log_lines_are_stored_in_order_before_it_ends(
     capture = LogCapture(max_lines=3)
     capture.install()
     try:
-        scheduler = Scheduler(store, runner, instance_id="here", log_capture=capture)
+        scheduler = make_scheduler(store, runner, instance_id="here", log_capture=capture)
         job = await _job(store, url="http://a.test/logged")
         runner.hold = True
         [claim] = await scheduler.poll()
@@ -529,7 +530,9 @@ async def test_the_leader_lease_is_held_by_one_instance_and_taken_over_on_expiry
 async def test_run_polls_maintains_and_stops_cleanly(
     store: JobStore, runner: ScriptedRunner
 ) -> None:
-    scheduler = Scheduler(store, runner, instance_id="loop", poll_interval=0.02, leader_ttl=0.06)
+    scheduler = make_scheduler(
+        store, runner, instance_id="loop", jobs_poll_interval=0.02, jobs_leader_ttl=0.06
+    )
     job = await _job(store)
     service = asyncio.create_task(scheduler.run())
     for _ in range(250):
@@ -547,7 +550,7 @@ async def test_run_polls_maintains_and_stops_cleanly(
 async def test_stopping_the_service_interrupts_runs_which_retry_at_once(
     store: JobStore, runner: ScriptedRunner, clock: Clock
 ) -> None:
-    scheduler = Scheduler(store, runner, instance_id="loop", poll_interval=0.02)
+    scheduler = make_scheduler(store, runner, instance_id="loop", jobs_poll_interval=0.02)
     job = await _job(store, interval_minutes=30)
     runner.hold = True
     service = asyncio.create_task(scheduler.run())

@@ -9,11 +9,19 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from harvestman.jobs import Action, JobSpec, JobStateError, JobStatus, JobStore, SourceSpec
+from harvestman.jobs.errors import JobStateError
 from harvestman.jobs.lifecycle import after_failure, after_success, retry_delay
-from harvestman.jobs.records import Job
-from harvestman.jobs.states import TRANSITIONS, allowed_actions, can_transition, check_action
+from harvestman.jobs.records import Job, JobSpec, SourceSpec
+from harvestman.jobs.states import (
+    TRANSITIONS,
+    Action,
+    JobStatus,
+    allowed_actions,
+    can_transition,
+    check_action,
+)
 from harvestman.store import dialect, migrate
+from harvestman.store.jobs.db import JobStore
 from harvestman.store.jobs.tables import jobs
 
 S = JobStatus

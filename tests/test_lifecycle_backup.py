@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine, insert
 
 from harvestman.errors import StoreError
-from harvestman.lifecycle import RestoreRefused, backup_sqlite, restore_sqlite
+from harvestman.lifecycle.backup import RestoreRefused, backup_sqlite, restore_sqlite
 from harvestman.records import NewUrl
 from harvestman.store import SqlStore, migrate
 from harvestman.store.schema import crawled_pages, crawls, domains, urls

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, insert, select, update
 from harvestman.archive.location import open_blobs
 from harvestman.archive.raw import LocalBlobs, RawArchive, S3Blobs
 from harvestman.config import Settings
-from harvestman.lifecycle import RetentionRules, apply_retention
+from harvestman.store.lifecycle.retention import RetentionRules, apply_retention
 from harvestman.store.schema import crawled_pages, crawls, images, products
 from harvestman.urls import url_hash
 from storerows import DAY, NOW, add_crawl, add_page, open_store, store_url, table_rows

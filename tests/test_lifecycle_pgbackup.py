@@ -13,12 +13,9 @@ import pytest
 from sqlalchemy import Engine, create_engine, insert, text
 
 from harvestman.errors import BackupFailed, RestoreRefused, StoreError
-from harvestman.lifecycle import (
-    backup_postgres,
-    restore_postgres,
-    verify_postgres_backup,
-)
 from harvestman.store import migrate
+from harvestman.store.lifecycle.pgdump import backup_postgres, verify_postgres_backup
+from harvestman.store.lifecycle.pgrestore import restore_postgres
 from harvestman.store.schema import crawled_pages, crawls, domains, urls, workers
 from storerows import NOW, add_crawl, add_page, add_url, open_store, table_rows
 from support.cli import run_cli

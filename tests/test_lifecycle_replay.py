@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, event
 
-from harvestman.lifecycle import parse_since, replay
+from harvestman.lifecycle.since import parse_since
 from harvestman.store import SqlStore
+from harvestman.store.lifecycle.replay import replay
 from harvestman.store.schema import urls
 from storerows import DAY, NOW, add_crawl, add_page, add_url, open_store, store_url, table_rows
 

@@ -14,7 +14,8 @@ import orjson
 import pytest
 from sqlalchemy import Engine, insert
 
-from harvestman.lifecycle import RetentionRules, apply_retention, compact
+from harvestman.store.lifecycle.compaction import compact
+from harvestman.store.lifecycle.retention import RetentionRules, apply_retention
 from harvestman.store.schema import crawled_pages, error_logs, urls, workers
 from storerows import DAY, NOW, add_crawl, add_page, add_url, open_store, store_url, table_rows
 

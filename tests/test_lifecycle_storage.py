@@ -22,7 +22,7 @@ from harvestman.store.history import add_counts
 from harvestman.store.schema import crawls
 from harvestman.store.transaction import transaction
 from storerows import add_crawl, add_page, open_store, store_url
-from support.cli import run_cli
+from support.cli import invoke_cli
 
 NOW = time.time()
 TODAY = NOW // DAY * DAY
@@ -64,7 +64,7 @@ def engine(url: str) -> Iterator[Engine]:
 def report_of(url: str) -> object:
     store = SqlStore(url)
     try:
-        return storage_report(store, Settings(database_url=url), NOW)
+        return storage_report(store.maintenance, Settings(database_url=url), NOW)
     finally:
         store.dispose()
 
@@ -174,13 +174,13 @@ async def test_the_admin_route_and_the_command_report_the_same_tables(
     assert {t["name"]: t["rows"] for t in body["store"]["tables"]}["crawled_pages"] == 6
     assert body["archives"][0]["objects"] == 2
 
-    code, out, err = await run_cli("storage", "--json", "--database-url", settings.database_url)
+    code, out, err = await invoke_cli("storage", "--json", "--database-url", settings.database_url)
     assert code == 0, err
     printed = orjson.loads(out)
     assert [t["name"] for t in printed["store"]["tables"]] == [
         t["name"] for t in body["store"]["tables"]
     ]
-    code, out, err = await run_cli("storage", "--database-url", settings.database_url)
+    code, out, err = await invoke_cli("storage", "--database-url", settings.database_url)
     assert code == 0, err
     assert "crawled_pages" in out
     assert "full on" in out

@@ -15,13 +15,14 @@ import pytest
 from sqlalchemy import Engine, insert
 
 from harvestman.errors import StoreError
-from harvestman.lifecycle import RetentionRules, apply_retention, restore_archive
 from harvestman.store.history import add_counts
+from harvestman.store.lifecycle.retention import RetentionRules, apply_retention
+from harvestman.store.lifecycle.unarchive import restore_archive
 from harvestman.store.schema import crawled_pages, crawls, error_logs, images, products
 from harvestman.store.transaction import transaction
 from harvestman.urls import url_hash
 from storerows import DAY, NOW, add_crawl, add_page, open_store, store_url, table_rows
-from support.cli import run_cli
+from support.cli import invoke_cli
 
 STAMP = "20231114T221320Z"
 PAGE_FIELDS = ("crawl_id", "url", "host", "status_code", "title", "description", "fetched_at",
@@ -181,11 +182,11 @@ async def test_the_command_loads_an_archive_with_its_filters(tmp_path: Path) -> 
     pages = retain(engine, tmp_path) / f"pages-{STAMP}.jsonl.gz"
     engine.dispose()
 
-    code, out, err = await run_cli("restore-archive", str(pages), "--db", str(db),
+    code, out, err = await invoke_cli("restore-archive", str(pages), "--db", str(db),
                                    "--domain", "b.test", "--json")  # fmt: skip
     assert code == 0, err
     assert json.loads(out)["added"] == 1
-    code, _, err = await run_cli("restore-archive", str(pages), "--db", str(db), "--since", "x")
+    code, _, err = await invoke_cli("restore-archive", str(pages), "--db", str(db), "--since", "x")
     assert code == 2
     assert "--since" in err
     engine = open_store(f"sqlite:///{db}")

@@ -1,5 +1,6 @@
-"""Page processes: a crawl that analyzes its pages in them stores what an inline crawl stores,
-and a page process killed with SIGKILL loses no page."""
+"""Page processes: a crawl that analyzes its pages in them (all, or past the inline threshold)
+stores what an inline crawl stores, a step sees the page as it would inline, and a page process
+killed with SIGKILL loses no page."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import io
 import math
 import os
 import pickle
+import random
 import select
 import signal
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
 from aiohttp import web
@@ -25,10 +27,13 @@ from harvestman.crawl.analysis import AnalysisSpec, PageAnalysis, PageAnalyzer
 from harvestman.crawl.fetch import FetchResult
 from harvestman.crawl.pageprocess import FrameReader, Frames, frame
 from harvestman.crawl.pageprocess import serve as serve_pages
+from harvestman.crawl.pages import ListingReader, PagePipeline
 from harvestman.crawl.pageworkers import PageWorkers
+from harvestman.crawl.work import PageWork
 from harvestman.stats import Stats
 from support.crawling import Crawled, crawl
-from testsite import TestSite
+from support.parts import crawl_parts, request_for
+from testsite import GARBAGE_BODIES, TestSite
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -124,6 +129,147 @@ async def test_products_and_rejections_are_the_same_from_page_processes(
     assert len(inline_products) >= len(PRODUCT_PAGES)
     assert {page["rejection_reason"] for page in pooled_pages} == {None, "too_small"}
     assert pooled.crawler.stats["parse/in_processes"] > 0
+
+
+WORDS = random.Random(28).sample(sorted({f"{a}{b}" for a in "bcdfgklmnprst" for b in "aeiou"}), 60)
+
+
+def article(number: int) -> str:
+    """A paragraph of its own for each number (no two articles are near-duplicates)."""
+    pick = random.Random(number)
+    return " ".join(pick.choice(WORDS) + pick.choice(WORDS) for _ in range(120))
+
+
+class MixedSite:
+    """A root, 12 articles each linking to a near-copy of itself, product pages and pages
+    validation rejects. While ``awaits_process``, the copies (depth 2) are served once the
+    crawler's page process has started, so they are analyzed there while the first pages were
+    analyzed inline."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.awaits_process = False
+
+
+@pytest.fixture
+async def mixed_site() -> AsyncIterator[MixedSite]:
+    articles = 12
+
+    async def handle(request: web.Request) -> web.Response:
+        path = request.path
+        if path == "/":
+            links = [f"/a/{n}" for n in range(articles)]
+            links += [f"/p/{name}" for name in PRODUCT_PAGES] + list(GARBAGE_BODIES)
+            anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
+            body = f"<html><title>Mixed</title><body>{PARAGRAPH}{anchors}</body></html>"
+        elif path.startswith("/a/") and path.removeprefix("/a/").split("/")[0].isdigit():
+            number = int(path.removeprefix("/a/").split("/")[0])
+            text = article(number)
+            if path.endswith("/copy"):  # found only from its original: always seen after it
+                for _ in range(500 if site.awaits_process else 0):  # 5 s at most
+                    if page_processes():
+                        break
+                    await asyncio.sleep(0.01)
+            # The copy's text is the original's: its markup differs, not what it says.
+            copy = f'<a href="/a/{number}/copy" class="{path.rsplit("/", 1)[-1]}">copy</a>'
+            body = f"<html><title>Article {number}</title><body><p>{text}</p>{copy}</body></html>"
+        elif path.removeprefix("/p/") in PRODUCT_PAGES:
+            html = (FIXTURES / path.removeprefix("/p/")).read_text()
+            body = html.replace("</body>", PARAGRAPH + "</body>")
+        elif path in GARBAGE_BODIES and path != "/garbage/denied.html":  # hard: held host
+            body = GARBAGE_BODIES[path]
+        else:
+            raise web.HTTPNotFound()
+        return web.Response(text=body, content_type="text/html")
+
+    async with serve(handle) as port:
+        site = MixedSite(f"http://127.0.0.1:{port}/")
+        yield site
+
+
+async def test_a_crawl_past_the_inline_threshold_stores_what_an_inline_crawl_stores(
+    mixed_site: MixedSite, make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    """One crawl takes both paths (its first pages inline, the rest in its page process):
+    verdicts, fingerprints and near-duplicates, products and stored text are the same as
+    those of a crawl that never leaves its process."""
+
+    def settings(name: str, **values: Any) -> Any:
+        return make_settings(
+            database_url=f"sqlite:///{tmp_path / name}",
+            near_duplicates=True,
+            store_text=True,
+            discovery_sitemaps=False,
+            fetch_timeout=10.0,  # a copy may wait for the page process
+            **values,
+        )
+
+    inline, inline_rows = await crawl_kept(settings("i.db", **INLINE), mixed_site.url)
+    mixed_site.awaits_process = True
+    mixed, mixed_rows = await crawl_kept(
+        settings("m.db", parse_processes=1, parse_processes_after=5), mixed_site.url
+    )
+
+    assert mixed_rows == inline_rows
+    stats = mixed.crawler.stats
+    assert stats["parse/in_processes"] >= 12  # the copies at least
+    assert stats["parse/pages"] - stats["parse/in_processes"] >= 5  # the first five inline
+    assert inline.crawler.stats["parse/in_processes"] == 0
+    _, pages, products = mixed_rows
+    copies = [page for page in pages if page["url"].endswith("/copy")]
+    assert len(copies) == 12
+    assert all(page["near_duplicate_of"] is not None for page in copies)
+    assert all(page["simhash"] is not None and page["text"] for page in copies)
+    assert {page["rejection_reason"] for page in pages} == {None, "too_small", "needs_js"}
+    assert len(products) >= len(PRODUCT_PAGES)
+
+
+class SeesText:
+    """A page step that keeps the text it saw of each page."""
+
+    on_rejected: ClassVar[bool] = False
+    reads_text: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def run(self, work: PageWork) -> None:
+        self.seen.append(work.page.text)
+
+
+class ReadsNoText(SeesText):
+    reads_text: ClassVar[bool] = False
+
+
+@pytest.mark.parametrize("step", [SeesText, ReadsNoText])
+async def test_a_step_sees_the_text_from_a_page_process_as_inline_when_it_reads_text(
+    tmp_path: Path, step: type[SeesText]
+) -> None:
+    """The text is kept for the steps that say they read it, on both paths; a step that does
+    not sees none on either (never the text on some pages only)."""
+    pages = [response(number) for number in range(3)]
+    async with crawl_parts(tmp_path, [page.final_url for page in pages]) as parts:
+        seen = step()
+        listings = ListingReader(parts.discovery, parts.outcomes, max_depth=1, max_urls=10,
+                                 max_bytes=1000, feed_poll_interval=60.0)  # fmt: skip
+        spec = AnalysisSpec(validate_min_bytes=500, near_duplicates=True)
+        pipeline = PagePipeline([seen], parts.outcomes, listings, spec, count=parts.run.stats.inc)
+        stats = Stats()
+        async with PageWorkers(pipeline.spec, stats, processes=1, start_after=0) as workers:
+            await workers.start()
+            for page in pages:
+                analysis = await workers.analyze(page)
+                assert analysis is not None
+                pipeline.handle(request_for(page.final_url), page, analysis)  # from the process
+                pipeline.handle(request_for(page.final_url), page)  # inline
+
+    assert stats["parse/in_processes"] == len(pages)
+    from_process, inline = seen.seen[::2], seen.seen[1::2]
+    assert from_process == inline
+    if step.reads_text:
+        assert all(PARAGRAPH.removeprefix("<p>").removesuffix("</p>") in t for t in inline)
+    else:
+        assert inline == ["", "", ""]
 
 
 def page_processes() -> list[int]:

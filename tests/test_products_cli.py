@@ -16,7 +16,7 @@ from conftest import SettingsFactory
 from harvestman.store import SqlStore, migrate
 from harvestman.store.schema import products
 from storerows import store_url
-from support.cli import run_cli
+from support.cli import invoke_cli
 from support.crawling import crawl
 from test_products_crawl import EXPECTED, shop  # noqa: F401  (the fixture)
 
@@ -67,7 +67,7 @@ async def test_the_es_export_is_bulk_pairs_whose_fields_the_mapping_types(
     shop: int,  # noqa: F811
 ) -> None:
     out = tmp_path / "products.ndjson"
-    code, _, err = await run_cli(
+    code, _, err = await invoke_cli(
         "export", "--format", "es", "--what", "products", "-o", str(out), "--database-url", crawled
     )
     assert code == 0, err
@@ -110,12 +110,12 @@ async def test_products_prints_the_query_as_json_lines_and_pages_with_after(
     crawled: str,
 ) -> None:
     args = ("products", "--database-url", crawled, "--json", "--sort", "price", "--order", "asc")
-    code, out, err = await run_cli(*args, "--currency", "gbp", "--limit", "1")
+    code, out, err = await invoke_cli(*args, "--currency", "gbp", "--limit", "1")
     assert code == 0, err
     first = [json.loads(line) for line in out.splitlines()]
     after = re.search(r"--after '([^']+)'", err)
     assert after is not None
-    code, out, err = await run_cli(*args, "--currency", "GBP", "--after", after.group(1))
+    code, out, err = await invoke_cli(*args, "--currency", "GBP", "--after", after.group(1))
     assert code == 0, err
     rest = [json.loads(line) for line in out.splitlines()]
     assert "--after" not in err
@@ -124,7 +124,7 @@ async def test_products_prints_the_query_as_json_lines_and_pages_with_after(
         ("Upside Down", "12.5"), ("Backwards Range", "30"),
     ]  # fmt: skip
 
-    code, out, err = await run_cli("products", "--database-url", crawled, "--brand", "acme")
+    code, out, err = await invoke_cli("products", "--database-url", crawled, "--brand", "acme")
     assert code == 0, err
     assert "Executive Anvil" in out
     assert "Walnut" not in out
@@ -143,6 +143,6 @@ async def test_products_prints_the_query_as_json_lines_and_pages_with_after(
     ],
 )
 async def test_bad_options_are_usage_errors(empty_store: Path, args: tuple[str, ...]) -> None:
-    code, _, err = await run_cli("products", "--db", str(empty_store), *args)
+    code, _, err = await invoke_cli("products", "--db", str(empty_store), *args)
 
     assert code == 2, err

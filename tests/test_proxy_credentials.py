@@ -113,7 +113,7 @@ async def test_stored_proxies_hold_no_password_and_rotate_key_re_encrypts_them(
         # At rest: the masked URL and a token; no byte of the password anywhere.
         assert PASSWORD.encode() not in stored_text(database_url, tmp_path)
         [row] = proxy_rows(database_url)
-        assert (row["url"], row["successes"]) == (masked, 1)
+        assert (row["url"], row["successes"]) == (masked, 2)  # robots.txt, then the page
         token = str(row["secret"])
         assert ProxyCipher(old).decrypt(token) == PASSWORD
 
@@ -148,7 +148,7 @@ async def test_stored_proxies_hold_no_password_and_rotate_key_re_encrypts_them(
         # The next crawl under the new key restores the proxy's health and counts on.
         await crawl(settings.model_copy(update={"proxy_key": new}), f"{target}again")
     [row] = proxy_rows(database_url)
-    assert (row["url"], row["successes"]) == (masked, 2)
+    assert (row["url"], row["successes"]) == (masked, 3)  # the new page; robots.txt still fresh
     assert PASSWORD.encode() not in stored_text(database_url, tmp_path)
 
 

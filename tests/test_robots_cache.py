@@ -84,7 +84,7 @@ class Clock:
 
 async def make_cache(store: SqlStore, clock: Clock, fetcher: Fetcher) -> RobotsCache:
     return RobotsCache(
-        store, fetcher, user_agent=UA, ttl=3600, retry=RetryPolicy(3, 1.0), clock=clock
+        store.hosts, fetcher, user_agent=UA, ttl=3600, retry=RetryPolicy(3, 1.0), clock=clock
     )
 
 

@@ -14,21 +14,13 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Column, Engine, MetaData, Text, event, inspect, text
 
 import harvestman.store.jobs.tables  # noqa: F401  (its tables join the metadata)
-from harvestman.search import (
-    MARK_END,
-    MARK_START,
-    RANK_WINDOW,
-    Query,
-    include_name,
-    parse_query,
-    search_pages,
-    search_products,
-    snippet,
-)
+from harvestman.search.hits import RANK_WINDOW
+from harvestman.search.query import MARK_END, MARK_START, Query, parse_query, snippet
 from harvestman.store import dialect, migrate
 from harvestman.store.schema import metadata
 from harvestman.store.search import fts5, tsvector
-from harvestman.store.search.targets import PAGES
+from harvestman.store.search.index import include_name
+from harvestman.store.search.targets import PAGES, search_pages, search_products
 
 FILLER = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor"
 

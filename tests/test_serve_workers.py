@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from apiclient import SECRET
-from harvestman.api import Role, create_token
+from harvestman.api.auth import Role, create_token
 from testsite import TestSite
 
 ADMIN = {"Authorization": f"Bearer {create_token(SECRET, Role.ADMIN)}"}

@@ -4,15 +4,20 @@ success rates over the API."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
 from apiclient import Api, running_api
 from conftest import SettingsFactory
 from couriersite import Courier, rows, running_courier
-from harvestman.jobs import Scheduler, Source, SourceOptions
+from harvestman.api.schemas import SourceOptionsIn
+from harvestman.config import SOURCE_OPTIONS, Settings
+from harvestman.errors import ConfigError
+from harvestman.jobs.errors import InvalidSpec
+from harvestman.jobs.records import ScopeRules, Source, SourceOptions
 from harvestman.jobs.runner import source_settings
+from harvestman.jobs.scheduler import Scheduler
 
 COURIER = "siteparsers:LocalCourierParser"
 NO_OPTIONS = dict.fromkeys(
@@ -145,3 +150,59 @@ async def test_a_sources_options_change_its_crawl_and_parser_stats_are_served(
     assert (await api.get("/api/parsers/stats", params={"crawl": "nope"})).status_code == 404
     both = await api.get("/api/parsers/stats", params={"crawl": "x", "source_id": 1})
     assert both.status_code == 422
+
+
+def test_each_source_option_is_a_setting_with_its_type_and_bounds() -> None:
+    # Declared once (config.SOURCE_OPTIONS); the API's body, the record and the runner follow.
+    assert set(SOURCE_OPTIONS) == set(NO_OPTIONS) == set(SourceOptionsIn.model_fields)
+    for option, setting in SOURCE_OPTIONS.items():
+        declared, taken = Settings.model_fields[setting], SourceOptionsIn.model_fields[option]
+        kind = Annotated[(declared.annotation, *declared.metadata)] if declared.metadata else (
+            declared.annotation
+        )  # fmt: skip
+        assert taken.annotation == kind | None, option
+        assert (taken.default, taken.description) == (None, declared.description)
+    assert SourceOptions.of(NO_OPTIONS) == SourceOptions()
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("main_text", True), ("feeds", True), ("pagination", True), ("archives", True),
+     ("near_duplicates", True), ("store_text", True), ("images", True), ("ingest_rate", 7),
+     ("trailing_slash", "strip")],
+)  # fmt: skip
+def test_each_source_option_sets_its_setting(
+    make_settings: SettingsFactory, option: str, value: object
+) -> None:
+    source = Source(id=3, name="s", start_urls=["http://a.test/"], created_at=0.0,
+                    updated_at=0.0, options=SourceOptions.of({option: value}))  # fmt: skip
+
+    settings = source_settings(make_settings(), source)
+
+    assert getattr(settings, SOURCE_OPTIONS[option]) == value
+    assert getattr(make_settings(), SOURCE_OPTIONS[option]) != value
+
+
+def test_an_option_value_its_setting_refuses_is_refused_with_a_clear_error() -> None:
+    with pytest.raises(InvalidSpec) as caught:
+        SourceOptions(ingest_rate=2_000_000)
+    assert (caught.value.field, caught.value.message) == (
+        "options.ingest_rate", "Input should be less than or equal to 1000000"
+    )  # fmt: skip
+    with pytest.raises(InvalidSpec) as unknown:
+        SourceOptions.of({"speed": True})
+    assert (unknown.value.field, unknown.value.message) == (
+        "options.speed",
+        "is not an option (archives, feeds, images, ingest_rate, main_text, near_duplicates,"
+        " pagination, store_text, trailing_slash)",
+    )
+
+
+def test_source_settings_refuse_what_the_settings_refuse(make_settings: SettingsFactory) -> None:
+    # The scope is checked when applied too: a pattern longer than the service allows.
+    source = Source(id=3, name="s", start_urls=["http://a.test/"], created_at=0.0,
+                    updated_at=0.0, scope=ScopeRules(include=["a" * 50]))  # fmt: skip
+
+    with pytest.raises(ConfigError, match="pattern of 50 characters is longer than"):
+        source_settings(make_settings(pattern_max_length=20), source)
+    assert source_settings(make_settings(), source).crawl_include == ["a" * 50]

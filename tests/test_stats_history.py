@@ -13,12 +13,12 @@ from sqlalchemy import Engine, func, inspect, select
 
 from conftest import SettingsFactory
 from harvestman.crawl.crawler import Crawler
-from harvestman.lifecycle import RetentionRules, apply_retention
 from harvestman.records import CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus
 from harvestman.stats import StatsHistory
 from harvestman.store import SqlStore, migrate
 from harvestman.store.crawl.admin import timeseries
 from harvestman.store.history import COUNTERS, add_counts
+from harvestman.store.lifecycle.retention import RetentionRules, apply_retention
 from harvestman.store.schema import crawled_pages, error_logs, stats_history, urls
 from harvestman.store.transaction import transaction as write_transaction
 from storerows import DAY, NOW, add_crawl, add_page, open_store, store_url

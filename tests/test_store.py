@@ -242,8 +242,8 @@ def _schema_differences(engine: object) -> list:
     from alembic.migration import MigrationContext
 
     import harvestman.store.jobs.tables  # noqa: F401  (its tables join the metadata)
-    from harvestman.search import include_name
     from harvestman.store.schema import metadata
+    from harvestman.store.search.index import include_name
 
     with engine.connect() as conn:  # type: ignore[attr-defined]
         return compare_metadata(

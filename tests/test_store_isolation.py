@@ -30,7 +30,7 @@ from harvestman.store import SqlStore
 from harvestman.store.transient import is_transient
 from harvestman.urls import host_key, url_hash
 from storerows import store_url
-from support.cli import run_cli
+from support.cli import invoke_cli, run_cli
 
 NOW = 1_000_000.0
 
@@ -121,7 +121,7 @@ async def test_a_refused_record_is_dead_lettered_and_the_rest_of_its_batch_is_wr
 
     # The dead letter is listed with its reason, and can be put back once fixed.
     env = {"HARVESTMAN_DATABASE_URL": database_url}
-    code, out, err = await run_cli("dead-letter", "list", "--name", "c", env=env)
+    code, out, err = await invoke_cli("dead-letter", "list", "--name", "c", env=env)
     assert code == 0, err
     assert out.splitlines() == [f"http://a.test/b\tStoreRejected\t{reason}"]
     code, _, err = await run_cli(
@@ -286,7 +286,7 @@ async def test_the_writer_counts_a_dead_letter_as_failed_not_as_a_page(store: Sq
     stats = Stats()
     run = CrawlRun(store, stats, lambda: NOW)
     run.crawl_id = crawl
-    run.frontier = Frontier(store, crawl, "w1", delay=0.0, clock=lambda: NOW)
+    run.frontier = Frontier(store.frontier, crawl, "w1", delay=0.0, clock=lambda: NOW)
     written: list[Outcome] = []
     writer = BatchWriter(
         run, batch_size=10, flush_interval=1.0, history=None, on_pages=written.extend

@@ -306,3 +306,25 @@ def test_manifest_is_consistent() -> None:
     assert EXPECTED_HITS["/status/500"] == EXPECTED_HITS["/slow.html"] == 4
     assert EXPECTED_TITLES.keys() <= completed
     assert len(completed) == 24
+
+
+async def test_the_quick_variant_links_no_slow_page_and_asks_for_no_wait(
+    http: aiohttp.ClientSession,
+) -> None:
+    async with TestSite(quick=True) as quick:
+        _, _, index = await fetch(http, quick.url("/"))
+        links = {node.attributes.get("href") for node in LexborHTMLParser(index).css("a")}
+        status, headers, _ = await fetch(http, quick.url("/status/429-once"))
+
+    assert "/slow.html" not in links
+    assert "/big/with-length.html" in links
+    assert (status, headers["Retry-After"]) == (429, "0")
+    assert "/slow.html" not in quick.expected["failed"]
+    assert "/slow.html" not in quick.expected_depths
+    assert quick.expected_hits["/slow.html"] == 0
+    # Everything else is the whole site's.
+    assert quick.expected["completed"] == EXPECTED["completed"]
+    assert quick.expected_depths == {p: d for p, d in EXPECTED_DEPTHS.items() if p != "/slow.html"}
+    assert {p: n for p, n in quick.expected_hits.items() if p != "/slow.html"} == {
+        p: n for p, n in EXPECTED_HITS.items() if p != "/slow.html"
+    }

@@ -189,6 +189,15 @@ EXPECTED_TITLES: Final[dict[str, str]] = {
     "/charset/none.html": "Ünïcödé — 日本語 ✓",
 }
 
+
+def quick_expectations() -> tuple[Expected, dict[str, int], dict[str, int]]:
+    """``EXPECTED``, ``EXPECTED_HITS`` and ``EXPECTED_DEPTHS`` for ``TestSite(quick=True)``,
+    whose index does not link ``/slow.html``."""
+    failed = {path: error for path, error in EXPECTED["failed"].items() if path != "/slow.html"}
+    depths = {path: depth for path, depth in EXPECTED_DEPTHS.items() if path != "/slow.html"}
+    return {**EXPECTED, "failed": failed}, {**EXPECTED_HITS, "/slow.html": 0}, depths
+
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -351,6 +360,11 @@ class TestSite:
     too) and ``log`` keeps ``(time.monotonic(), path)`` per request in arrival order.
     ``/status/503-once`` and ``/status/429-once`` fail on their first request only;
     ``reset_counts()`` clears the counters and re-arms those first-time failures.
+
+    ``quick=True`` is the variant for tests that are not about slowness: the index links no
+    ``/slow.html`` (whose timeout and retries hold a crawl for 4 s or more) and
+    ``/status/429-once`` asks for no wait (``Retry-After: 0``). ``expected`` and
+    ``expected_hits`` are what a correct crawl of the variant being served ends with.
     """
 
     __test__ = False  # not a pytest test class despite its name
@@ -362,8 +376,13 @@ class TestSite:
         slow_seconds: float = 3.0,
         big_bytes: int = 2 * MiB,
         crawl_delay: float | None = None,
+        quick: bool = False,
     ) -> None:
         self.slow_seconds = slow_seconds
+        self.quick = quick
+        self.expected, self.expected_hits, self.expected_depths = (
+            quick_expectations() if quick else (EXPECTED, EXPECTED_HITS, EXPECTED_DEPTHS)
+        )
         self.big_bytes = big_bytes
         self.crawl_delay = crawl_delay
         self.hits: Counter[str] = Counter()
@@ -528,6 +547,7 @@ class TestSite:
         return web.Response(text=body, content_type="application/xml")
 
     async def _index(self, request: web.Request) -> web.Response:
+        slow_link = "" if self.quick else '<a href="/slow.html">Slow</a> '
         body = f"""
 <img src="/logo.png" alt="logo">
 <h2>Plain and relative</h2>
@@ -555,7 +575,7 @@ class TestSite:
 <p><a href="/status/404">404</a> <a href="/status/500">500</a>
 <a href="/status/503-once">503 once</a> <a href="/status/429-once">429 once</a></p>
 <h2>Limits</h2>
-<p><a href="/slow.html">Slow</a> <a href="/big/with-length.html">Big</a>
+<p>{slow_link}<a href="/big/with-length.html">Big</a>
 <a href="/big/chunked.html">Big, chunked</a> <a href="/bomb.html">Gzip bomb</a></p>
 <h2>Not HTML</h2>
 <p><a href="/files/image.png">PNG</a> <a href="/files/report.pdf">PDF</a>
@@ -609,7 +629,7 @@ class TestSite:
                 status=429,
                 text="slow down",
                 content_type="text/plain",
-                headers={"Retry-After": "1"},
+                headers={"Retry-After": "0" if self.quick else "1"},
             )
         return web.Response(text=_html("Recovered after 429", ""), content_type="text/html")
 

@@ -45,7 +45,7 @@ class CrawlProgress:
             if tick % 4 == 0 and self.crawler.crawl_id:
                 # The store's own count, every other second: the frontier's true size.
                 with contextlib.suppress(Exception):
-                    self._counts = await self.crawler.store.counts(self.crawler.crawl_id)
+                    self._counts = await self.crawler.store.crawls.counts(self.crawler.crawl_id)
             self._live.update(self._render(), refresh=True)
             tick += 1
             await asyncio.sleep(self.refresh)

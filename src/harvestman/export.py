@@ -127,11 +127,19 @@ def export_pages(
     """
     fields: tuple[str, ...]  # each export's own columns
     if what == "products":
-        rows, convert, fields = store.iter_products(crawl_id), _exported_product, PRODUCT_FIELDS
+        rows, convert, fields = (
+            store.exports.iter_products(crawl_id),
+            _exported_product,
+            PRODUCT_FIELDS,
+        )
     elif what == "records":
-        rows, convert, fields = store.iter_records(crawl_id), _exported_record, RECORD_FIELDS
+        rows, convert, fields = (
+            store.exports.iter_records(crawl_id),
+            _exported_record,
+            RECORD_FIELDS,
+        )
     elif what == "pages":
-        rows, convert, fields = store.iter_pages(crawl_id, kinds=kinds), page_line, FIELDS
+        rows, convert, fields = store.exports.iter_pages(crawl_id, kinds=kinds), page_line, FIELDS
     else:
         raise ValueError(f"unknown export {what!r}: one of {', '.join(WHAT)}")
     count = 0

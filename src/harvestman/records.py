@@ -6,13 +6,20 @@ typed fields, never string-keyed ``meta`` dicts.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import orjson
+
+from harvestman.errors import ConfigError
 
 if TYPE_CHECKING:
-    from harvestman.extract.plugins import ParserFailure, ParserRun, Record
     from harvestman.recrawl import RecrawlRule
+
+EVERY_DOMAIN: Final = "*"  # a parser rollout's domain when it covers every domain
 
 
 class UrlStatus(StrEnum):
@@ -235,3 +242,92 @@ class ParserRollout:
     domain: str = "*"
     updated_at: float = 0.0
     updated_by: str | None = None
+
+
+def parse_rollout(text: str) -> ParserRollout:
+    """A rollout from the ``parser_rollouts`` setting: ``name@version=share`` (every domain)
+    or ``name@version@domain=share``, share from 0 to 1.
+
+    >>> parse_rollout("acme@2.0@shop.test=0.1")
+    ParserRollout(parser='acme', version='2.0', share=0.1, domain='shop.test', updated_at=0.0, updated_by=None)
+    """  # noqa: E501
+    head, equals, share_text = text.rpartition("=")
+    parts = head.split("@")
+    if not equals or len(parts) not in (2, 3) or not all(p.strip() for p in parts):
+        raise ConfigError(f"parser rollout {text!r}: write name@version[@domain]=share")
+    try:
+        share = float(share_text)
+    except ValueError:
+        share = -1.0
+    if not 0.0 <= share <= 1.0:
+        raise ConfigError(f"parser rollout {text!r}: the share is a number from 0 to 1")
+    domain = parts[2].strip().lower() if len(parts) == 3 else EVERY_DOMAIN
+    return ParserRollout(parts[0].strip(), parts[1].strip(), share, domain)
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One thing a site parser extracted from a page.
+
+    ``kind`` names what it is (``"article"``, ``"listing"``, ``"event"``...); ``data`` its
+    fields, JSON-serializable (``Decimal`` is written as a string, dates and datetimes in ISO
+    8601). ``parser`` and ``parser_version`` are set by the registry to the parser that made
+    the record, whatever the parser put there. ``key`` names the record among what its parser
+    finds on the page (a SKU, an event id; at most 200 characters, unique per page and
+    parser): the store keeps one row per page, parser and key, so a record that moves on the
+    page stays the same row. Without a key, its position in the parser's list is its key.
+    """
+
+    kind: str
+    data: dict[str, Any]
+    parser: str = ""
+    parser_version: str = ""
+    key: str = ""
+
+    def data_json(self) -> str:
+        """``data`` as compact JSON with sorted keys (how the store keeps it)."""
+        return orjson.dumps(self.data, option=orjson.OPT_SORT_KEYS, default=_json_default).decode()
+
+    def content_hash(self) -> str:
+        """SHA-256 hex of kind, parser, version and data: unchanged records need no rewrite."""
+        head = f"{self.kind}\0{self.parser}\0{self.parser_version}\0"
+        return hashlib.sha256((head + self.data_json()).encode()).hexdigest()
+
+
+def positional_key(index: int) -> str:
+    """The store key of a record without one: its position in its parser's list (``"#0"``)."""
+    return f"#{index}"
+
+
+@dataclass(frozen=True, slots=True)
+class ParserRun:
+    """One parser on one page: ``outcome`` ``"ok"`` (records found), ``"empty"`` or ``"error"``."""
+
+    parser: str
+    version: str
+    outcome: Literal["ok", "empty", "error"]
+    records: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ParserFailure:
+    """A parser that raised, or returned something other than a list of valid records.
+
+    ``error_class`` is ``"ParserFailed"``; ``message`` starts with the original exception's
+    class name (``"KeyError: 'price'"``, ``"InvalidRecord: record 2: data is not a dict"``);
+    ``traceback`` is the formatted stack (capped at 8,000 characters).
+    """
+
+    parser: str
+    version: str
+    url: str
+    message: str
+    traceback: str = ""
+    error_class: str = "ParserFailed"
+
+
+def _json_default(value: object) -> str:
+    if isinstance(value, Decimal):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON-serializable")

@@ -352,19 +352,17 @@ class UrlNormalizer:
         self._memo = {}
 
     @classmethod
-    def from_settings(
-        cls, settings: Settings, *, trailing_slash: str | None = None
-    ) -> UrlNormalizer:
+    def from_settings(cls, settings: Settings) -> UrlNormalizer:
         """The normalizer ``settings`` describe (tracking parameters, length, trailing slash).
 
         Every part of Harvestman that turns a URL into its hash builds its normalizer here, so
-        a URL seeded over the API and the same URL found by the crawler hash alike.
-        ``trailing_slash`` overrides ``url_trailing_slash`` (a source's own option).
+        a URL seeded over the API and the same URL found by the crawler hash alike (a source's
+        ``trailing_slash`` option is in its crawl's settings: ``jobs.runner.source_settings``).
         """
         return cls(
             settings.url_tracking_params,
             settings.url_max_length,
-            trailing_slash=trailing_slash or settings.url_trailing_slash,
+            trailing_slash=settings.url_trailing_slash,
         )
 
     def normalize(self, url: str, base: str | None = None) -> str:

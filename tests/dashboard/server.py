@@ -18,10 +18,11 @@ from pathlib import Path
 
 import httpx
 
-from harvestman.api import Role, create_token
+from harvestman.api.auth import Role, create_token
 from harvestman.api.passwords import hash_password
-from harvestman.jobs import JobSpec, JobStore, SourceSpec
+from harvestman.jobs.records import JobSpec, SourceSpec
 from harvestman.store import SqlStore
+from harvestman.store.jobs.db import JobStore
 
 SECRET = "d7a41c9e05b38f62ea1d4c70b98f25e3a6c1"
 USER_RATE = 40  # requests a minute: low enough for a test to reach the limit for real
@@ -79,7 +80,7 @@ def _command() -> list[str]:
     script = Path(sys.executable).with_name("harvestman")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "from harvestman.cli import app; app()"]
+    return [sys.executable, "-c", "from harvestman.cli.app import app; app()"]
 
 
 @contextlib.asynccontextmanager

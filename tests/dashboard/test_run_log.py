@@ -20,10 +20,13 @@ import uvicorn
 from apiclient import SECRET, api_settings
 from conftest import SettingsFactory, serve
 from dashboard.browser import CHROMIUM, require_chromium, screenshot_path
-from harvestman.api import Role, create_app, create_token
-from harvestman.jobs import CrawlRunner, JobSpec, JobStore, Scheduler, SourceSpec
+from harvestman.api.app import create_app
+from harvestman.api.auth import Role, create_token
+from harvestman.jobs.records import JobSpec, SourceSpec
+from harvestman.jobs.runner import CrawlRunner
 from harvestman.store import SqlStore
-from support.scheduling import Clock
+from harvestman.store.jobs.db import JobStore
+from support.scheduling import Clock, make_scheduler
 from support.smallshop import Shop
 
 pytestmark = pytest.mark.timeout(90)
@@ -77,7 +80,7 @@ async def test_a_past_runs_log_is_opened_filtered_searched_and_downloaded(
                     source_id=source.id, url=base, interval_minutes=60, adaptive_scheduling=False
                 )
             )
-            scheduler = Scheduler(jobs, CrawlRunner(settings, store), instance_id="t")
+            scheduler = make_scheduler(jobs, CrawlRunner(settings, store), instance_id="t")
             for _ in range(2):  # run 1 crawls the shop; run 2 finds the start page unchanged
                 assert len(await scheduler.poll()) == 1
                 clock.now += 30  # each run ends (its last sample) 30 s after it began

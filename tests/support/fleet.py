@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 
 from apiclient import SECRET, bearer
-from harvestman.api import Role
+from harvestman.api.auth import Role
 from support.cli import run_cli
 
 CLI = [sys.executable, "-m", "harvestman.cli"]

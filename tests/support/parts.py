@@ -8,17 +8,24 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harvestman.crawl.analysis import AnalysisSpec, PageAnalyzer
 from harvestman.crawl.discovery import Discovery
 from harvestman.crawl.fetch import FetchResult, RetryPolicy
 from harvestman.crawl.frontier import Frontier
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.work import PageWork
-from harvestman.parse import parse_html
+from harvestman.extract.products import DEFAULT_MAX_PRICE
 from harvestman.records import CrawlRequest
 from harvestman.stats import Stats
 from harvestman.store import SqlStore
 from harvestman.urls import Scope, host_key, url_hash
+
+# An analysis that computes everything a step may read: the verdict, the fingerprint, the
+# product scan and the text.
+FULL_ANALYSIS = AnalysisSpec(
+    validate_min_bytes=500, near_duplicates=True, products_max_price=DEFAULT_MAX_PRICE
+)
 
 
 @dataclass
@@ -42,7 +49,7 @@ async def crawl_parts(
         stats = Stats()
         run = CrawlRun(store, stats, clock)
         run.crawl_id = await store.ensure_crawl("parts", seeds)
-        run.frontier = Frontier(store, run.crawl_id, "tester", delay=0.0, clock=clock)
+        run.frontier = Frontier(store.frontier, run.crawl_id, "tester", delay=0.0, clock=clock)
         outcomes = Outcomes(stats, clock, visited_ttl=visited_ttl, retry=RetryPolicy(1, 0.01))
         discovery = Discovery(stats, max_depth=max_depth, seen_cache_size=1000)
         discovery.scope = Scope(seeds)
@@ -59,10 +66,15 @@ def html_response(url: str, body: str | bytes, status: int = 200) -> FetchResult
     return FetchResult(url, url, status, headers, raw, "text/html", "utf-8")
 
 
-def page_work(parts: Parts, url: str, body: str | bytes, **request: int) -> PageWork:
-    """A parsed HTML page as the pipeline hands it to its steps."""
+def page_work(
+    parts: Parts, url: str, body: str | bytes, *, depth: int = 0, spec: AnalysisSpec = FULL_ANALYSIS
+) -> PageWork:
+    """An analyzed HTML page as the pipeline hands it to its steps."""
     result = html_response(url, body)
-    record = parts.outcomes.page_record(request_for(url, **request), result)
-    page = parse_html(result.body, url, charset="utf-8")
-    record.title, record.content_hash = page.title, page.content_hash
-    return PageWork(request_for(url, **request), result, record, page)
+    request = request_for(url, depth=depth)
+    record = parts.outcomes.page_record(request, result)
+    analysis = PageAnalyzer(spec).analyze(
+        url, result.status, result.headers, result.body, result.charset
+    )
+    record.title, record.content_hash = analysis.page.title, analysis.page.content_hash
+    return PageWork(request, result, record, analysis)

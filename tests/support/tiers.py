@@ -37,6 +37,7 @@ FAST = "fast"
 SLOW_FIXTURES: dict[str, str] = {
     "site": "site",
     "sites": "site",
+    "full_site": "site",
     "s3_endpoint": "site",
     "postgres_url": "services",
     "pg_schema_url": "services",

@@ -63,9 +63,10 @@ if TYPE_CHECKING:
     from harvestman.api.breakers import BreakerStates
     from harvestman.config import Settings
     from harvestman.crawl.workers import CrawlWorkers
-    from harvestman.jobs import JobStore, Scheduler
     from harvestman.jobs.events import SourceEvents
-    from harvestman.store import SqlStore
+    from harvestman.jobs.scheduler import Scheduler
+    from harvestman.store import ServiceStore
+    from harvestman.store.jobs.db import JobStore
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ def _breaker_states(settings: ApiSettings) -> BreakerStates | None:
 def create_app(
     settings: Settings,
     *,
-    sql_store: SqlStore,
+    sql_store: ServiceStore,
     job_store: JobStore,
     scheduler: Scheduler | None = None,
     api_settings: ApiSettings | None = None,

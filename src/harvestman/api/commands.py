@@ -11,8 +11,6 @@ import typer
 if TYPE_CHECKING:
     from harvestman.api.settings import ApiSettings
     from harvestman.config import Settings
-    from harvestman.lifecycle import RetentionRules
-    from harvestman.store.lifecycle.schedule import BackupSchedule
 from harvestman.errors import ConfigError, HarvestmanError
 
 token_app = typer.Typer(help="API bearer tokens.", no_args_is_help=True)
@@ -106,24 +104,17 @@ async def _serve(
 
     from harvestman.api.app import create_app
     from harvestman.crawl.workers import CrawlWorkers
-    from harvestman.jobs import CrawlRunner, JobStore, Scheduler
     from harvestman.jobs.events import make_source_events
+    from harvestman.jobs.runner import CrawlRunner
+    from harvestman.jobs.wiring import build_scheduler
     from harvestman.store import SqlStore
 
     async with SqlStore(settings.database_url) as store:
         await store.prepare_schema()
-        async with JobStore(store.engine) as job_store, _executions_queue(settings) as queue:
+        async with store.jobs() as job_store, _executions_queue(settings) as queue:
             events = make_source_events(api_settings.redis_url, api_settings.redis_prefix)
-            scheduler = Scheduler(
-                job_store,
-                CrawlRunner(settings, store),
-                events=events,
-                retention=retention_rules(settings),
-                backups=backup_schedule(settings),
-                log_flush_interval=settings.jobs_log_flush_interval,
-                stale_lock_seconds=settings.jobs_stale_lock_seconds,
-                progress_interval=settings.jobs_progress_interval,
-                progress_samples=settings.jobs_progress_samples,
+            scheduler = build_scheduler(
+                settings, job_store, CrawlRunner(settings, store), events=events
             )
             if queue is not None:  # executions run on the workers: the leader publishes them
                 from harvestman.jobs.dispatch import Dispatcher
@@ -178,20 +169,6 @@ def _executions_queue(settings: Settings) -> Any:
         prefetch=settings.broker_prefetch,
         publish_timeout=settings.broker_publish_timeout,
     )
-
-
-def retention_rules(settings: Settings) -> RetentionRules:
-    """The retention the elected scheduler runs daily: what ``harvestman maintenance`` does."""
-    from harvestman.lifecycle import RetentionRules
-
-    return RetentionRules.from_settings(settings)
-
-
-def backup_schedule(settings: Settings) -> BackupSchedule | None:
-    """The backups the elected scheduler takes (None: ``backup_interval_hours`` unset)."""
-    from harvestman.store.lifecycle.schedule import BackupSchedule
-
-    return BackupSchedule.from_settings(settings)
 
 
 @token_app.command("create")

@@ -20,9 +20,10 @@ from harvestman.api.settings import ApiSettings
 if TYPE_CHECKING:
     from harvestman.api.breakers import BreakerStates
     from harvestman.config import Settings
-    from harvestman.jobs import JobStore, Scheduler
     from harvestman.jobs.events import SourceEvents
-    from harvestman.store import SqlStore
+    from harvestman.jobs.scheduler import Scheduler
+    from harvestman.store import ServiceStore
+    from harvestman.store.jobs.db import JobStore
 
 T = TypeVar("T")
 
@@ -31,7 +32,7 @@ T = TypeVar("T")
 class ApiContext:
     settings: ApiSettings
     crawler_settings: Settings
-    sql_store: SqlStore
+    sql_store: ServiceStore  # the store's doors (``store.doors``)
     job_store: JobStore
     scheduler: Scheduler | None
     limiter: Limiter
@@ -57,7 +58,9 @@ class ApiContext:
         """Whether a signed-in user's token is still good (enabled, issued since the last
         password change)."""
         assert principal.user is not None
-        return await self.read(self.sql_store.token_is_current, principal.user, principal.issued_at)
+        return await self.read(
+            self.sql_store.accounts.token_is_current, principal.user, principal.issued_at
+        )
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a synchronous read of the crawl store off the event loop."""

@@ -46,9 +46,9 @@ async def one_crawl_id(ctx: ApiContext, name: str | None) -> int:
     name = name or ctx.settings.crawl_name
     found = ctx.crawl_ids.get(name)
     if found is None:
-        found = await ctx.sql_store.find_crawl(name)
+        found = await ctx.sql_store.crawls.find_crawl(name)
         if found is None and name in await ctx.job_store.sources.by_crawl():
-            found = await ctx.sql_store.ensure_crawl(name)  # a source not run yet: empty
+            found = await ctx.sql_store.crawls.ensure_crawl(name)  # a source not run yet: empty
         if found is None:
             raise await unknown_crawl(ctx, name)
         ctx.crawl_ids[name] = found  # kept: a crawl is never renamed nor deleted
@@ -56,7 +56,7 @@ async def one_crawl_id(ctx: ApiContext, name: str | None) -> int:
 
 
 async def unknown_crawl(ctx: ApiContext, name: str) -> ApiError:
-    names = sorted(await ctx.read(ctx.sql_store.crawl_ids))
+    names = sorted(await ctx.read(ctx.sql_store.reports.crawl_ids))
     listed = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
     return ApiError(
         404,
@@ -73,7 +73,7 @@ def name_rows(ctx: ApiContext, items: list[dict[str, Any]]) -> None:
     # A copy (one C call under the GIL): the event loop may add a name meanwhile.
     names = {crawl: name for name, crawl in ctx.crawl_ids.copy().items()}
     if any(item["crawl_id"] not in names for item in items):
-        found = ctx.sql_store.crawl_ids()
+        found = ctx.sql_store.reports.crawl_ids()
         ctx.crawl_ids.update(found)
         names = {crawl: name for name, crawl in found.items()}
     for item in items:

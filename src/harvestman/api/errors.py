@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from harvestman.api.responses import SafeJSONResponse
 from harvestman.errors import StoreError
-from harvestman.jobs import InvalidSpec, JobStateError, NameTaken, NotFound
+from harvestman.jobs.errors import InvalidSpec, JobStateError, NameTaken, NotFound
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ that then answered 401; a body nested 300 deep was stored and broke every list t
 Now, for a request that carries a body:
 
 1. a ``Content-Length`` above ``max_body_bytes`` is a 413 at once, the body unread;
-2. the caller is identified and rate-limited (``auth.admit``: 401, 429), the body still unread;
+2. the caller is identified and rate-limited (``admission.admit``: 401, 429), the body still unread;
 3. the body is read while counting: beyond ``max_body_bytes`` (a chunked body says no length)
    it is a 413 and nothing more is read;
 4. a JSON body must be UTF-8 (RFC 8259 §8.1): a ``charset`` other than UTF-8, bytes that are
@@ -38,7 +38,7 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from harvestman.api.auth import admit
+from harvestman.api.admission import admit
 from harvestman.api.errors import ApiError, log_failure, respond, translate
 from harvestman.api.text import find_bad_text, invalid_text
 

@@ -17,13 +17,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from harvestman.store import SqlStore
+    from harvestman.store import ServiceStore
 
 
 class SignInLimit:
     def __init__(
         self,
-        store: SqlStore,
+        store: ServiceStore,
         limit: int,
         window: float,
         *,
@@ -38,10 +38,13 @@ class SignInLimit:
         """Count an attempt against every key; None when it may go on, else the seconds until
         it may (nothing counted)."""
         reserve = functools.partial(
-            self.store.reserve_sign_in, limit=self.limit, window=self.window, now=self.clock()
+            self.store.accounts.reserve_sign_in,
+            limit=self.limit,
+            window=self.window,
+            now=self.clock(),
         )
         return await self.store.in_thread(reserve, list(keys))
 
     async def release(self, keys: Sequence[str]) -> None:
         """The attempt succeeded: it no longer counts."""
-        await self.store.in_thread(self.store.release_sign_in, list(keys))
+        await self.store.in_thread(self.store.accounts.release_sign_in, list(keys))

@@ -6,7 +6,8 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Query
 
-from harvestman.api.auth import Principal, Role, access
+from harvestman.api.admission import access
+from harvestman.api.auth import Principal, Role
 from harvestman.api.schemas import MAX_ID
 
 Limit = Annotated[int, Query(ge=1, le=500, description="items per page")]

@@ -33,11 +33,11 @@ class UrlGuard:
     def __init__(
         self,
         guard: NetworkGuard,
-        normalizer: UrlNormalizer | None = None,
+        normalizer: UrlNormalizer,  # UrlNormalizer.from_settings: URLs hash as the crawl's do
         pattern_max_length: int = 1000,
     ) -> None:
         self.guard = guard
-        self.normalizer = normalizer or UrlNormalizer()
+        self.normalizer = normalizer
         self.pattern_max_length = pattern_max_length
 
     async def check(self, url: str, field: str = "url") -> str:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from harvestman.jobs import Execution, Job, Source, allowed_actions
+from harvestman.config import source_option_fields
+from harvestman.jobs.records import Execution, Job, Source
+from harvestman.jobs.states import allowed_actions
 
 T = TypeVar("T")
 
@@ -51,26 +53,17 @@ class ScopeIn(Strict):
     exclude: list[str] = Field(default_factory=list, max_length=100)
 
 
-class SourceOptionsIn(Strict):
-    """Crawl options a source turns on or off; null (or absent): the service's setting.
-
-    ``default=`` by name: type checkers read a field's default only from that keyword, and
-    would make every option a required argument of the model's constructor."""
-
-    main_text: bool | None = Field(default=None, description="the article text (trafilatura)")
-    feeds: bool | None = Field(default=None, description="follow RSS/Atom feeds the pages link")
-    pagination: bool | None = Field(default=None, description="guess the next ?page=N and /page/N")
-    archives: bool | None = Field(default=None, description="guess /archive and date paths")
-    near_duplicates: bool | None = Field(
-        default=None, description="SimHash near-duplicate detection"
-    )
-    store_text: bool | None = Field(default=None, description="keep the visible text (searchable)")
-    images: bool | None = Field(default=None, description="download the products' images")
-    ingest_rate: int | None = Field(
-        default=None, ge=0, le=1_000_000, description="new URLs/s made due (0: no limit)"
-    )
-    trailing_slash: Literal["keep", "add", "strip"] | None = Field(
-        default=None, description="a path's trailing slash: as written, added or stripped"
+# Crawl options a source turns on or off; null (or absent): the service's setting. Derived
+# from their one declaration (config.SOURCE_OPTIONS): each option is its setting's type and
+# bounds, described as the setting is. Type checkers see a plain model.
+if TYPE_CHECKING:
+    SourceOptionsIn = Strict
+else:
+    SourceOptionsIn = create_model(
+        "SourceOptionsIn",
+        __base__=Strict,
+        __doc__="Crawl options a source turns on or off; null (or absent): the service's setting.",
+        **source_option_fields(),
     )
 
 
@@ -129,7 +122,7 @@ class SourceOut(BaseModel):
     @classmethod
     def of(cls, source: Source, jobs: Sequence[tuple[int, str]] = ()) -> SourceOut:
         found = [SourceJob(id=i, status=str(s)) for i, s in jobs]
-        return cls(**asdict(source), jobs=found)
+        return cls(**{**asdict(source), "options": source.options.given()}, jobs=found)
 
 
 IntervalType = Literal["minutes", "hours", "days"]

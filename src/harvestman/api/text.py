@@ -5,7 +5,7 @@ A NUL is refused by PostgreSQL's text and cut by C libraries; a lone surrogate (
 ``"\\ud800"``) decodes to a Python string that no UTF-8 encoder takes, so a job whose metadata
 held one was stored and then broke every list that showed it. Strings enter by two doors, and
 each is checked once there: a body's JSON (every key and value, at any depth) in
-``intake.RequestIntake`` as it is decoded; the query and path parameters in ``auth.access``,
+``intake.RequestIntake`` as it is decoded; the query and path parameters in ``admission.access``,
 the dependency every route declares; a cursor's key where it is decoded (``paging``). A refusal
 is a 422 ``invalid_text`` naming where, never repeating the text.
 

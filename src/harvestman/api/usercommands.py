@@ -82,7 +82,7 @@ def create(
     password = _password(password_stdin)
     with _store(config, db, database_url) as store:
         try:
-            store.create_user(name, hash_password(password), role)
+            store.accounts.create_user(name, hash_password(password), role)
         except UserExists:
             raise _fail(f"a user named {name!r} exists already") from None
     typer.echo(f"created {role} {name}")
@@ -99,7 +99,7 @@ def list_(
     import json
 
     with _store(config, db, database_url) as store:
-        users = store.list_users()
+        users = store.accounts.list_users()
     for user in users:
         state = "enabled" if user.enabled else "disabled"
         if as_json:
@@ -121,7 +121,7 @@ def disable(
 
     with _store(config, db, database_url) as store:
         try:
-            store.set_user_enabled(name, enable)
+            store.accounts.set_user_enabled(name, enable)
         except UnknownUser:
             raise _fail(f"no user named {name!r}", 1) from None
     typer.echo(f"{'enabled' if enable else 'disabled'} {name}")
@@ -142,7 +142,7 @@ def set_password_(
     password = _password(password_stdin)
     with _store(config, db, database_url) as store:
         try:
-            store.set_user_password(name, hash_password(password))
+            store.accounts.set_user_password(name, hash_password(password))
         except UnknownUser:
             raise _fail(f"no user named {name!r}", 1) from None
     typer.echo(f"new password for {name}")

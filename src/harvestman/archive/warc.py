@@ -276,7 +276,7 @@ def export_warc(
     gzip: bool | None = None,
     clock: Callable[[], float] = time.time,
 ) -> WarcExport:
-    """Write a WARC of ``pages`` (rows as ``SqlStore.iter_pages`` yields them) to ``out``.
+    """Write a WARC of ``pages`` (rows as ``store.exports.iter_pages`` yields them) to ``out``.
 
     A page is written when it has a ``status_code`` and an ``archive_path`` whose body the
     archive holds; its response record targets ``final_url`` and is dated ``fetched_at``. The

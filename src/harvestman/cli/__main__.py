@@ -1,5 +1,5 @@
 """``python -m harvestman.cli``: the ``harvestman`` command."""
 
-from harvestman.cli import main
+from harvestman.cli.app import main
 
 main()

@@ -202,7 +202,7 @@ async def _crawl(
         loading = None
         if file_seeds is not None:  # streamed: the file is never in memory as a whole
             loading = await _start_seeding(settings, store, file_seeds, crawler)
-        crawl_id = await store.find_crawl(settings.crawl_name)
+        crawl_id = await store.crawls.find_crawl(settings.crawl_name)
         if not crawler.seeds and crawl_id is None:
             err.print("[red]error:[/red] no valid seed URL and no crawl to resume in this store")
             return 2
@@ -443,7 +443,7 @@ async def _status(
     from dataclasses import asdict
 
     async with store:
-        counts = await store.counts(crawl_id)
+        counts = await store.crawls.counts(crawl_id)
         now = time.time()
         live: list[dict[str, Any]] = []
         source = "store"
@@ -459,12 +459,12 @@ async def _status(
             finally:
                 await coordinator.close()
         if source == "store":
-            for row in await store.worker_rows():
+            for row in await store.registry.worker_rows():
                 if row["heartbeat_at"] >= now - settings.worker_heartbeat_timeout:
                     live.append(
                         row["info"] or {"worker_id": row["id"], "hostname": row["hostname"]}
                     )
-        hosts = await asyncio.to_thread(store.host_states, crawl_id)
+        hosts = await asyncio.to_thread(store.reports.host_states, crawl_id)
     return {
         "crawl": crawl_name,
         "urls": counts.by_status,

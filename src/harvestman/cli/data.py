@@ -101,9 +101,9 @@ def _export_warc(store: SqlStore, crawl_id: int, settings: Settings, output: Pat
 
     if output is None:
         raise ConfigError("--format warc needs --output FILE (.warc or .warc.gz)")
-    location = store.archive_location(crawl_id) or archive_location(settings)
+    location = store.reports.archive_location(crawl_id) or archive_location(settings)
     with RawArchive(open_blobs(location, settings)) as archive:
-        report = export_warc(store.iter_pages(crawl_id), archive, output)
+        report = export_warc(store.exports.iter_pages(crawl_id), archive, output)
     if report.skipped or report.missing or report.refused:
         refused = f", {report.refused} with a key outside the archive" if report.refused else ""
         err.print(
@@ -135,7 +135,7 @@ def stats(
 ) -> None:
     """Print what the store holds for a crawl: URLs by status, pages, statuses, errors, hosts."""
     with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
-        report = store.report(crawl_id)
+        report = store.reports.report(crawl_id)
     if as_json:
         import orjson
 
@@ -169,7 +169,7 @@ def errors(
         raise usage_error(f"unknown category {category!r}; choose one of {', '.join(CATEGORIES)}")
     with open_store(config, db, database_url, must_exist=True) as (_, store):
         crawl_id = existing_crawl(store, name) if name is not None else None
-        rows = store.error_rows(
+        rows = store.failures.error_rows(
             crawl_id=crawl_id, category=category, error_class=error_type,
             host=host, limit=limit,
         )  # fmt: skip
@@ -201,7 +201,9 @@ def dead_list(
 ) -> None:
     """URLs that failed for good, with their error."""
     with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
-        rows, total = store.dead_letters(crawl_id, host=host, error_class=error_class, limit=limit)
+        rows, total = store.failures.dead_letters(
+            crawl_id, host=host, error_class=error_class, limit=limit
+        )
     for row in rows:
         if as_json:
             _json_line(row)
@@ -224,7 +226,7 @@ def dead_requeue(
     import time
 
     with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
-        n = store.requeue_dead_letters(
+        n = store.failures.requeue_dead_letters(
             crawl_id, time.time(), host=host, error_class=error_class,
             dry_run=dry_run,
         )  # fmt: skip
@@ -258,8 +260,8 @@ def search(
     from decimal import Decimal
 
     from harvestman.errors import QueryError
-    from harvestman.lifecycle import parse_since
-    from harvestman.search import require_query
+    from harvestman.lifecycle.since import parse_since
+    from harvestman.search.query import require_query
     from harvestman.search.terminal import hit_record, render_hits
 
     try:
@@ -280,11 +282,11 @@ def search(
         crawl_id = existing_crawl(store, settings.crawl_name) if name else None
         store.schema.check_current()
         if what == "pages":
-            result: Any = store.search_pages(crawl_id, query, domain=domain,
+            result: Any = store.search.search_pages(crawl_id, query, domain=domain,
                                              limit=limit, offset=offset, since=since_at,
                                              until=until_at)  # fmt: skip
         else:
-            result = store.search_products(
+            result = store.search.search_products(
                 crawl_id, query, domain=domain, currency=currency,
                 min_price=None if min_price is None else Decimal(str(min_price)),
                 max_price=None if max_price is None else Decimal(str(max_price)),

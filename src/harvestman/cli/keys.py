@@ -55,7 +55,9 @@ def rotate_key(
         before, after = ProxyCipher(old), ProxyCipher(new)
     with open_store(config, db, database_url, must_exist=True) as (_, store):
         store.schema.check_current()
-        count = store.reencrypt_proxy_secrets(lambda token: after.encrypt(before.decrypt(token)))
+        count = store.admin.reencrypt_proxy_secrets(
+            lambda token: after.encrypt(before.decrypt(token))
+        )
     err.print(f"re-encrypted {count} proxy password(s); now set proxy_key to the new key")
 
 
@@ -68,7 +70,7 @@ def list_proxies(
     """The proxies the store knows, with their health; passwords masked."""
     with open_store(config, db, database_url, must_exist=True) as (_, store):
         store.schema.check_current()
-        rows = store.proxy_list()
+        rows = store.admin.proxy_list()
     if as_json:
         typer.echo(json.dumps(rows))
         return

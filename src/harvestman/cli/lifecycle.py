@@ -35,12 +35,12 @@ def maintenance(
     """Apply the retention rules (export, then delete old rows) and compact the store."""
     import time
 
-    from harvestman.lifecycle import RetentionRules
+    from harvestman.store.lifecycle.retention import RetentionRules
 
     with open_store(config, db, database_url, must_exist=True) as (settings, store):
         rules = RetentionRules.from_settings(settings)
         store.schema.check_current()
-        report = store.apply_retention(rules, time.time())
+        report = store.maintenance.apply_retention(rules, time.time())
     print_report("maintenance: retention applied, store compacted", report, as_json=as_json)
 
 
@@ -66,7 +66,9 @@ def backup(
 ) -> None:
     """A consistent online copy of the store (safe while a crawl writes): SQLite's backup API,
     or pg_dump's custom format for PostgreSQL."""
-    from harvestman.lifecycle import PgTools, backup_postgres, backup_sqlite, verify_postgres_backup
+    from harvestman.lifecycle.backup import backup_sqlite
+    from harvestman.store.lifecycle.pgdump import backup_postgres, verify_postgres_backup
+    from harvestman.store.lifecycle.pgtools import PgTools
 
     settings = load_settings(config, db, database_url)
     if out.exists() and not overwrite:
@@ -94,7 +96,9 @@ def restore(
     as_json: JsonOption = False,
 ) -> None:
     """Restore the store from a backup (refused while any process has it open)."""
-    from harvestman.lifecycle import PgTools, restore_postgres, restore_sqlite
+    from harvestman.lifecycle.backup import restore_sqlite
+    from harvestman.store.lifecycle.pgrestore import restore_postgres
+    from harvestman.store.lifecycle.pgtools import PgTools
 
     with open_store(config, db, database_url) as (settings, store):
         path = sqlite_file(settings.database_url)
@@ -130,7 +134,7 @@ def restore_archive(
     """Load rows that retention archived back into the store (loading twice adds nothing)."""
     import time
 
-    from harvestman.lifecycle import parse_since
+    from harvestman.lifecycle.since import parse_since
 
     now = time.time()
     try:
@@ -141,7 +145,7 @@ def restore_archive(
         raise usage_error("--domain: a host name of 1 to 253 characters")
     with open_store(config, db, database_url, must_exist=True) as (_, store):
         store.schema.check_current()
-        report = store.restore_archive(archive, since=since_at, domain=domain, now=now)
+        report = store.maintenance.restore_archive(archive, since=since_at, domain=domain, now=now)
     print_report("archive restored", report, as_json=as_json)
 
 
@@ -158,7 +162,7 @@ def replay(
     """Re-queue stored pages of a domain fetched since T (after a parser change)."""
     import time
 
-    from harvestman.lifecycle import parse_since
+    from harvestman.lifecycle.since import parse_since
 
     now = time.time()
     try:
@@ -166,7 +170,7 @@ def replay(
     except ValueError as exc:
         raise usage_error(f"--since: {exc}") from None
     with open_crawl(config, db, database_url, name) as (_, store, crawl_id):
-        plan = store.replay(crawl_id, domain, since_at, dry_run=dry_run, now=now)
+        plan = store.maintenance.replay(crawl_id, domain, since_at, dry_run=dry_run, now=now)
     title = "replay: what would be re-queued (dry run)" if dry_run else "replay: re-queued"
     print_report(title, plan, as_json=as_json)
 
@@ -185,7 +189,7 @@ def storage(
 
     with open_store(config, db, database_url, must_exist=True) as (settings, store):
         store.schema.check_current()
-        report = storage_report(store, settings, time.time())
+        report = storage_report(store.maintenance, settings, time.time())
     if as_json:
         import orjson
 

@@ -59,7 +59,7 @@ def products(
     from decimal import Decimal
 
     from harvestman.extract.vocabulary import AVAILABILITY_VALUES
-    from harvestman.lifecycle import parse_since
+    from harvestman.lifecycle.since import parse_since
     from harvestman.store.products import SORTS, ProductQuery
 
     if sort not in SORTS or order not in ("asc", "desc"):
@@ -96,7 +96,7 @@ def products(
             parser=parser, since=since_at, sort=sort, descending=order == "desc",
         )  # fmt: skip
         try:
-            items, next_key = store.list_products(query, after=after, limit=limit)
+            items, next_key = store.products.list_products(query, after=after, limit=limit)
         except ValueError:
             raise usage_error(
                 "--after: pass the key a previous page of this order printed"

@@ -50,18 +50,19 @@ async def _rebuild(settings: Settings, store: SqlStore) -> dict[str, Any]:
 
     async with store:
         await store.check_schema()
-        crawl_ids = await asyncio.to_thread(store.crawl_ids)
+        crawl_ids = await asyncio.to_thread(store.reports.crawl_ids)
         namespaces = {
-            str(cid): await asyncio.to_thread(store.url_hashes, cid) for cid in crawl_ids.values()
+            str(cid): await asyncio.to_thread(store.rows.url_hashes, cid)
+            for cid in crawl_ids.values()
         }
         now = time.time()
         robots = [
             r
-            for r in await asyncio.to_thread(store.robots_records)
+            for r in await asyncio.to_thread(store.exports.robots_records)
             if r.robots_fetched_at is not None and r.robots_fetched_at + settings.robots_ttl > now
         ]
         coordinator = RedisCoordinator(
-            settings.redis_url or "", store, prefix=settings.redis_prefix,
+            settings.redis_url or "", store.hosts, prefix=settings.redis_prefix,
             seen_ttl=settings.crawl_visited_ttl,
         )  # fmt: skip
         try:

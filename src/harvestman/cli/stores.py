@@ -91,14 +91,14 @@ def choose_crawl(store: SqlStore, name: str | None) -> tuple[str, int]:
     own namespace, which a bare ``stats`` would hide; ``serve`` makes an empty ``default``).
     """
     store.schema.check_current()
-    crawls = store.crawl_ids()
+    crawls = store.reports.crawl_ids()
     if name is not None:
         if name in crawls:
             return name, crawls[name]
         raise ConfigError(f"no crawl named {name!r} in this store; {holdings(crawls)}")
     if not crawls:
         raise ConfigError("this store holds no crawl yet: `harvestman crawl URL` makes one")
-    candidates = store.crawls_holding_urls() or set(crawls)
+    candidates = store.reports.crawls_holding_urls() or set(crawls)
     if len(candidates) == 1:
         (chosen,) = candidates
     else:

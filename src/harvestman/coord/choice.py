@@ -8,10 +8,10 @@ from harvestman.coord.interfaces import Coordinator
 
 if TYPE_CHECKING:
     from harvestman.config import Settings
-    from harvestman.store import SqlStore
+    from harvestman.store import Store
 
 
-def coordinator_for(settings: Settings, store: SqlStore, worker_id: str) -> Coordinator:
+def coordinator_for(settings: Settings, store: Store, worker_id: str) -> Coordinator:
     """Redis's coordinator when one is configured, else the store's (its host gate only)."""
     from harvestman.coord.store import StoreCoordinator
 
@@ -20,9 +20,9 @@ def coordinator_for(settings: Settings, store: SqlStore, worker_id: str) -> Coor
 
         return RedisCoordinator(
             settings.redis_url,
-            store,
+            store.hosts,
             prefix=settings.redis_prefix,
             worker_id=worker_id,
             seen_ttl=settings.crawl_visited_ttl,
         )
-    return StoreCoordinator(store)
+    return StoreCoordinator(store.hosts)

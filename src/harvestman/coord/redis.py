@@ -29,7 +29,7 @@ from redis.typing import EncodableT, FieldT
 from harvestman.coord.interfaces import Coordinator, WorkerStatus
 from harvestman.coord.store import StoreCoordinator
 from harvestman.records import DomainRecord
-from harvestman.store import SqlStore
+from harvestman.store import HostRecords
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class RedisCoordinator(Coordinator):
     def __init__(
         self,
         redis_url: str,
-        store: SqlStore,
+        store: HostRecords,
         *,
         prefix: str = "harvestman",
         worker_id: str = "",

@@ -2,11 +2,13 @@
 
 Parsing (:func:`harvestman.parse.parse_html`), validation's verdict, the SimHash fingerprint and
 the product scan are pure functions of the response (URL, status, headers, body, charset) and of
-settings fixed for the crawl (:class:`AnalysisSpec`). What depends on the crawl's state (links
-seen, a host's earlier pages, the frontier, the stats) stays with the page steps, which take
-these results as computed ahead (:class:`PageAnalysis`) instead of computing them again. So the
-analysis can run in another process (:mod:`harvestman.crawl.pageworkers`): its inputs and its
-result are small and picklable, and it gives there exactly what the steps compute inline.
+settings fixed for the crawl (:class:`AnalysisSpec`). They are computed here and nowhere else:
+every page the steps see comes with its :class:`PageAnalysis`, made by a page process
+(:mod:`harvestman.crawl.pageworkers`) or by the same :class:`PageAnalyzer` in the crawler's
+process (:class:`harvestman.crawl.pages.PagePipeline`). What depends on the crawl's state (links
+seen, a host's earlier pages, the frontier, the stats) stays with the page steps, which read
+the analysis. Its inputs and its result are small and picklable, so it can run in another
+process and give there exactly what it gives inline.
 
 This module imports no part of the crawler: a page process loads only the parsers.
 """
@@ -35,8 +37,9 @@ class AnalysisSpec:
 
     ``validate_min_bytes`` None: pages are not validated; ``products_max_price`` None: products
     are not extracted; ``near_duplicates``: the text's SimHash is computed; ``keep_text``: the
-    page's text comes back with it (for a step that reads it: stored text, site parsers), else
-    the analysis leaves it out (a fifth of the message, most of its unpickling).
+    page's text stays in the analysis, else it is left out (a fifth of a page process's
+    message, most of its unpickling). The pipeline sets ``keep_text`` from its steps (any that
+    ``reads_text``), on both paths alike: a step sees the text on every page or on none.
     """
 
     tracking_params: tuple[str, ...] = DEFAULT_TRACKING_PARAMS
@@ -49,7 +52,8 @@ class AnalysisSpec:
     keep_text: bool = True
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, keep_text: bool) -> AnalysisSpec:
+    def from_settings(cls, settings: Settings) -> AnalysisSpec:
+        """The crawl's spec; ``keep_text`` is the pipeline's to set (from its steps)."""
         return cls(
             tracking_params=tuple(settings.url_tracking_params),
             url_max_length=settings.url_max_length,
@@ -60,13 +64,19 @@ class AnalysisSpec:
             products_max_price=(
                 settings.extract_products_max_price if settings.extract_products else None
             ),
-            keep_text=keep_text,
         )
 
     def normalizer(self) -> UrlNormalizer:
         return UrlNormalizer(
             self.tracking_params, self.url_max_length, trailing_slash=self.trailing_slash
         )
+
+    def validator(self) -> Validator | None:
+        """The validator pages (and, in the crawler's process, refused responses) are judged
+        by; None when validation is off."""
+        if self.validate_min_bytes is None:
+            return None
+        return Validator(min_bytes=self.validate_min_bytes)
 
 
 @dataclass(slots=True)
@@ -83,14 +93,19 @@ class PageAnalysis:
 
 
 class PageAnalyzer:
-    """Analyzes pages with one spec; ``normalizer`` (default: the spec's) may be the crawl's own,
-    so that an inline analysis shares its memo."""
+    """Analyzes pages with one spec. ``normalizer`` (default: the spec's) may be the crawl's
+    own, so that an inline analysis shares its memo; ``validator`` (default: the spec's) the
+    one the crawl judges refused responses with."""
 
-    def __init__(self, spec: AnalysisSpec, normalizer: UrlNormalizer | None = None) -> None:
+    def __init__(
+        self,
+        spec: AnalysisSpec,
+        normalizer: UrlNormalizer | None = None,
+        validator: Validator | None = None,
+    ) -> None:
         self.spec = spec
         self.normalizer = normalizer or spec.normalizer()
-        min_bytes = spec.validate_min_bytes
-        self.validator = Validator(min_bytes=min_bytes) if min_bytes is not None else None
+        self.validator = validator if validator is not None else spec.validator()
 
     def analyze(
         self, url: str, status: int, headers: Mapping[str, str], body: bytes, charset: str | None

@@ -81,14 +81,14 @@ class ArchiveDiscovery:
     async def _find(self, host: str) -> None:
         run = self.run
         now = run.clock()
-        _, last_run = await run.store.discovery_state(host)
+        _, last_run = await run.store.hosts.discovery_state(host)
         if last_run is not None and last_run > now - self.min_interval:
             return  # another run (or worker) did it recently
-        seen = await run.store.sample_urls(run.crawl_id, host)
+        seen = await run.store.hosts.sample_urls(run.crawl_id, host)
         candidates = archive_candidates(seen[0], seen, datetime.date.today())
         found = self.discovery.guessed([url for url in candidates if url not in seen], 1, "archive")
         self.writer.add_urls(found)
         run.stats.inc("discovery/archives", len(found))
-        await run.store.save_discovery_state(now, archives_run=[host])
+        await run.store.hosts.save_discovery_state(now, archives_run=[host])
         if found:  # written before the frontier may call the crawl finished
             await self.writer.wait_flushed()

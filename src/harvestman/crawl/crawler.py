@@ -66,12 +66,11 @@ class Crawler:
         self.exit_when_done = exit_when_done
         self.clock = clock
         self.stats = Stats()
-        self.crawl_name = settings.crawl_name
-        self.concurrency = settings.crawl_concurrency
-        self.refresh_interval = settings.frontier_refresh_interval
         self._run = CrawlRun(store, self.stats, clock)
         self._tasks: set[asyncio.Task[None]] = set()
+        # Settings go to the wiring, their one reader; the crawler takes what it built.
         self.wiring = Wiring(settings, self._run, on_pages=on_pages, tasks=self._tasks)
+        self.crawl_name = self.wiring.crawl_name
         self.worker_id = worker_identity()
         self.seeds: list[str] = []
         self.rejected_seeds: list[tuple[str, str]] = []
@@ -132,21 +131,23 @@ class Crawler:
         store, wiring, run = self.store, self.wiring, self._run
         now = self.clock()
         self._started_at = now
-        run.crawl_id = await store.ensure_crawl(self.crawl_name, self.seeds)
+        run.crawl_id = await store.crawls.ensure_crawl(self.crawl_name, self.seeds)
         if wiring.archive_location is not None:  # so an export finds the bodies
-            await store.set_archive_location(run.crawl_id, wiring.archive_location)
+            await store.crawls.set_archive_location(run.crawl_id, wiring.archive_location)
         await self._load_scope()
         liveness = wiring.liveness(self.worker_id, self.status)
         await liveness.recover(now)
         await liveness.register(now)
         rows = [wiring.discovery.seed_row(seed) for seed in self.seeds]
-        await store.add_urls(run.crawl_id, rows, now)
+        await store.frontier.add_urls(run.crawl_id, rows, now)
         # What a 304 cannot reveal again (its links) comes due by its own visited TTL.
-        expired = await store.make_expired_due(run.crawl_id, now, wiring.discovery.max_depth)
+        expired = await store.frontier.make_expired_due(
+            run.crawl_id, now, wiring.discovery.max_depth
+        )
         if expired:
             log.info("%d stored URLs are due again (visited TTL)", expired)
         if wiring.budget is not None:
-            wiring.budget.fetched_before = (await store.counts(run.crawl_id)).fetched
+            wiring.budget.fetched_before = (await store.crawls.counts(run.crawl_id)).fetched
         run.frontier = wiring.frontier(self.worker_id)
         wiring.writer.coordinator = self.coordinator
         cookie_jar = await wiring.session.load()
@@ -154,11 +155,11 @@ class Crawler:
         with contextlib.ExitStack() as keep:
             handler = wiring.handler(wiring.exchange_steps(keep), wiring.images(keep), workers)
             async with wiring.fetcher(cookie_jar) as fetcher, workers or contextlib.nullcontext():
-                run.robots = wiring.robots(fetcher, self.coordinator)
-                check_hop = wiring.redirect_check(run.robots)
                 pages = wiring.page_fetcher(fetcher)
+                run.robots = wiring.robots(pages, self.coordinator)
+                check_hop = wiring.redirect_check(run.robots)
                 await self._crawl(liveness, handler, pages, check_hop)
-        return await store.counts(run.crawl_id)
+        return await store.crawls.counts(run.crawl_id)
 
     # -- the run ------------------------------------------------------------------------------
 
@@ -227,7 +228,7 @@ class Crawler:
         hosts: HostSlots,
     ) -> None:
         writer, budget = self.wiring.writer, self.wiring.budget
-        slots = asyncio.Semaphore(self.concurrency)
+        slots = asyncio.Semaphore(self.wiring.concurrency)
         # Fetched-but-unwritten outcomes are lost (and fetched again) if the process dies:
         # keep at most two batches of them.
         backlog = 2 * writer.batch_size
@@ -248,7 +249,7 @@ class Crawler:
             if request is None:
                 slots.release()
                 if self.worker_mode and not await self._others_done():
-                    await asyncio.sleep(self.refresh_interval)
+                    await asyncio.sleep(self.wiring.refresh_interval)
                     await self._refresh()
                     continue
                 return
@@ -294,14 +295,14 @@ class Crawler:
     # -- other workers ------------------------------------------------------------------------
 
     async def _load_scope(self) -> None:
-        seeds = await self.store.crawl_seeds(self._run.crawl_id)
+        seeds = await self.store.crawls.crawl_seeds(self._run.crawl_id)
         self.wiring.discovery.scope = self.wiring.scope(seeds)
         await self.wiring.admit_origins(seeds)
 
     async def _refresh(self) -> None:
         """Learn the work other workers (or `harvestman seed`) added, and the crawl's scope."""
         try:
-            for host, due in (await self.store.pending_hosts(self._run.crawl_id)).items():
+            for host, due in (await self.store.frontier.pending_hosts(self._run.crawl_id)).items():
                 self._run.frontier.add_work(host, due)
             await self._load_scope()
         except StoreError as exc:
@@ -312,7 +313,7 @@ class Crawler:
         if not self.exit_when_done:
             return False
         try:
-            by_status = (await self.store.counts(self._run.crawl_id)).by_status
+            by_status = (await self.store.crawls.counts(self._run.crawl_id)).by_status
         except StoreError:
             return False
         return not by_status.get("pending") and not by_status.get("in_progress")

@@ -20,6 +20,7 @@ class FeedsStep:
     """A page's RSS/Atom feeds become ``feed`` rows: fetched, their items queued, polled."""
 
     on_rejected: ClassVar[bool] = True
+    reads_text: ClassVar[bool] = False
 
     def __init__(self, discovery: Discovery) -> None:
         self.discovery = discovery
@@ -42,6 +43,7 @@ class LinksStep:
     """The page's links that are new to this process, in scope and within max depth."""
 
     on_rejected: ClassVar[bool] = True
+    reads_text: ClassVar[bool] = False
 
     def __init__(self, discovery: Discovery) -> None:
         self.discovery = discovery
@@ -68,6 +70,7 @@ class PaginationStep:
     """
 
     on_rejected: ClassVar[bool] = False
+    reads_text: ClassVar[bool] = False
 
     def __init__(self, predictor: PaginationPredictor, discovery: Discovery, run: CrawlRun) -> None:
         self.predictor = predictor
@@ -85,7 +88,7 @@ class PaginationStep:
         host = request.host
         if host not in self.loaded:
             self.loaded.add(host)
-            rules, _ = await self.run_.store.discovery_state(host)
+            rules, _ = await self.run_.store.hosts.discovery_state(host)
             if rules:
                 self.predictor.load(host, rules)
 

@@ -26,6 +26,8 @@ class PageFetcher(Protocol):
         headers: Mapping[str, str] | None = None,
         check_hop: HopCheck | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
+        max_redirects: int | None = None,
     ) -> FetchResult: ...
 
 
@@ -54,6 +56,8 @@ class ProxiedFetcher:
         headers: Mapping[str, str] | None = None,
         check_hop: HopCheck | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
+        max_redirects: int | None = None,
     ) -> FetchResult:
         tried: list[str] = []
         host = host_key(url)
@@ -66,7 +70,13 @@ class ProxiedFetcher:
             started = self.clock()
             try:
                 result = await self.fetcher.fetch(
-                    url, headers=headers, check_hop=check_hop, max_bytes=max_bytes, proxy=proxy
+                    url,
+                    headers=headers,
+                    check_hop=check_hop,
+                    max_bytes=max_bytes,
+                    truncate=truncate,
+                    max_redirects=max_redirects,
+                    proxy=proxy,
                 )
             except NetworkError:
                 self.pool.record(proxy, success=False, elapsed=self.clock() - started)

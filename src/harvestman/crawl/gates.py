@@ -195,7 +195,7 @@ class BreakerGate:
         exc = HostUnavailable(host, down)
         now = run.clock()
         if host not in self.given_up:
-            count = await run.store.give_up_host(
+            count = await run.store.frontier.give_up_host(
                 run.crawl_id, host, type(exc).__name__, str(exc), now, now + self.visited_ttl
             )
             self.given_up.add(host)  # after the write: a store error tries again next time

@@ -44,6 +44,7 @@ class ImageLinksStep:
     """
 
     on_rejected: ClassVar[bool] = False
+    reads_text: ClassVar[bool] = False
 
     def __init__(self, discovery: Discovery, normalizer: UrlNormalizer, stats: Stats) -> None:
         self.discovery = discovery

@@ -77,8 +77,8 @@ class Liveness:
         store, limits = self.run.store, self.limits
         return StallWatchdog(
             has_pending_work=has_pending_work,
-            check_store=store.check,
-            reconnect_store=store.reconnect,
+            check_store=store.health.check,
+            reconnect_store=store.health.reconnect,
             check_network=functools.partial(network_check, limits.check_url, 10.0),
             pause=pause,
             resume=resume,
@@ -89,7 +89,9 @@ class Liveness:
         )
 
     async def register(self, now: float) -> None:
-        await self.run.store.register_worker(self.worker_id, socket.gethostname(), os.getpid(), now)
+        await self.run.store.registry.register_worker(
+            self.worker_id, socket.gethostname(), os.getpid(), now
+        )
 
     async def recover(self, now: float) -> None:
         """Return leases of dead workers at once; expired leases of anyone too."""
@@ -97,12 +99,12 @@ class Liveness:
         me = socket.gethostname()
         dead = [
             worker_id
-            for worker_id, hostname, pid, beat in await store.workers()
+            for worker_id, hostname, pid, beat in await store.registry.workers()
             if worker_id != self.worker_id
             and (beat < now - self.heartbeat_timeout or (hostname == me and not pid_alive(pid)))
         ]
-        recovered = await store.recover(now, dead)
-        await store.unregister_workers(dead)
+        recovered = await store.frontier.recover(now, dead)
+        await store.registry.unregister_workers(dead)
         if recovered:
             log.info("recovered %d URLs leased by stopped workers", recovered)
         self.run.stats.inc("frontier/recovered", recovered)
@@ -121,7 +123,7 @@ class Liveness:
             now = run.clock()
             status = self.status()
             try:
-                known = await run.store.heartbeat(
+                known = await run.store.registry.heartbeat(
                     self.worker_id, now, now + self.lease_seconds, asdict(status)
                 )
                 if not known:
@@ -129,7 +131,7 @@ class Liveness:
                     # leases: what we finish now may be fetched twice, nothing is lost.
                     log.warning("this worker was taken for dead; registering again")
                     run.stats.inc("worker/revived")
-                    await run.store.register_worker(
+                    await run.store.registry.register_worker(
                         self.worker_id, status.hostname, status.pid, now
                     )
                 await coordinator.beat(status, self.heartbeat_timeout)
@@ -147,8 +149,8 @@ class Liveness:
         """Give this worker's leases back and leave (best effort when the store is gone)."""
         store = self.run.store
         try:
-            released = await store.release(self.worker_id, self.run.clock())
-            await store.unregister_workers([self.worker_id])
+            released = await store.frontier.release(self.worker_id, self.run.clock())
+            await store.registry.unregister_workers([self.worker_id])
         except StoreError as exc:
             log.warning("could not release leases (%s): they expire by themselves", exc)
             return

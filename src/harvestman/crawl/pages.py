@@ -1,17 +1,20 @@
-"""A response made into an outcome: a listing is read, a page parsed and run through the steps.
+"""A response made into an outcome: a listing is read, a page analyzed and run through the steps.
 
-The steps are the ones the wiring switched on, in its order; a step that rejects the page
-answers :class:`~harvestman.crawl.work.Rejected`, after which the page meets only the steps
-that run on rejected pages (discovery), or none when the rejection halts it.
+A page's analysis (:mod:`harvestman.crawl.analysis`: parse, verdict, fingerprint, product scan)
+comes from a page process, or is made here by the same analyzer; the steps read it. The steps
+are the ones the wiring switched on, in its order; a step that rejects the page answers
+:class:`~harvestman.crawl.work.Rejected`, after which the page meets only the steps that run on
+rejected pages (discovery), or none when the rejection halts it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harvestman.crawl.analysis import PageAnalysis
+from harvestman.crawl.analysis import AnalysisSpec, PageAnalysis, PageAnalyzer
 from harvestman.crawl.discovery import Discovery
 from harvestman.crawl.fetch import FetchResult
 from harvestman.crawl.outcomes import Outcomes
@@ -20,10 +23,10 @@ from harvestman.crawl.writer import BatchWriter
 from harvestman.discovery.listing_stream import ListingStream
 from harvestman.discovery.listings import read_listing
 from harvestman.errors import ListingInvalid
-from harvestman.parse import parse_html
 from harvestman.records import CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus
 from harvestman.recrawl import RecrawlRule
 from harvestman.urls import UrlNormalizer
+from harvestman.validate import Validator
 
 
 class ListingReader:
@@ -48,7 +51,7 @@ class ListingReader:
         max_urls: int,
         max_bytes: int,
         feed_poll_interval: float,
-        normalizer: UrlNormalizer | None = None,
+        normalizer: UrlNormalizer,
         writer: BatchWriter | None = None,
         batch_size: int = 1000,
         concurrency: int = 1,
@@ -58,7 +61,7 @@ class ListingReader:
         self.batch_size = batch_size
         self.slots = asyncio.Semaphore(concurrency)
         # Listed URLs come as written; they are normalized like every link of the crawl.
-        self.normalize = (normalizer or UrlNormalizer()).normalize
+        self.normalize = normalizer.normalize
         self.outcomes = outcomes
         self.max_depth = max_depth
         self.max_urls = max_urls
@@ -135,18 +138,23 @@ class ListingReader:
 
 
 class PagePipeline:
-    """Reads a listing, or parses a page's HTML and runs the page steps over it."""
+    """Reads a listing, or runs the page steps over a page's analysis.
+
+    ``spec`` says what an analysis computes; the pipeline keeps the page's text in it when one
+    of ``steps`` reads it (:attr:`spec`, what a page process is sent too). ``normalizer`` and
+    ``validator`` (default: the spec's) are the crawl's own, shared with the inline analyzer.
+    """
 
     def __init__(
         self,
         steps: Sequence[Step],
         outcomes: Outcomes,
         listings: ListingReader,
-        normalizer: UrlNormalizer,
+        spec: AnalysisSpec,
         *,
-        max_links: int,
-        parse_empty: bool,
         count: Callable[[str], None],
+        normalizer: UrlNormalizer | None = None,
+        validator: Validator | None = None,
         recrawl: RecrawlRule | None = None,
     ) -> None:
         self.steps = tuple(steps)
@@ -154,16 +162,15 @@ class PagePipeline:
         self.recrawl = recrawl
         self.outcomes = outcomes
         self.listings = listings
-        self.normalizer = normalizer
-        self.max_links = max_links
-        # With validation on, an empty HTML body is parsed too, so that it is judged.
-        self.parse_empty = parse_empty
+        keep_text = any(step.reads_text for step in self.steps)
+        self.spec = dataclasses.replace(spec, keep_text=keep_text)
+        self.analyzer = PageAnalyzer(self.spec, normalizer, validator)
         self.count = count
 
     def _judges_empty(self, result: FetchResult) -> bool:
         """An empty page is judged (too small) when validation is on; 204 and 205 have no
         content by definition."""
-        return self.parse_empty and result.status not in (204, 205)
+        return self.spec.validate_min_bytes is not None and result.status not in (204, 205)
 
     def parses(self, request: CrawlRequest, result: FetchResult) -> bool:
         """Whether :meth:`handle` parses this response (a page's HTML, not a 304)."""
@@ -179,8 +186,7 @@ class PagePipeline:
     ) -> tuple[Outcome, list[NewUrl]]:
         """The outcome of a response below 400 and the URLs it revealed.
 
-        ``analysis``: the page's, made ahead in a page process (None: the page is parsed here
-        and each step computes what it needs).
+        ``analysis``: the page's, made ahead in a page process (None: it is made here).
         """
         outcomes = self.outcomes
         if result.status == 304:  # unchanged since the stored ETag / Last-Modified
@@ -203,33 +209,32 @@ class PagePipeline:
         record = outcomes.page_record(request, result)
         if not self.parses(request, result):
             return outcomes.completed(request, result, record, outcomes.visited_ttl), []
+        if analysis is None:
+            analysis = self._analyze(result)
         self.count("parse/pages")
         return self._run_steps(request, result, record, analysis)
 
     def rendered(self, request: CrawlRequest, result: FetchResult) -> tuple[Outcome, list[NewUrl]]:
         """The outcome of a page handled before, now as a browser drew it (``result`` holds
-        the rendered HTML): the steps judge it again, and it is not counted as another page."""
+        the rendered HTML): analyzed again and judged again by the steps, and not counted as
+        another page."""
         record = self.outcomes.page_record(request, result)
-        return self._run_steps(request, result, record, None)
+        return self._run_steps(request, result, record, self._analyze(result))
+
+    def _analyze(self, result: FetchResult) -> PageAnalysis:
+        return self.analyzer.analyze(
+            result.final_url, result.status, result.headers, result.body, result.charset
+        )
 
     def _run_steps(
         self,
         request: CrawlRequest,
         result: FetchResult,
         record: PageRecord,
-        analysis: PageAnalysis | None,
+        analysis: PageAnalysis,
     ) -> tuple[Outcome, list[NewUrl]]:
         outcomes = self.outcomes
-        if analysis is not None:
-            page = analysis.page
-        else:
-            page = parse_html(
-                result.body,
-                result.final_url,
-                charset=result.charset,
-                normalizer=self.normalizer,
-                max_links=self.max_links,
-            )
+        page = analysis.page
         record.charset = page.encoding
         record.content_hash = page.content_hash
         record.title = page.title
@@ -237,11 +242,7 @@ class PagePipeline:
         record.canonical = page.canonical
         record.lang = page.lang
         record.links_count = len(page.links)
-        work = PageWork(request, result, record, page)
-        if analysis is not None:
-            work.verdict = analysis.verdict
-            work.fingerprint = analysis.fingerprint
-            work.scan = analysis.products
+        work = PageWork(request, result, record, analysis)
         rejected: Rejected | None = None
         for step in self.steps:
             if rejected is not None:

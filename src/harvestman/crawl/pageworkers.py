@@ -142,8 +142,9 @@ class PageWorkers:
 
     :meth:`analyze` returns None for a page to analyze inline (the processes not started yet,
     each still holding pages behind which its last answered ones waited over ``max_queue_wait``
-    seconds, or the one that held the page lost). An async context manager: leaving it ends the
-    processes.
+    seconds, or the one that held the page lost): the pipeline then runs the same analyzer with
+    the same spec (:class:`~harvestman.crawl.pages.PagePipeline`). An async context manager:
+    leaving it ends the processes.
     """
 
     def __init__(

@@ -4,7 +4,9 @@ RFC 9309 §2.3.1: a 2xx body is parsed; 4xx (but 429) means no restrictions; 5xx
 network error means "disallow everything for now" — the host's URLs wait and the file is asked
 for again with backoff; when the retries are spent the host's URLs are blocked with that reason.
 At most ``max_bytes`` (500 KiB) are read; redirects are followed by the fetcher, each hop
-checked by ``check_hop`` (the crawl's scope) and by the fetcher's network guard.
+checked by ``check_hop`` (the crawl's scope) and by the fetcher's network guard. The fetcher is
+the one the crawl's pages go through (``wiring.page_fetcher``): through the proxies when there
+are any, so a host sees robots.txt asked for by the same way out as its pages.
 
 Five redirect hops are followed, whatever the crawl's ``fetch_max_redirects``: RFC 9309 §2.3.1.2
 asks for at least five, and Google follows five and then treats robots.txt as unavailable in the
@@ -25,9 +27,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from harvestman.coord import Coordinator, LocalCoordinator
-from harvestman.crawl.fetch import Fetcher, RetryPolicy, parse_retry_after
+from harvestman.crawl.fetch import FetchResult, RetryPolicy, parse_retry_after
 from harvestman.errors import (
     AddressRefused,
     FetchError,
@@ -42,6 +45,21 @@ from harvestman.urls import robots_url
 
 ROBOTS_MAX_REDIRECTS = 5
 """Redirect hops followed for robots.txt (RFC 9309 §2.3.1.2; Google follows five)."""
+
+
+class RobotsFetcher(Protocol):
+    """What robots.txt is fetched through: the crawl's ``PageFetcher`` (crawl/fetching.py), or
+    the plain ``Fetcher``. Declared here: fetching.py's redirect check reads this cache."""
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        check_hop: Callable[[str], Awaitable[None]] | None = None,
+        max_bytes: int | None = None,
+        truncate: bool = False,
+        max_redirects: int | None = None,
+    ) -> FetchResult: ...
 
 
 @dataclass(slots=True)
@@ -69,7 +87,7 @@ class RobotsCache:
     def __init__(
         self,
         store: HostRecords,
-        fetcher: Fetcher,
+        fetcher: RobotsFetcher,
         *,
         user_agent: str,
         ttl: float = 3600.0,

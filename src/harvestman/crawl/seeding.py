@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -23,6 +23,7 @@ from harvestman.config import Settings
 from harvestman.crawl.frontier import priority_for
 from harvestman.errors import ConfigError, UrlError
 from harvestman.records import NewUrl
+from harvestman.store import CrawlRecords, FrontierStore
 from harvestman.urls import UrlNormalizer, host_key, url_hash
 
 log = logging.getLogger(__name__)
@@ -31,10 +32,12 @@ Rejected = Callable[[str, str], None]
 
 
 class SeedStore(Protocol):
-    """What loading seeds needs of a store (``SqlStore`` has both)."""
+    """What loading seeds needs of a store: its crawls and its frontier (``SqlStore`` has both)."""
 
-    async def ensure_crawl(self, name: str, seeds: Sequence[str] = ()) -> int: ...
-    async def add_seeds(self, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None: ...
+    @property
+    def crawls(self) -> CrawlRecords: ...
+    @property
+    def frontier(self) -> FrontierStore: ...
 
 
 def seed_lines(path: Path) -> Iterator[str]:
@@ -124,8 +127,8 @@ class SeedLoader:
                 if crawl_id is None or digest:
                     # The record first, the rows after: a worker that leases a row has its
                     # host in scope already.
-                    crawl_id = await self.store.ensure_crawl(self.crawl_name, digest)
-                writing = asyncio.create_task(self.store.add_seeds(crawl_id, rows, now))
+                    crawl_id = await self.store.crawls.ensure_crawl(self.crawl_name, digest)
+                writing = asyncio.create_task(self.store.frontier.add_seeds(crawl_id, rows, now))
                 self.report.added += len(rows)
             if writing is not None:
                 await writing

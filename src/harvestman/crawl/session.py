@@ -60,7 +60,7 @@ class Session:
         if self.proxies is not None:
             fields = {f.name for f in dataclasses.fields(ProxyHealth)}
             saved = []
-            for row in await store.load_proxies():
+            for row in await store.sessions.load_proxies():
                 url = self._open(row["url"], row.get("secret"))
                 if url is not None:
                     values = {k: v for k, v in row.items() if k in fields}
@@ -69,7 +69,7 @@ class Session:
         if not self.cookies:
             return None
         jar = aiohttp.CookieJar(unsafe=True)  # unsafe: keep cookies of IP-address hosts too
-        load_cookies(jar, await store.load_cookies(self.run.crawl_id))
+        load_cookies(jar, await store.sessions.load_cookies(self.run.crawl_id))
         self.cookie_jar = jar
         return jar
 
@@ -79,12 +79,12 @@ class Session:
             for source in self.rules:
                 changed = source.changed_rules()
                 if changed:
-                    await store.save_discovery_state(clock(), rules=changed)
+                    await store.hosts.save_discovery_state(clock(), rules=changed)
             if self.cookie_jar is not None:
-                await store.save_cookies(self.run.crawl_id, dump_cookies(self.cookie_jar))
+                await store.sessions.save_cookies(self.run.crawl_id, dump_cookies(self.cookie_jar))
             if self.proxies is not None:
                 health = [self._sealed(asdict(h)) for h in self.proxies.health()]
-                await store.save_proxies(health, clock())
+                await store.sessions.save_proxies(health, clock())
         except StoreError as exc:
             log.warning("could not save cookies and proxy health: %s", exc)
 

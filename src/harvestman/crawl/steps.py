@@ -1,6 +1,10 @@
 """The page steps that judge and extract: validation, stored text, near-duplicates, products,
 site parsers. Each is built by ``from_settings`` (None: off) in :mod:`harvestman.crawl.wiring`.
 Validation answers :class:`~harvestman.crawl.work.Rejected` for a page it rejects.
+
+The verdict, the fingerprint and the product scan are the page's analysis
+(:mod:`harvestman.crawl.analysis`, ``work.analysis``): these steps apply them to the crawl's
+state and compute none of them.
 """
 
 from __future__ import annotations
@@ -8,7 +12,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import TYPE_CHECKING, ClassVar, Self
 
 from harvestman.config import Settings
@@ -18,7 +21,6 @@ from harvestman.crawl.run import CrawlRun
 from harvestman.crawl.work import PageWork, Rejected
 from harvestman.errors import ContentRejected, StoreError
 from harvestman.extract.plugins import ParserRegistry
-from harvestman.extract.products import DEFAULT_MAX_PRICE, scan_products
 from harvestman.extract.rollouts import parse_rollout
 from harvestman.records import CrawlRequest, Outcome, ParserRollout, UrlStatus
 from harvestman.recrawl import RecrawlRule
@@ -43,9 +45,13 @@ class ValidateStep:
     Error responses (:meth:`judge_refusal`, :meth:`record_refusal`) are judged too, for the
     statuses anti-bot services answer with: their outcome stays the HTTP failure, with the
     verdict and the vendor in its error and page record, and a hard one cools the host down.
+
+    ``validator`` judges those; a page's verdict is its analysis's, by the same validator when
+    the page was analyzed in the crawler's process.
     """
 
     on_rejected: ClassVar[bool] = False
+    reads_text: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -63,11 +69,14 @@ class ValidateStep:
         self.max_retries = max_retries
 
     @classmethod
-    def from_settings(cls, settings: Settings, run: CrawlRun, outcomes: Outcomes) -> Self | None:
-        if not settings.validate_pages:
+    def from_settings(
+        cls, settings: Settings, run: CrawlRun, outcomes: Outcomes, validator: Validator | None
+    ) -> Self | None:
+        """None when validation is off (``validator`` None: the analysis validates nothing)."""
+        if validator is None:
             return None
         return cls(
-            Validator(min_bytes=settings.validate_min_bytes),
+            validator,
             run,
             outcomes,
             hard_cooldown=settings.validate_hard_cooldown,
@@ -75,10 +84,9 @@ class ValidateStep:
         )
 
     def run(self, work: PageWork) -> Rejected | None:
-        result, record = work.result, work.record
-        verdict = work.verdict or self.validator.validate(
-            result.status, result.headers, result.body, work.page.text
-        )
+        verdict, record = work.analysis.verdict, work.record
+        if verdict is None:  # the analysis did not validate: nothing to judge by
+            return None
         record.validation_status = verdict.status.value
         if verdict.status is VerdictStatus.OK:
             return None
@@ -148,6 +156,7 @@ class StoreTextStep:
     """The page's visible text goes to the store (for search), cut at ``max_chars``."""
 
     on_rejected: ClassVar[bool] = False
+    reads_text: ClassVar[bool] = True
 
     def __init__(self, max_chars: int) -> None:
         self.max_chars = max_chars
@@ -165,17 +174,17 @@ class NearDuplicateStep:
     not followed (they are the original's)."""
 
     on_rejected: ClassVar[bool] = False
+    reads_text: ClassVar[bool] = False
 
     def __init__(self, stats: Stats, max_distance: int) -> None:
         # Imported here: the SimHash fallback loads numpy (17 MB of RSS, ~0.1 s of start-up),
         # which only a crawl with near-duplicates on needs.
-        from harvestman.simhash import NearDuplicateIndex, sample_text, simhash64, to_signed64
+        from harvestman.simhash import NearDuplicateIndex, to_signed64
 
         self.stats = stats
         self.max_distance = max_distance
         self.by_host: dict[str, NearDuplicateIndex] = {}
         self.new_index = NearDuplicateIndex
-        self.simhash64, self.sample_text = simhash64, sample_text
         self.to_signed64 = to_signed64
 
     @classmethod
@@ -183,12 +192,9 @@ class NearDuplicateStep:
         return cls(stats, settings.near_duplicate_distance) if settings.near_duplicates else None
 
     def run(self, work: PageWork) -> None:
-        fingerprint = work.fingerprint  # made ahead, from the text it no longer has
+        fingerprint = work.analysis.fingerprint  # None: the page has no text
         if fingerprint is None:
-            text = work.page.text
-            if not text:
-                return
-            fingerprint = self.simhash64(self.sample_text(text))
+            return
         request, record = work.request, work.record
         record.simhash = self.to_signed64(fingerprint)
         index = self.by_host.get(request.host)
@@ -212,35 +218,26 @@ def product_recrawl(settings: Settings) -> RecrawlRule | None:
 
 
 class ProductsStep:
-    """schema.org products of a 2xx page."""
+    """schema.org products of a 2xx page (scanned by the analysis, up to
+    ``extract_products_max_price``)."""
 
     on_rejected: ClassVar[bool] = False
+    reads_text: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        stats: Stats,
-        max_price: Decimal = DEFAULT_MAX_PRICE,
-        recrawl: RecrawlRule | None = None,
-    ) -> None:
+    def __init__(self, stats: Stats, recrawl: RecrawlRule | None = None) -> None:
         self.stats = stats
-        self.max_price = max_price
         self.recrawl = recrawl  # None: a product page is due again like any page
 
     @classmethod
     def from_settings(cls, settings: Settings, stats: Stats) -> Self | None:
         if not settings.extract_products:
             return None
-        return cls(stats, settings.extract_products_max_price, product_recrawl(settings))
+        return cls(stats, product_recrawl(settings))
 
     def run(self, work: PageWork) -> None:
-        if not work.is_success:
-            return
-        scan = work.scan
+        scan = work.analysis.products  # None: not a 2xx
         if scan is None:
-            result = work.result
-            scan = scan_products(
-                result.body, result.final_url, charset=result.charset, max_price=self.max_price
-            )
+            return
         if scan.rejected:
             self.stats.inc("extract/products/rejected", scan.rejected)
         if scan.products:
@@ -252,9 +249,11 @@ class ProductsStep:
 
 class ParsersStep:
     """Site parsers (settings paths and installed entry points) on a 2xx page; the records,
-    runs and failures go to ``work.parsed``."""
+    runs and failures go to ``work.parsed``. A parser is handed the parsed page, its text
+    included."""
 
     on_rejected: ClassVar[bool] = False
+    reads_text: ClassVar[bool] = True
 
     def __init__(self, registry: ParserRegistry, stats: Stats) -> None:
         self.registry = registry
@@ -322,7 +321,7 @@ class VersionedParsersStep(ParsersStep):
             return
         self.next_read = run.clock() + self.refresh  # before the read: one reader at a time
         try:
-            stored = await run.store.parser_rollouts()
+            stored = await run.store.rollouts.parser_rollouts()
         except StoreError as exc:  # the rollouts read before stay; the next turn tries again
             log.warning("parser rollouts not read (%s); keeping the previous ones", exc)
             return

@@ -109,6 +109,10 @@ class Wiring:
         self.settings = settings
         self.run = run
         stats, clock = run.stats, run.clock
+        # What the crawler's dispatcher reads: the crawler looks no setting up itself.
+        self.crawl_name = settings.crawl_name
+        self.concurrency = settings.crawl_concurrency
+        self.refresh_interval = settings.frontier_refresh_interval
         # One guard for every fetch of the crawl; the seeds' origins are admitted as they load.
         self.guard = NetworkGuard(settings.network_allow)
         self.normalizer = UrlNormalizer.from_settings(settings)
@@ -137,7 +141,10 @@ class Wiring:
             settings, run, self.discovery, self.writer, tasks
         )
         self.parsers = ParsersStep.from_settings(settings, stats, run)
-        self.validate = ValidateStep.from_settings(settings, run, self.outcomes)
+        # What a page's analysis computes, and the one validator of pages and refusals.
+        analysis = AnalysisSpec.from_settings(settings)
+        validator = analysis.validator()
+        self.validate = ValidateStep.from_settings(settings, run, self.outcomes, validator)
         self.proxies = (
             ProxyPool(
                 settings.proxy_urls,
@@ -164,10 +171,10 @@ class Wiring:
                 batch_size=settings.sitemap_batch_size,
                 concurrency=settings.sitemap_concurrency,
             ),
-            self.normalizer,
-            max_links=settings.crawl_max_links_per_page,
-            parse_empty=settings.validate_pages,
+            analysis,
             count=stats.inc,
+            normalizer=self.normalizer,
+            validator=validator,
             recrawl=product_recrawl(settings),
         )
         # Where the raw archive keeps bodies, recorded with the crawl (archive/location.py).
@@ -184,7 +191,9 @@ class Wiring:
             rules=[c for c in self.components if isinstance(c, RulesSource)],
             cipher=ProxyCipher(settings.proxy_key) if settings.proxy_key else None,
         )
-        self.controls = DomainControls(run.store, self.outcomes, ttl=settings.domain_settings_ttl)
+        self.controls = DomainControls(
+            run.store.controls, self.outcomes, ttl=settings.domain_settings_ttl
+        )
 
     def _before_fetch(self) -> list[object]:
         """The gates and page steps that are on, in the list's order."""
@@ -237,7 +246,7 @@ class Wiring:
     def frontier(self, worker_id: str) -> Frontier:
         settings = self.settings
         frontier = Frontier(
-            self.run.store,
+            self.run.store.frontier,
             self.run.crawl_id,
             worker_id,
             delay=settings.frontier_delay,
@@ -278,10 +287,10 @@ class Wiring:
         limiter = DomainProxyLimiter(self.settings.proxy_domain_rate)
         return ProxiedFetcher(fetcher, self.proxies, limiter, self.run.stats, self.run.clock)
 
-    def robots(self, fetcher: Fetcher, coordinator: Coordinator) -> RobotsCache:
+    def robots(self, fetcher: PageFetcher, coordinator: Coordinator) -> RobotsCache:
         settings = self.settings
         return RobotsCache(
-            self.run.store,
+            self.run.store.hosts,
             fetcher,
             user_agent=settings.fetch_user_agent,
             ttl=settings.robots_ttl,
@@ -324,10 +333,8 @@ class Wiring:
         settings = self.settings
         if settings.parse_processes < 1:
             return None
-        # The page's text comes back only for the steps that read it (site parsers may).
-        keep_text = settings.store_text or self.parsers is not None
         return PageWorkers(
-            AnalysisSpec.from_settings(settings, keep_text=keep_text),
+            self.pipeline.spec,  # the page's text comes back when a step on reads it
             self.run.stats,
             processes=settings.parse_processes,
             start_after=settings.parse_processes_after,

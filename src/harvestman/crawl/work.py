@@ -12,41 +12,42 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
+from harvestman.crawl.analysis import PageAnalysis
 from harvestman.crawl.fetch import FetchResult
 from harvestman.parse import Page
 from harvestman.records import CrawlRequest, NewUrl, Outcome, PageRecord
 
 if TYPE_CHECKING:
     from harvestman.extract.plugins import ParseResult
-    from harvestman.extract.products import Product, ProductScan
+    from harvestman.extract.products import Product
     from harvestman.recrawl import RecrawlRule
-    from harvestman.validate import Verdict
 
 
 @dataclass(slots=True)
 class PageWork:
-    """One parsed HTML response and what the steps have made of it so far.
+    """One analyzed HTML response and what the steps have made of it so far.
 
-    A step adds to ``record`` (the ``crawled_pages`` row), ``new_urls``, ``products`` or
-    ``parsed`` (what the site parsers made of the page). A step that rejects the page says so
-    by what it returns (:class:`Rejected`).
-
-    ``verdict``, ``fingerprint`` and ``scan`` are what a page process computed ahead for the
-    steps (:mod:`harvestman.crawl.analysis`); None: the step computes it.
+    ``analysis`` is the page's :class:`~harvestman.crawl.analysis.PageAnalysis` (its parse,
+    verdict, fingerprint and product scan), made once, in a page process or inline; the steps
+    read it and compute none of it again. A step adds to ``record`` (the ``crawled_pages``
+    row), ``new_urls``, ``products`` or ``parsed`` (what the site parsers made of the page). A
+    step that rejects the page says so by what it returns (:class:`Rejected`).
     """
 
     request: CrawlRequest
     result: FetchResult
     record: PageRecord
-    page: Page
+    analysis: PageAnalysis
     new_urls: list[NewUrl] = field(default_factory=list)
     products: list[Product] | None = None
     recrawl: RecrawlRule | None = None  # a product page's adaptive re-crawl (ProductsStep)
     parsed: ParseResult | None = None  # the site parsers' records, runs and failures
     follow: bool = True  # False: the page's links are not followed (a near-duplicate)
-    verdict: Verdict | None = None
-    fingerprint: int | None = None
-    scan: ProductScan | None = None
+
+    @property
+    def page(self) -> Page:
+        """The parsed page (its ``text`` is empty unless a step on ``reads_text``)."""
+        return self.analysis.page
 
     @property
     def is_success(self) -> bool:
@@ -68,12 +69,15 @@ StepResult = Rejected | None  # None: the page goes on to the next step
 
 @runtime_checkable
 class Step(Protocol):
-    """A page step: reads the parsed page, adds to the work; never raises on page content.
+    """A page step: reads the page's analysis, adds to the work; never raises on page content.
 
     ``on_rejected``: whether the step still runs on a page a step before it rejected.
+    ``reads_text``: whether it reads ``work.page.text``; the page's text is kept (and sent back
+    by a page process) only when a step that is on says so, else it is empty.
     """
 
     on_rejected: ClassVar[bool]
+    reads_text: ClassVar[bool]
 
     def run(self, work: PageWork) -> StepResult: ...
 

@@ -24,14 +24,14 @@ from harvestman.records import CrawlCounts
 
 if TYPE_CHECKING:
     from harvestman.config import Settings
-    from harvestman.store import SqlStore
+    from harvestman.store import Store
 
 log = logging.getLogger(__name__)
 
 
 async def work(
     settings: Settings,
-    store: SqlStore,
+    store: Store,
     *,
     exit_when_done: bool = False,
     started: Callable[[Crawler], None] | None = None,
@@ -62,7 +62,7 @@ class CrawlWorkers:
     """
 
     def __init__(
-        self, settings: Settings, store: SqlStore, count: int, *, restart_delay: float = 5.0
+        self, settings: Settings, store: Store, count: int, *, restart_delay: float = 5.0
     ) -> None:
         self.settings = settings
         self.store = store
@@ -72,7 +72,7 @@ class CrawlWorkers:
         self._stopping = asyncio.Event()
 
     @classmethod
-    def from_settings(cls, settings: Settings, store: SqlStore, embedded: bool) -> CrawlWorkers:
+    def from_settings(cls, settings: Settings, store: Store, embedded: bool) -> CrawlWorkers:
         """``serve_workers`` of them; when unset, one on an embedded (SQLite) store, where no
         other process is expected to crawl, and none on PostgreSQL, whose deployments run
         ``harvestman worker`` on machines of their own."""

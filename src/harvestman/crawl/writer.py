@@ -134,7 +134,9 @@ class BatchWriter:
             attempt = 0
             while True:
                 try:
-                    rejected = await run.store.record(run.crawl_id, outcomes, new_urls, now)
+                    rejected = await run.store.outcomes.record(
+                        run.crawl_id, outcomes, new_urls, now
+                    )
                     break
                 except StoreError as exc:
                     attempt += 1
@@ -176,7 +178,7 @@ class BatchWriter:
         assert self.history is not None
         buckets = self.history.take(self.run.clock())
         try:
-            await self.run.store.add_stats(self.run.crawl_id, buckets)
+            await self.run.store.outcomes.add_stats(self.run.crawl_id, buckets)
         except StoreError as exc:
             log.warning("stats history write failed (%s); kept for the next one", exc)
             self.history.give_back(buckets)

@@ -24,7 +24,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from harvestman.extract.products import Product
+    from harvestman.extract.product import Product
 
 __all__ = ["FORMS", "corroborate", "names_agree"]
 

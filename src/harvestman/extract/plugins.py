@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import hashlib
 import logging
 import pkgutil
 import re
@@ -37,9 +36,8 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 from importlib.metadata import entry_points as find_entry_points
-from typing import Any, Final, Literal, NamedTuple, Protocol, cast, runtime_checkable
+from typing import Final, NamedTuple, Protocol, cast, runtime_checkable
 from urllib.parse import urlsplit
 
 import orjson
@@ -47,7 +45,7 @@ import orjson
 from harvestman.charset import decode_html
 from harvestman.extract.rollouts import RolloutTable
 from harvestman.parse import Page
-from harvestman.records import ParserRollout
+from harvestman.records import ParserFailure, ParserRollout, ParserRun, Record, positional_key
 
 __all__ = [
     "PARSERS_GROUP",
@@ -72,35 +70,6 @@ _MAX_VERSION: Final = 50
 _MAX_KIND: Final = 50
 _MAX_KEY: Final = 200
 _logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One thing a site parser extracted from a page.
-
-    ``kind`` names what it is (``"article"``, ``"listing"``, ``"event"``...); ``data`` its
-    fields, JSON-serializable (``Decimal`` is written as a string, dates and datetimes in ISO
-    8601). ``parser`` and ``parser_version`` are set by the registry to the parser that made
-    the record, whatever the parser put there. ``key`` names the record among what its parser
-    finds on the page (a SKU, an event id; at most 200 characters, unique per page and
-    parser): the store keeps one row per page, parser and key, so a record that moves on the
-    page stays the same row. Without a key, its position in the parser's list is its key.
-    """
-
-    kind: str
-    data: dict[str, Any]
-    parser: str = ""
-    parser_version: str = ""
-    key: str = ""
-
-    def data_json(self) -> str:
-        """``data`` as compact JSON with sorted keys (how the store keeps it)."""
-        return orjson.dumps(self.data, option=orjson.OPT_SORT_KEYS, default=_json_default).decode()
-
-    def content_hash(self) -> str:
-        """SHA-256 hex of kind, parser, version and data: unchanged records need no rewrite."""
-        head = f"{self.kind}\0{self.parser}\0{self.parser_version}\0"
-        return hashlib.sha256((head + self.data_json()).encode()).hexdigest()
 
 
 @runtime_checkable
@@ -139,34 +108,6 @@ class LoadFailure:
 
     source: str
     reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class ParserRun:
-    """One parser on one page: ``outcome`` ``"ok"`` (records found), ``"empty"`` or ``"error"``."""
-
-    parser: str
-    version: str
-    outcome: Literal["ok", "empty", "error"]
-    records: int = 0
-    seconds: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class ParserFailure:
-    """A parser that raised, or returned something other than a list of valid records.
-
-    ``error_class`` is ``"ParserFailed"``; ``message`` starts with the original exception's
-    class name (``"KeyError: 'price'"``, ``"InvalidRecord: record 2: data is not a dict"``);
-    ``traceback`` is the formatted stack (capped at 8,000 characters).
-    """
-
-    parser: str
-    version: str
-    url: str
-    message: str
-    traceback: str = ""
-    error_class: str = "ParserFailed"
 
 
 @dataclass(slots=True)
@@ -489,14 +430,3 @@ def _checked(returned: object, name: str, version: str) -> list[Record]:
             raise _InvalidRecord(f"record {index}: data is not JSON-serializable ({exc})") from exc
         records.append(stamped)
     return records
-
-
-def positional_key(index: int) -> str:
-    """The store key of a record without one: its position in its parser's list (``"#0"``)."""
-    return f"#{index}"
-
-
-def _json_default(value: object) -> str:
-    if isinstance(value, Decimal):
-        return str(value)
-    raise TypeError(f"{type(value).__name__} is not JSON-serializable")

@@ -20,12 +20,10 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Final, Protocol, TypeVar
 
-from harvestman.errors import ConfigError
-from harvestman.records import ParserRollout
+from harvestman.records import EVERY_DOMAIN, ParserRollout, parse_rollout
 
 __all__ = ["EVERY_DOMAIN", "RolloutTable", "in_share", "parse_rollout"]
 
-EVERY_DOMAIN: Final = "*"
 _SCALE: Final = float(2**64)
 
 
@@ -86,24 +84,3 @@ class RolloutTable:
         if candidate is not None and in_share(name, url, rollout.share):
             return candidate
         return stable
-
-
-def parse_rollout(text: str) -> ParserRollout:
-    """A rollout from the ``parser_rollouts`` setting: ``name@version=share`` (every domain)
-    or ``name@version@domain=share``, share from 0 to 1.
-
-    >>> parse_rollout("acme@2.0@shop.test=0.1")
-    ParserRollout(parser='acme', version='2.0', share=0.1, domain='shop.test', updated_at=0.0, updated_by=None)
-    """  # noqa: E501
-    head, equals, share_text = text.rpartition("=")
-    parts = head.split("@")
-    if not equals or len(parts) not in (2, 3) or not all(p.strip() for p in parts):
-        raise ConfigError(f"parser rollout {text!r}: write name@version[@domain]=share")
-    try:
-        share = float(share_text)
-    except ValueError:
-        share = -1.0
-    if not 0.0 <= share <= 1.0:
-        raise ConfigError(f"parser rollout {text!r}: the share is a number from 0 to 1")
-    domain = parts[2].strip().lower() if len(parts) == 3 else EVERY_DOMAIN
-    return ParserRollout(parts[0].strip(), parts[1].strip(), share, domain)

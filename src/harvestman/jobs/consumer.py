@@ -44,13 +44,14 @@ from typing import TYPE_CHECKING
 from harvestman.errors import HarvestmanError
 from harvestman.jobs.broker import Delivery, ExecutionQueue
 from harvestman.jobs.outage import Outage
-from harvestman.jobs.scheduler import HANDBACK, Scheduler
+from harvestman.jobs.outcome import HANDBACK
+from harvestman.jobs.scheduler import Scheduler
 from harvestman.store.jobs.handover import Verdict
 
 if TYPE_CHECKING:
     from harvestman.config import Settings
     from harvestman.coord import Coordinator
-    from harvestman.store import SqlStore
+    from harvestman.store import ServiceStore
 
 log = logging.getLogger(__name__)
 
@@ -200,16 +201,17 @@ class ExecutionConsumer:
 
 @contextlib.asynccontextmanager
 async def consumer_for(
-    settings: Settings, store: SqlStore, coordinator: Coordinator | None = None
+    settings: Settings, store: ServiceStore, coordinator: Coordinator | None = None
 ) -> AsyncIterator[ExecutionConsumer]:
     """The consumer ``harvestman worker`` runs when ``broker_url`` is set: its own job store
-    on ``store``'s engine, its connection to the broker, and runs that wait for the URLs a
-    former holder had leased (``worker_mode``) instead of ending without them. The runs share
+    on ``store``'s connection pool (``store.jobs()``), its connection to the broker, and runs
+    that wait for the URLs a former holder had leased (``worker_mode``) instead of ending
+    without them. The runs share
     the worker's ``coordinator`` (its Redis): the host gate that keeps every host's delay
     across workers, also between an execution and the one that resumes it elsewhere."""
     from harvestman.crawl.crawler import Crawler
     from harvestman.jobs.runner import CrawlRunner
-    from harvestman.store.jobs.db import JobStore
+    from harvestman.jobs.wiring import worker_scheduler
 
     queue = ExecutionQueue(
         settings.broker_url,
@@ -217,19 +219,12 @@ async def consumer_for(
         prefetch=settings.broker_prefetch,
         publish_timeout=settings.broker_publish_timeout,
     )
-    async with JobStore(store.engine) as job_store, queue:
+    async with store.jobs() as job_store, queue:
         crawler = functools.partial(
             Crawler, worker_mode=True, exit_when_done=True, coordinator=coordinator
         )
         runner = CrawlRunner(settings, store, crawler_factory=crawler)
-        scheduler = Scheduler(
-            job_store,
-            runner,
-            max_concurrent=0,
-            poll_interval=settings.broker_renew_interval,
-            progress_interval=settings.jobs_progress_interval,
-            progress_samples=settings.jobs_progress_samples,
-        )
+        scheduler = worker_scheduler(settings, job_store, runner)
         yield ExecutionConsumer(
             queue,
             scheduler,

@@ -11,15 +11,18 @@ import logging
 import re
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
+from pydantic import ConfigDict, ValidationError, create_model
+
+from harvestman.config import SOURCE_OPTIONS, source_option_fields
 from harvestman.errors import PatternError, UrlError
 from harvestman.jobs.errors import InvalidSpec
 from harvestman.jobs.states import JobStatus
 from harvestman.patterns import compile_pattern
-from harvestman.urls import TRAILING_SLASH_RULES, normalize_url
+from harvestman.urls import normalize_url
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +35,6 @@ FORCED_PLANNED = "forced_planned_at"
 
 DEFAULT_MAX_DEPTH = 3
 DEEP_CRAWL_WARNING = 5
-MAX_INGEST_RATE = 1_000_000  # the bound of the ingest rate settings
 
 
 class IntervalType(StrEnum):
@@ -64,7 +66,6 @@ class ScopeRules:
     exclude: list[str] = field(default_factory=list)  # URL regexes to drop
 
 
-@dataclass(slots=True, kw_only=True)
 class SourceOptions:
     """Crawl options a source turns on (``True``) or off (``False``); ``None`` leaves the
     service's setting. They cost requests or CPU, so they are off for a plain crawl and meant
@@ -75,47 +76,63 @@ class SourceOptions:
     Two are values, not switches: ``ingest_rate`` (new URLs per second the crawl makes due,
     0: no limit; the service's ``source_ingest_rate`` when None) and ``trailing_slash``
     (``keep``, ``add`` or ``strip``: ``url_trailing_slash``).
+
+    The options are declared in ``harvestman.config.SOURCE_OPTIONS``: each takes its setting's
+    type and bounds, checked strictly (JSON's types: ``1`` is no boolean) when it is made.
+
+    >>> SourceOptions(feeds=True, ingest_rate=None).given()
+    {'feeds': True}
     """
 
-    main_text: bool | None = None
-    feeds: bool | None = None
-    pagination: bool | None = None
-    archives: bool | None = None
-    near_duplicates: bool | None = None
-    store_text: bool | None = None
-    images: bool | None = None
-    ingest_rate: int | None = None
-    trailing_slash: str | None = None
+    __slots__ = ("_given",)
+
+    def __init__(self, **options: bool | int | str | None) -> None:
+        self._given = _checked_options(options)
 
     @classmethod
     def of(cls, value: Mapping[str, Any]) -> SourceOptions:
-        """Options from a mapping of option names to booleans (``None``: the default).
+        """Options from a mapping of option names to values (``None``: the default).
 
-        Raises InvalidSpec for a name that is no option or a value that is no boolean.
+        Raises InvalidSpec for a name that is no option or a value its setting refuses.
         """
-        known = {f.name for f in fields(cls)}
-        for name, setting in value.items():
-            if name not in known:
-                raise InvalidSpec(
-                    f"options.{name}", f"is not an option ({', '.join(sorted(known))})"
-                )
-            if setting is None:
-                continue
-            if name == "ingest_rate":
-                if isinstance(setting, bool) or not isinstance(setting, int):
-                    raise InvalidSpec(f"options.{name}", "must be a whole number or null")
-                if not 0 <= setting <= MAX_INGEST_RATE:
-                    raise InvalidSpec(f"options.{name}", f"must be 0 to {MAX_INGEST_RATE}")
-            elif name == "trailing_slash":
-                if setting not in TRAILING_SLASH_RULES:
-                    raise InvalidSpec(f"options.{name}", "must be keep, add, strip or null")
-            elif not isinstance(setting, bool):
-                raise InvalidSpec(f"options.{name}", "must be true, false or null")
-        return cls(**value)
+        return cls(**{str(name): setting for name, setting in value.items()})
 
     def given(self) -> dict[str, bool | int | str]:
         """The options set (as stored: absent ones are the service's settings)."""
-        return {f.name: value for f in fields(self) if (value := getattr(self, f.name)) is not None}
+        return dict(self._given)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SourceOptions):
+            return NotImplemented
+        return self._given == other._given
+
+    __hash__ = None  # type: ignore[assignment]  # mutable records are not hashed
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in self._given.items())
+        return f"SourceOptions({shown})"
+
+
+# The options' values checked strictly, as their settings are typed and bounded.
+_OPTION_VALUES = create_model(
+    "SourceOptionValues",
+    __config__=ConfigDict(extra="forbid", strict=True),
+    **source_option_fields(),
+)
+
+
+def _checked_options(options: Mapping[str, Any]) -> dict[str, bool | int | str]:
+    try:
+        checked = _OPTION_VALUES.model_validate(options)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = str(error["loc"][0]) if error["loc"] else "options"
+        if error["type"] == "extra_forbidden":
+            raise InvalidSpec(
+                f"options.{name}", f"is not an option ({', '.join(sorted(SOURCE_OPTIONS))})"
+            ) from None
+        raise InvalidSpec(f"options.{name}", error["msg"]) from None
+    return {name: value for name, value in checked if value is not None}
 
 
 @dataclass(slots=True, kw_only=True)
@@ -155,10 +172,8 @@ class SourceSpec:
             raise InvalidSpec("max_pages", "must be 0 (no limit) or more")
         if isinstance(self.options, Mapping):
             self.options = SourceOptions.of(self.options)
-        elif not isinstance(self.options, SourceOptions):
+        elif not isinstance(self.options, SourceOptions):  # checked when it was made
             raise InvalidSpec("options", "must be an object of option names")
-        else:
-            SourceOptions.of(self.options.given())
         for name in ("include", "exclude"):
             for pattern in getattr(self.scope, name):
                 try:  # RE2, as the crawl will match it; its length is bounded by the caller

@@ -44,7 +44,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harvestman.config import Settings
+from harvestman.config import SOURCE_OPTIONS, Settings, with_values
 from harvestman.crawl.crawler import Crawler
 from harvestman.errors import UrlError
 from harvestman.jobs.progress import RunProgress, current_progress
@@ -59,9 +59,9 @@ from harvestman.jobs.records import (
 )
 from harvestman.jobs.urllines import UrlLines
 from harvestman.records import Outcome, UrlStatus
-from harvestman.store import SqlStore
+from harvestman.store import ServiceStore
 from harvestman.store.jobs.handover import HOLDERS
-from harvestman.store.jobs.start_pages import StartPages, StartState
+from harvestman.store.jobs.start_pages import StartState
 from harvestman.urls import UrlNormalizer, url_hash
 
 log = logging.getLogger(__name__)
@@ -77,23 +77,11 @@ def job_seeds(job: Job, source: Source) -> list[str]:
     return list(dict.fromkeys([job.url, *source.start_urls]))
 
 
-# The setting each source option (records.SourceOptions) turns on or off.
-OPTION_SETTINGS: dict[str, str] = {
-    "main_text": "extract_main_text",
-    "feeds": "discovery_feeds",
-    "pagination": "discovery_pagination",
-    "archives": "discovery_archives",
-    "near_duplicates": "near_duplicates",
-    "store_text": "store_text",
-    "images": "crawl_images",
-    "ingest_rate": "frontier_ingest_rate",
-    "trailing_slash": "url_trailing_slash",
-}
-
-
 def source_settings(settings: Settings, source: Source, *, fetched_before: int = 0) -> Settings:
-    """``settings`` for a crawl of ``source``. ``max_pages`` is per run, so the budget counts
-    on from the fetches the namespace already holds (the crawler counts them all)."""
+    """``settings`` for a crawl of ``source``, validated as a whole (ConfigError names what
+    they refuse). ``max_pages`` is per run, so the budget counts on from the fetches the
+    namespace already holds (the crawler counts them all). Each of the source's options sets
+    its setting (``config.SOURCE_OPTIONS``)."""
     if source.max_depth > DEEP_CRAWL_WARNING:
         log.warning(
             "source %r: max depth %d is above %d, the crawl may grow very large",
@@ -101,6 +89,10 @@ def source_settings(settings: Settings, source: Source, *, fetched_before: int =
             source.max_depth,
             DEEP_CRAWL_WARNING,
         )
+    return _derived_settings(settings, source, fetched_before)
+
+
+def _derived_settings(settings: Settings, source: Source, fetched_before: int = 0) -> Settings:
     update_: dict[str, Any] = {
         "crawl_name": namespace(source),
         "crawl_max_depth": source.effective_max_depth,
@@ -114,8 +106,8 @@ def source_settings(settings: Settings, source: Source, *, fetched_before: int =
     if source.crawl_delay is not None:
         update_["frontier_delay"] = source.crawl_delay
     for option, value in source.options.given().items():
-        update_[OPTION_SETTINGS[option]] = value
-    return settings.model_copy(update=update_)
+        update_[SOURCE_OPTIONS[option]] = value
+    return with_values(settings, update_)
 
 
 class ResourceMeter:
@@ -150,6 +142,15 @@ class ResourceMeter:
             self._peak = max(self._peak, _rss_bytes())
 
 
+def _normalized(seeds: Sequence[str], normalizer: UrlNormalizer) -> list[str]:
+    """The seeds as the crawler will normalize them (invalid ones it reports itself)."""
+    normalized = []
+    for seed in seeds:
+        with contextlib.suppress(UrlError):
+            normalized.append(normalizer.normalize(seed))
+    return normalized
+
+
 def _rss_bytes() -> int:
     try:
         with open("/proc/self/statm", "rb") as statm:
@@ -166,14 +167,14 @@ class CrawlRunner:
     def __init__(
         self,
         settings: Settings,
-        store: SqlStore,
+        store: ServiceStore,
         *,
         clock: Callable[[], float] = time.time,
         crawler_factory: Callable[..., Crawler] = Crawler,
     ) -> None:
         self.settings = settings
         self.store = store
-        self.start_pages = StartPages(store.engine)
+        self.start_pages = store.start_pages
         self.clock = clock
         self.crawler_factory = crawler_factory
 
@@ -189,8 +190,10 @@ class CrawlRunner:
         async with ResourceMeter() as meter:
             try:
                 seeds = job_seeds(job, source)
-                start.update((url_hash(url), url) for url in self._normalized(seeds, source))
-                crawl_id = await self.store.ensure_crawl(namespace(source))
+                # The source's URL rules (its trailing slash); source_settings warns below.
+                normalizer = UrlNormalizer.from_settings(_derived_settings(self.settings, source))
+                start.update((url_hash(url), url) for url in _normalized(seeds, normalizer))
+                crawl_id = await self.store.crawls.ensure_crawl(namespace(source))
                 holders = execution.metadata.get(HOLDERS)
                 if holders:  # handed over by a broker: its lock history goes with the result
                     result.metadata[HOLDERS] = holders
@@ -200,12 +203,12 @@ class CrawlRunner:
                 if len(holders or []) <= 1:
                     await self.start_pages.make_due(crawl_id, list(start), self.clock())
                     if execution.metadata.get(FORCED):
-                        known = await self.store.make_known_due(
+                        known = await self.store.frontier.make_known_due(
                             crawl_id, self.clock(), source.effective_max_depth
                         )
                         log.info("run asked for by hand: %d known URLs are due again", known)
                 # Counted after the start pages are due again, as the crawler counts.
-                before = (await self.store.counts(crawl_id)).fetched
+                before = (await self.store.crawls.counts(crawl_id)).fetched
                 settings = source_settings(self.settings, source, fetched_before=before)
 
                 def on_pages(outcomes: Sequence[Outcome]) -> None:
@@ -253,17 +256,6 @@ class CrawlRunner:
         result.cpu_time_ms = meter.cpu_ms
         result.memory_peak_mb = meter.peak_mb
         return result
-
-    def _normalized(self, seeds: Sequence[str], source: Source) -> list[str]:
-        """The seeds as the crawler will normalize them (invalid ones it reports itself)."""
-        normalizer = UrlNormalizer.from_settings(
-            self.settings, trailing_slash=source.options.trailing_slash
-        )
-        normalized = []
-        for seed in seeds:
-            with contextlib.suppress(UrlError):
-                normalized.append(normalizer.normalize(seed))
-        return normalized
 
     async def _start_hashes(
         self, crawl_id: int, start: dict[str, str], seen: dict[str, Outcome]

@@ -4,16 +4,17 @@ Each ``poll`` (every ``poll_interval``, 10 s) renews the locks of the runs in pr
 those whose job was cancelled, and takes as many due jobs as there are free run slots, each by
 compare-and-set (``JobLocks``). A run ends in ``lifecycle``'s next step: a recurring success is
 scheduled one (adaptive) interval after its planned time, a failure is retried with backoff
-until its retries are used up. The maintenance ``sweep`` (stale locks, history pruning) runs on
-the instance holding the ``LeaderLease``, and so does the data retention (``lifecycle``), once
-per ``retention_interval`` (a day) across all instances, and so do the scheduled backups
-(``backups``: once per its interval, the same way). Source events (``jobs.events``) are
-followed as they come: a source enabled or disabled gets or loses its recurring job at once.
-With a ``dispatcher`` (``broker_url`` set) the leader publishes due jobs to the broker instead
-of running them, and ``harvestman worker`` runs them here through ``adopt`` (``jobs.consumer``).
-A run's counters (``jobs.progress``) are stored every ``progress_interval`` (by ``run``'s loop,
-or by ``poll``: a broker worker only polls) and as it ends.
-Time comes from the store's clock, so tests drive ``poll``, ``sweep``, ``retain``, ``back_up``,
+until its retries are used up. One instance at a time holds the ``LeaderLease`` (renewed every
+third of its TTL). With a ``dispatcher`` (``broker_url`` set) the leader publishes due jobs to
+the broker instead of running them, and ``harvestman worker`` runs them here through ``adopt``
+(``jobs.consumer``). A run's counters (``jobs.progress``) are stored every ``progress_interval``
+(by the progress duty, or by ``poll``: a broker worker only polls) and as it ends.
+
+Everything else the service does periodically is a duty (``jobs.duties``: the sweep, the data
+retention, the backups, the metrics, the log flush, the source events), listed by
+``jobs.wiring`` from the settings and kept going by ``run``, one task each; a duty that fails is
+logged and does not stop the others, and a leader-only one runs only while this instance leads.
+Time comes from the store's clock, so tests drive ``poll``, ``perform`` (one duty),
 ``record_progress`` and ``wait_idle`` by hand without sleeping.
 """
 
@@ -32,10 +33,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harvestman.errors import HarvestmanError, StoreError
-from harvestman.jobs import adaptive, lifecycle
-from harvestman.jobs.events import SourceEvents, Subscription
+from harvestman.jobs.events import SourceEvents
 from harvestman.jobs.logs import LogCapture, LogWriter
 from harvestman.jobs.outage import Outage
+from harvestman.jobs.outcome import HANDBACK, SHUTDOWN, next_step
 from harvestman.jobs.progress import ProgressBoard, RunProgress
 from harvestman.jobs.reconcile import SyncPlan, sync_enabled_sources
 from harvestman.jobs.records import (
@@ -48,28 +49,17 @@ from harvestman.jobs.records import (
     Job,
     Source,
 )
-from harvestman.jobs.states import JobStatus
 from harvestman.store.jobs.db import JobStore
 from harvestman.store.jobs.leader import LeaderLease
 
 if TYPE_CHECKING:
     from harvestman.jobs.dispatch import Dispatcher
-    from harvestman.lifecycle import RetentionReport, RetentionRules
-    from harvestman.store.lifecycle.backups import BackupRun
-    from harvestman.store.lifecycle.schedule import BackupSchedule
+    from harvestman.jobs.duties.base import PeriodicTask
 
 log = logging.getLogger(__name__)
 
 # What a forced run's execution says from its start, kept in its final record.
 FORCED_MARKS = (FORCED, FORCED_PLANNED)
-
-RETENTION = "retention"
-BACKUP = "backup"
-
-INTERRUPTED = "Interrupted: the service stopped during the run"
-
-SHUTDOWN = "shutdown"  # why runs are stopped: the service stops (failed, retried at once)
-HANDBACK = "handback"  # a broker worker stops: the execution goes back to the queue unfinished
 
 
 class Runner(Protocol):
@@ -82,6 +72,20 @@ class Runner(Protocol):
     async def run(
         self, job: Job, source: Source, execution: Execution, stop: asyncio.Event
     ) -> ExecutionResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """The scheduler's own values (seconds), built from ``Settings`` by ``jobs.wiring``."""
+
+    poll_interval: float
+    max_concurrent: int  # runs at once here (0: a broker worker, handed its runs)
+    leader_ttl: float
+    log_flush_interval: float
+    progress_interval: float
+    progress_samples: int
+    metrics_interval: float
+    source_job_interval_minutes: int
 
 
 @dataclass(slots=True)
@@ -108,69 +112,35 @@ class Scheduler:
         self,
         store: JobStore,
         runner: Runner,
+        config: SchedulerConfig,
         *,
         instance_id: str | None = None,
-        poll_interval: float = 10.0,
-        max_concurrent: int = 4,
-        stale_lock_seconds: float = 300.0,
-        sweep_interval: float = 60.0,
-        metrics_interval: float = 30.0,
-        history_max: int = 100,
-        history_days: float = 30.0,
-        retry_backoff_cap: float = lifecycle.RETRY_BACKOFF_CAP,
-        adaptive_max_interval: float = adaptive.ADAPTIVE_MAX_INTERVAL,
-        leader_ttl: float = 30.0,
-        source_job_interval_minutes: int = 360,
         log_capture: LogCapture | None = None,
-        log_flush_interval: float = 1.0,
-        progress_interval: float = 5.0,
-        progress_samples: int = 360,
         events: SourceEvents | None = None,
-        retention: RetentionRules | None = None,
-        retention_interval: float = 86400.0,
-        backups: BackupSchedule | None = None,
         dispatcher: Dispatcher | None = None,
     ) -> None:
         self.store = store
         self.runner = runner
+        self.config = config
         self.dispatcher = dispatcher
+        self.events = events  # followed by the source events duty (the API app may set them)
         self.instance_id = instance_id or (
             f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         )
-        self.poll_interval = poll_interval
-        self.max_concurrent = max_concurrent
-        self.stale_lock_seconds = stale_lock_seconds
-        self.sweep_interval = sweep_interval
-        self.metrics_interval = metrics_interval
-        self.history_max = history_max
-        self.history_days = history_days
-        self.retry_backoff_cap = retry_backoff_cap
-        self.adaptive_max_interval = adaptive_max_interval
-        self.source_job_interval_minutes = source_job_interval_minutes
-        self.leader = LeaderLease(store, self.instance_id, ttl=leader_ttl)
-        self.events = events
-        self.listening = asyncio.Event()  # set once ``run`` follows the source events
-        self.retention = retention
-        # Whoever takes this turn runs the retention; it comes back once per interval.
-        self.retention_turn = LeaderLease(
-            store, self.instance_id, name=RETENTION, ttl=retention_interval
-        )
-        self.backups = backups
-        # Like the retention's: whoever takes the turn backs up; it comes back once per interval.
-        self.backup_turn = LeaderLease(
-            store, self.instance_id, name=BACKUP, ttl=backups.interval if backups else 86400.0
-        )
+        self.max_concurrent = config.max_concurrent
+        self.source_job_interval_minutes = config.source_job_interval_minutes
+        self.leader = LeaderLease(store, self.instance_id, ttl=config.leader_ttl)
+        self.duties: list[PeriodicTask] = []  # jobs.wiring lists them
+        self.listening = asyncio.Event()  # set while the source events are followed
         self.logs = log_capture or LogCapture(clock=store.clock)
         self.outage = Outage("scheduler: the job store", store.clock)
-        self.log_flush_interval = log_flush_interval
         self.log_writer = LogWriter(self.logs, store.executions)
-        self.progress = ProgressBoard(progress_samples)
-        self.progress_interval = progress_interval
+        self.progress = ProgressBoard(config.progress_samples)
         self._progress_due = 0.0
         self._runs: dict[str, _Run] = {}
         self._stopping = asyncio.Event()
+        self._leading = asyncio.Event()  # set by each lease taken, cleared when not leading
         self._stop_reason: str | None = None
-        self._next_sweep = 0.0
         self._snapshot: dict[str, Any] = {}
         self.counters = {
             "polls": 0,
@@ -208,7 +178,7 @@ class Scheduler:
                 run.stop.set()
         await self.log_writer.flush()
         # A broker worker only polls (jobs.consumer): its runs' counters are stored from here.
-        await self._record_progress_when_due()
+        await self.record_progress_when_due()
         if self.dispatcher is not None:  # the workers run them; the leader publishes them
             lead = self.leader.is_leader and not self._stopping.is_set()
             claims = await self.dispatcher.dispatch_due() if lead else []
@@ -234,67 +204,20 @@ class Scheduler:
         run.task = asyncio.create_task(self._execute(run), name=f"job-{claim.job.id}")
         return run.task
 
-    async def sweep(self) -> dict[str, int]:
-        """Maintenance: clear stale locks, prune execution history (the leader runs it).
+    def duty(self, name: str) -> PeriodicTask:
+        """The listed duty called ``name`` (KeyError when none is)."""
+        for duty in self.duties:
+            if duty.name == name:
+                return duty
+        raise KeyError(name)
 
-        Not within ``stale_lock_seconds`` of the end of a store outage this instance saw:
-        no holder could renew meanwhile, and each live one renews as the store comes back."""
-        back_at = self.outage.back_at
-        cleared = 0
-        if back_at is None or self.clock() - back_at >= self.stale_lock_seconds:
-            cleared = await self.store.locks.clear_stale(
-                self.stale_lock_seconds, backoff_cap=self.retry_backoff_cap
-            )
-        pruned = await self.store.executions.prune(
-            keep=self.history_max, max_age_days=self.history_days
-        )
-        if cleared:
-            log.warning("cleared %d stale job locks", cleared)
-        self.counters["stale_locks_cleared"] += cleared
-        self.counters["pruned"] += pruned
-        return {"stale_locks_cleared": cleared, "pruned": pruned}
-
-    async def retain(self) -> RetentionReport | None:
-        """The data retention, when this instance leads and the day's turn is free: it runs
-        at most once per ``retention_interval`` across all instances. None when it did not
-        run (not leader, not due, or no rules)."""
-        if self.retention is None or not self.leader.is_leader:
+    async def perform(self, duty: PeriodicTask | str) -> object:
+        """One turn of ``duty`` (or the listed one of that name), as ``run`` takes it: None
+        without running it when it is leader-only and this instance does not lead."""
+        task = self.duty(duty) if isinstance(duty, str) else duty
+        if task.leader_only and not self.leader.is_leader:
             return None
-        if not await self.retention_turn.take_expired():
-            return None
-        from harvestman.lifecycle import apply_retention
-
-        log.info("running the data retention (this instance leads)")
-        try:
-            report = await asyncio.to_thread(
-                apply_retention, self.store.engine, self.retention, self.clock()
-            )
-        except HarvestmanError:
-            raise
-        except Exception:  # an export that could not be written: logged, retried next turn
-            log.exception("the data retention failed")
-            return None
-        self.counters["retention_runs"] += 1
-        log.info("retention: %s", report)
-        return report
-
-    async def back_up(self) -> BackupRun | None:
-        """A scheduled backup, when this instance leads and the turn is free (at most once per
-        the schedule's interval across all instances). None when it did not run. A failed
-        backup is recorded in the store (and so in ``/metrics``), not raised."""
-        if self.backups is None or not self.leader.is_leader:
-            return None
-        if not await self.backup_turn.take_expired():
-            return None
-        log.info("taking the scheduled backup (this instance leads)")
-        try:
-            run = await asyncio.to_thread(self.backups.run, self.store.engine, self.clock())
-        except Exception:  # the store is away: nothing recorded, retried next turn
-            log.exception("the scheduled backup could not be recorded")
-            return None
-        self.counters["backup_runs"] += 1
-        self.counters["backup_failures"] += run.error is not None
-        return run
+        return await task.run()
 
     async def wait_idle(self) -> None:
         """Wait until every run started here has finished and been recorded."""
@@ -340,42 +263,6 @@ class Scheduler:
             dry_run=False,
         )
 
-    async def on_source_events(self, subscription: Subscription, wait: float = 1.0) -> int:
-        """Act on the source events that arrive within ``wait`` seconds; how many."""
-        events = [e for e in await subscription.get(wait) if e.origin != self.instance_id]
-        for event in events:
-            log.info(
-                "source %d %s: syncing its job",
-                event.source_id,
-                "enabled" if event.enabled else "disabled",
-            )
-            try:
-                await self.source_changed(event.source_id)
-            except HarvestmanError as exc:  # the reconciliation repairs it later
-                log.warning("source %d: could not sync its job: %s", event.source_id, exc)
-            self.counters["source_events"] += 1
-        return len(events)
-
-    async def _follow_sources(self) -> None:
-        assert self.events is not None
-        while not self._stopping.is_set():
-            try:
-                subscription = await self.events.subscribe()
-                break
-            except HarvestmanError as exc:
-                log.warning("scheduler: source events unavailable, retrying: %s", exc)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), self.poll_interval)
-        else:
-            return
-        self.listening.set()
-        try:
-            while not self._stopping.is_set():
-                await self.on_source_events(subscription)
-        finally:
-            self.listening.clear()
-            await subscription.close()
-
     def metrics(self) -> dict[str, Any]:
         """The last aggregated metrics (empty before the first ``refresh_metrics``)."""
         return dict(self._snapshot)
@@ -416,7 +303,7 @@ class Scheduler:
                 await self._store_progress(execution.id, progress)  # the run's last sample
                 if run.reason == HANDBACK and await self._hand_back(run):
                     return
-                step = await self._next_step(run, source, result)
+                step = await next_step(self.store, run.claim, run.reason, source, result)
                 log.info(
                     "job %d: execution %d %s; job %s",
                     job.id,
@@ -451,62 +338,6 @@ class Scheduler:
         )
         return True
 
-    async def _next_step(
-        self, run: _Run, source: Source | None, result: ExecutionResult
-    ) -> lifecycle.NextStep:
-        job, now = run.claim.job, self.clock()
-        if run.reason in (SHUTDOWN, HANDBACK):  # (a hand-back here found its lock gone)
-            result.status = ExecutionStatus.FAILED
-            result.error_message = INTERRUPTED
-            return lifecycle.after_failure(job, now, count_attempt=False)
-        if run.reason is not None:  # cancelled, or the lock was lost: the job is not ours
-            result.status = ExecutionStatus.CANCELLED
-            status = JobStatus.CANCELLED
-            return lifecycle.NextStep(status, None, job.current_retry_count, (status,))
-        if result.status is ExecutionStatus.COMPLETED:
-            marks = run.claim.execution.metadata
-            if marks.get(FORCED):  # an extra run: the adaptive interval and the plan stay
-                interval = await self._interval(job, source, result, now, observe=False)
-                planned = marks.get(FORCED_PLANNED)
-                return lifecycle.after_forced_success(job, interval, now, planned)
-            interval = await self._interval(job, source, result, now)
-            return lifecycle.after_success(job, interval, now)
-        return lifecycle.after_failure(job, now, cap=self.retry_backoff_cap)
-
-    async def _interval(
-        self,
-        job: Job,
-        source: Source | None,
-        result: ExecutionResult,
-        now: float,
-        *,
-        observe: bool = True,
-    ) -> float | None:
-        """The interval until the job's next run; ``observe``: the run's start pages count
-        towards adaptive scheduling (a forced run's do not: it neither stretches nor resets
-        the interval)."""
-        baseline = job.interval_seconds
-        if baseline is None or not job.adaptive_scheduling or source is None:
-            return baseline
-        try:
-            state = await self.store.sources.adaptive_state(source.id)
-            if not observe:
-                return state.current_interval or baseline
-            state = adaptive.observe(
-                state, result.start_hashes, baseline, now, self.adaptive_max_interval
-            )
-            await self.store.sources.save_adaptive_state(state)
-        except HarvestmanError as exc:
-            log.warning("job %d: adaptive state unavailable, fixed interval: %s", job.id, exc)
-            return baseline
-        log.info(
-            "job %d: start pages unchanged %d times, next interval %ds",
-            job.id,
-            state.unchanged_count,
-            state.current_interval or baseline,
-        )
-        return state.current_interval or baseline
-
     async def flush_logs(self) -> None:
         """Store the new log lines of the runs in progress (the flush loop's step)."""
         await self.log_writer.flush()
@@ -519,11 +350,11 @@ class Scheduler:
             stored += await self._store_progress(execution_id, progress)
         return stored
 
-    async def _record_progress_when_due(self) -> None:
+    async def record_progress_when_due(self) -> None:
         now = self.clock()
         if now < self._progress_due:
             return
-        self._progress_due = now + self.progress_interval
+        self._progress_due = now + self.config.progress_interval
         await self.record_progress()
 
     async def _store_progress(self, execution_id: int, progress: RunProgress) -> bool:
@@ -543,25 +374,19 @@ class Scheduler:
         self._stopping.set()
 
     async def run(self) -> None:
-        """Poll, maintain (when leader) and aggregate metrics until ``stop``."""
+        """Poll, hold the leader's lease when free, and keep every duty going until ``stop``."""
         self.logs.install()
         try:
             async with asyncio.TaskGroup() as group:
-                group.create_task(self._every(self.poll_interval, self.poll))
-                group.create_task(self._every(self.log_flush_interval, self.flush_logs))
-                group.create_task(
-                    self._every(self.progress_interval, self._record_progress_when_due)
-                )
+                group.create_task(self._every(self.config.poll_interval, self.poll))
                 group.create_task(self._every(self.leader.ttl / 3, self._maintain))
-                group.create_task(self._every(self.metrics_interval, self.refresh_metrics))
-                if self.retention is not None:
-                    group.create_task(self._every(self.leader.ttl, self.retain))
-                if self.backups is not None:
-                    group.create_task(self._every(self.leader.ttl, self.back_up))
-                if self.events is not None:
-                    group.create_task(self._follow_sources())
+                for duty in self.duties:
+                    group.create_task(self._keep(duty), name=f"duty-{duty.name}")
         finally:
             await self.stop_runs()
+            for duty in self.duties:
+                with contextlib.suppress(Exception):
+                    await duty.close()
             with contextlib.suppress(HarvestmanError):
                 await self.leader.release()
             self.logs.uninstall()
@@ -576,13 +401,38 @@ class Scheduler:
                 self.outage.failed(exc)
             except HarvestmanError as exc:
                 log.warning("scheduler: %s failed: %s", getattr(step, "__name__", step), exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), interval)
+            await self._pause(interval)
+
+    async def _keep(self, duty: PeriodicTask) -> None:
+        """Run ``duty`` every its interval; a leader-only one from when this instance leads.
+        Whatever it raises is logged here: the other duties and the polls go on."""
+        while not self._stopping.is_set():
+            if duty.leader_only and not self.leader.is_leader:
+                self._leading.clear()  # set again by the next lease taken
+                await self._pause(self.leader.ttl / 3, self._leading)
+                continue
+            try:
+                await duty.run()
+            except StoreError as exc:
+                self.outage.failed(exc)
+            except HarvestmanError as exc:
+                log.warning("scheduler: %s failed: %s", duty.name, exc)
+            except Exception:  # a bug in one duty; the others and the next turn go on
+                log.exception("scheduler: %s failed", duty.name)
+            await self._pause(duty.interval)
+
+    async def _pause(self, seconds: float, until: asyncio.Event | None = None) -> None:
+        """Wait ``seconds``, or less when the scheduler stops (or ``until`` is set)."""
+        waits = [self._stopping.wait()] + ([until.wait()] if until is not None else [])
+        tasks = [asyncio.ensure_future(w) for w in waits]
+        try:
+            await asyncio.wait(tasks, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
 
     async def _maintain(self) -> None:
-        if not await self.leader.acquire():
-            return
-        now = self.clock()
-        if now >= self._next_sweep:
-            self._next_sweep = now + self.sweep_interval
-            await self.sweep()
+        if await self.leader.acquire():
+            self._leading.set()  # the leader-only duties waiting for it start now
+        else:
+            self._leading.clear()

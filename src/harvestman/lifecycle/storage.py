@@ -28,7 +28,7 @@ from harvestman.store.dialect import sqlite_path
 
 if TYPE_CHECKING:
     from harvestman.config import Settings
-    from harvestman.store import SqlStore
+    from harvestman.store import BlockingMaintenance
     from harvestman.store.lifecycle.storage import StoreSizes
 
 __all__ = ["ArchiveUsage", "DiskUsage", "StorageReport", "storage_report"]
@@ -77,8 +77,9 @@ class StorageReport:
         return asdict(self)
 
 
-def storage_report(store: SqlStore, settings: Settings, now: float) -> StorageReport:
-    """The storage report of ``store`` as of ``now`` (synchronous: it walks the archive)."""
+def storage_report(store: BlockingMaintenance, settings: Settings, now: float) -> StorageReport:
+    """The storage report of a store (its maintenance door) as of ``now`` (blocking: it
+    reads the store and walks the archive)."""
     sizes = store.storage_sizes()
     since = (now // DAY - WINDOW_DAYS + 1) * DAY
     daily = store.pages_per_day(since)
@@ -119,7 +120,7 @@ def _pages_per_day(daily: dict[float, int], now: float) -> float:
     return sum(daily.values()) / max(days, 1.0)
 
 
-def _archives(store: SqlStore, settings: Settings) -> list[ArchiveUsage]:
+def _archives(store: BlockingMaintenance, settings: Settings) -> list[ArchiveUsage]:
     locations = set(store.archive_locations())
     if settings.archive_enabled:
         locations.add(archive_location(settings))

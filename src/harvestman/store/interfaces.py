@@ -1,11 +1,12 @@
-"""The store's interfaces, one per caller: what each part of the crawl needs from a store.
+"""The store's async doors, one per purpose: what each part of a crawl needs from a store.
 
-``SqlStore`` implements every one on SQLite and PostgreSQL (checked by mypy in
-``store/__init__.py``). A part asks for the smallest interface it uses, so a twin for a test
-or another backend implements only that. ``Store`` combines them for the crawler, which needs
-all.
+``SqlStore`` opens each as a door (``store.frontier``, ``store.outcomes``, …; ``store.doors``)
+on SQLite and PostgreSQL; mypy checks that it implements every one. A part asks for the
+smallest door it uses, so a twin for a test or another backend implements only that. ``Store``
+is the crawler's: its doors by name.
 
-Contract for all: every method is safe to call from the event loop (it never blocks it).
+Contract for every method here: it is a coroutine, safe on the event loop (it runs on the
+store's own threads and never blocks the loop). What blocks is in ``store.blocking``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class CrawlRecords(Protocol):
         """The id of crawl ``name``, created on first use; seeds accumulate."""
         ...
 
+    async def find_crawl(self, name: str) -> int | None: ...
     async def crawl_seeds(self, crawl_id: int) -> list[str]: ...
     async def set_archive_location(self, crawl_id: int, location: str) -> None: ...
     async def counts(self, crawl_id: int) -> CrawlCounts: ...
@@ -41,6 +43,10 @@ class FrontierStore(Protocol):
     until released, recovered or expired."""
 
     async def add_urls(self, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None: ...
+    async def add_seeds(self, crawl_id: int, rows: Sequence[NewUrl], now: float) -> None:
+        """``add_urls`` for seed rows without a lastmod, faster (the driver's executemany)."""
+        ...
+
     async def make_expired_due(self, crawl_id: int, now: float, max_depth: int) -> int:
         """Completed rows past their visited TTL (pages within ``max_depth``) pending again."""
         ...
@@ -132,6 +138,7 @@ class WorkerRegistry(Protocol):
         self, worker_id: str, now: float, lease_until: float, info: dict[str, Any] | None = None
     ) -> bool: ...
     async def workers(self) -> list[tuple[str, str, int, float]]: ...
+    async def worker_rows(self) -> list[dict[str, Any]]: ...
     async def unregister_workers(self, worker_ids: Iterable[str]) -> None: ...
 
 
@@ -147,18 +154,27 @@ class ParserRollouts(Protocol):
     """Which version of a site parser runs on which share of a domain's pages."""
 
     async def parser_rollouts(self, parser: str | None = None) -> list[ParserRollout]: ...
+    async def set_parser_rollout(self, rollout: ParserRollout) -> None: ...
 
 
-class Store(
-    CrawlRecords,
-    FrontierStore,
-    OutcomeWriter,
-    HostRecords,
-    SessionStore,
-    WorkerRegistry,
-    StoreHealth,
-    ControlStore,
-    ParserRollouts,
-    Protocol,
-):
-    """Everything the crawler needs from a store."""
+class Store(Protocol):
+    """What the crawler needs from a store, door by door."""
+
+    @property
+    def crawls(self) -> CrawlRecords: ...
+    @property
+    def frontier(self) -> FrontierStore: ...
+    @property
+    def outcomes(self) -> OutcomeWriter: ...
+    @property
+    def hosts(self) -> HostRecords: ...
+    @property
+    def sessions(self) -> SessionStore: ...
+    @property
+    def registry(self) -> WorkerRegistry: ...
+    @property
+    def health(self) -> StoreHealth: ...
+    @property
+    def controls(self) -> ControlStore: ...
+    @property
+    def rollouts(self) -> ParserRollouts: ...

@@ -15,8 +15,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine
 
 from harvestman.errors import SchemaOutdated
-from harvestman.search import include_name
 from harvestman.store.dialect import is_sqlite
+from harvestman.store.search.index import include_name
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 

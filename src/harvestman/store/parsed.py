@@ -22,7 +22,7 @@ from typing import Any, Final
 from sqlalchemy import Connection, Engine, bindparam, case, cast, func, select
 
 from harvestman.errors import error_category
-from harvestman.records import Outcome
+from harvestman.records import Outcome, positional_key
 from harvestman.store import dialect
 from harvestman.store.schema import error_logs, parsed_records, parser_stats
 
@@ -69,10 +69,6 @@ def write_parsed(
 def _write_records(
     conn: Connection, engine: Engine, crawl_id: int, outcomes: Sequence[Outcome], now: float
 ) -> None:
-    # Here, not at the top: every command that opens the store would pay for the parser
-    # registry (~45 ms), and only a crawl's writes need it.
-    from harvestman.extract.plugins import positional_key
-
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}  # one per key: a batch upserts once
     for outcome in outcomes:
         positions: dict[str, int] = {}

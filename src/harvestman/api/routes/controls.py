@@ -54,7 +54,7 @@ async def get_domain_settings(request: Request, domain: str, _: Admin) -> dict[s
     """The host's settings (the defaults when none were set)."""
     ctx = context_of(request)
     host = _host(domain)
-    control = await ctx.read(ctx.sql_store.domain_control, host)
+    control = await ctx.read(ctx.sql_store.admin.domain_control, host)
     return asdict(control or DomainControl(host))
 
 
@@ -65,7 +65,7 @@ async def put_domain_settings(
     """Replace the host's settings; every worker applies them within domain_settings_ttl."""
     ctx = context_of(request)
     control = DomainControl(_host(domain), **body.model_dump())
-    stored = await ctx.read(ctx.sql_store.put_domain_control, control, time.time())
+    stored = await ctx.read(ctx.sql_store.admin.put_domain_control, control, time.time())
     return asdict(stored)
 
 
@@ -73,4 +73,4 @@ async def put_domain_settings(
 async def list_proxies(request: Request, _: Admin) -> list[dict[str, Any]]:
     """The proxies the store knows and their health; passwords masked (``user:***@host``)."""
     ctx = context_of(request)
-    return await ctx.read(ctx.sql_store.proxy_list)
+    return await ctx.read(ctx.sql_store.admin.proxy_list)

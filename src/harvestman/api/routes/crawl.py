@@ -45,7 +45,7 @@ async def _list(
     named = "crawl_id" in where.fields
 
     def read(after: Key | None) -> tuple[list[dict[str, Any]], Key | None]:
-        items, next_after = store.list_rows(where, after=after, limit=limit, offset=offset)
+        items, next_after = store.rows.list_rows(where, after=after, limit=limit, offset=offset)
         if named:
             name_rows(ctx, items)
         if annotate is not None:
@@ -60,7 +60,7 @@ async def _list(
         ctx.counts,
         (kind, where),
         fetch=fetch,
-        count=lambda: ctx.read(store.count_rows, where),
+        count=lambda: ctx.read(store.rows.count_rows, where),
         cursor=cursor,
         limit=limit,
         offset=offset,
@@ -76,7 +76,9 @@ async def _list(
 async def stats(request: Request, _: Anonymous, crawl: CrawlQuery = None) -> dict[str, Any]:
     """Crawl statistics (all crawls unless ``crawl`` names one) and the jobs per state."""
     ctx = context_of(request)
-    values = await ctx.read(ctx.sql_store.crawl_stats, await crawl_id(ctx, crawl), time.time())
+    values = await ctx.read(
+        ctx.sql_store.reports.crawl_stats, await crawl_id(ctx, crawl), time.time()
+    )
     values["jobs"] = await ctx.job_store.jobs.status_counts()
     return values
 
@@ -95,7 +97,7 @@ async def stats_timeseries(
     ctx = context_of(request)
     since = time.time() - minutes * 60
     one = await crawl_id(ctx, crawl)
-    points = await ctx.read(ctx.sql_store.timeseries, one, since, float(bucket_seconds))
+    points = await ctx.read(ctx.sql_store.reports.timeseries, one, since, float(bucket_seconds))
     return {"since": since, "bucket_seconds": bucket_seconds, "points": points}
 
 
@@ -106,7 +108,9 @@ async def stats_timeseries(
 async def frontier_stats(request: Request, _: User, crawl: CrawlQuery = None) -> dict[str, Any]:
     """Frontier rows per status, due now, hosts with pending rows (every crawl unless one)."""
     ctx = context_of(request)
-    return await ctx.read(ctx.sql_store.frontier_stats, await crawl_id(ctx, crawl), time.time())
+    return await ctx.read(
+        ctx.sql_store.reports.frontier_stats, await crawl_id(ctx, crawl), time.time()
+    )
 
 
 @router.get("/api/frontier/urls", response_model=Page[dict[str, Any]])
@@ -141,11 +145,11 @@ async def _add(ctx: ApiContext, body: UrlsIn, default_priority: str, seeds: bool
         await ctx.guard.check(normalized, f"urls.{n}")
         good.append(normalized)
     name = body.crawl or ctx.settings.crawl_name
-    into = await ctx.sql_store.ensure_crawl(name, good if seeds else ())
+    into = await ctx.sql_store.crawls.ensure_crawl(name, good if seeds else ())
     priority = PRIORITIES[body.priority or default_priority]
     rows = [NewUrl(u, url_hash(u), host_key(u), 0, priority) for u in dict.fromkeys(good)]
-    known = await ctx.read(ctx.sql_store.known_hashes, into, [r.url_hash for r in rows])
-    await ctx.sql_store.add_urls(into, rows, time.time())
+    known = await ctx.read(ctx.sql_store.rows.known_hashes, into, [r.url_hash for r in rows])
+    await ctx.sql_store.frontier.add_urls(into, rows, time.time())
     ctx.counts.forget("urls")
     added = sum(row.url_hash not in known for row in rows)
     return {"crawl": name, "added": added, "rejected": rejected}
@@ -167,7 +171,7 @@ async def frontier_seed(request: Request, body: UrlsIn, _: AdminSeed) -> dict[st
 @router.post("/api/frontier/recover")
 async def frontier_recover(request: Request, _: Admin) -> dict[str, int]:
     """Return expired leases to pending."""
-    recovered = await context_of(request).sql_store.recover(time.time())
+    recovered = await context_of(request).sql_store.frontier.recover(time.time())
     return {"recovered": recovered}
 
 
@@ -175,7 +179,7 @@ async def frontier_recover(request: Request, _: Admin) -> dict[str, int]:
 async def frontier_clear(request: Request, _: Admin, crawl: OneCrawlQuery = None) -> dict[str, int]:
     """Delete the crawl's pending URLs."""
     ctx = context_of(request)
-    deleted = await ctx.read(ctx.sql_store.clear_frontier, await one_crawl_id(ctx, crawl))
+    deleted = await ctx.read(ctx.sql_store.admin.clear_frontier, await one_crawl_id(ctx, crawl))
     ctx.counts.forget("urls")
     return {"deleted": deleted}
 
@@ -220,7 +224,9 @@ async def delete_pages(
     """Delete stored pages of a crawl (of one host, fetched before a time)."""
     ctx = context_of(request)
     one = await one_crawl_id(ctx, crawl)
-    deleted = await ctx.read(lambda: ctx.sql_store.delete_pages(one, host=host, before=before))
+    deleted = await ctx.read(
+        lambda: ctx.sql_store.admin.delete_pages(one, host=host, before=before)
+    )
     ctx.counts.forget("pages")
     return {"deleted": deleted}
 
@@ -244,7 +250,7 @@ async def list_domains(
 
     def count_errors(items: list[dict[str, Any]]) -> None:
         hosts = [item["host"] for item in items]
-        failures = ctx.sql_store.host_failures(one, hosts)
+        failures = ctx.sql_store.reports.host_failures(one, hosts)
         for item in items:
             item["errors"] = failures.get(item["host"], 0)
 
@@ -254,7 +260,7 @@ async def list_domains(
     )
     hosts = [item["host"] for item in page["items"]]
     breakers = None if ctx.breakers is None else await ctx.breakers.of(hosts)
-    controls = await ctx.sql_store.domain_controls()  # the few hosts an operator set
+    controls = await ctx.sql_store.controls.domain_controls()  # the few hosts an operator set
     for item in page["items"]:
         item["breaker"] = None if breakers is None else breakers.get(item["host"])
         control = controls.get(item["host"])
@@ -265,7 +271,7 @@ async def list_domains(
 @router.get("/api/domains/{domain}/robots")
 async def domain_robots(request: Request, domain: str, _: User) -> dict[str, Any]:
     """The cached robots.txt of a host."""
-    record = await context_of(request).sql_store.get_domain(domain.lower()[:300])
+    record = await context_of(request).sql_store.hosts.get_domain(domain.lower()[:300])
     if record is None:
         raise ApiError(404, f"no domain {domain!r}", details={"domain": domain[:300]})
     return {
@@ -282,7 +288,7 @@ async def domain_robots(request: Request, domain: str, _: User) -> dict[str, Any
 async def reset_domain(request: Request, domain: str, _: Admin) -> dict[str, int]:
     """Re-enable a host: allowed, gate and robots.txt cache cleared, failed URLs pending."""
     ctx = context_of(request)
-    done = await ctx.read(ctx.sql_store.reset_domain, domain[:300], time.time())
+    done = await ctx.read(ctx.sql_store.admin.reset_domain, domain[:300], time.time())
     if done is None:
         raise ApiError(404, f"no domain {domain!r}", details={"domain": domain[:300]})
     ctx.counts.forget("urls")

@@ -26,10 +26,10 @@ async def list_crawls(request: Request, _: User) -> dict[str, Any]:
     source's crawl is listed from the source's creation, before its first run."""
     ctx = context_of(request)
     sources = await ctx.job_store.sources.by_crawl()
-    known = await ctx.read(ctx.sql_store.crawl_ids)
+    known = await ctx.read(ctx.sql_store.reports.crawl_ids)
     for name in sources.keys() - known.keys():  # made before its crawl: it has one now
-        ctx.crawl_ids[name] = await ctx.sql_store.ensure_crawl(name)
-    summaries = await ctx.read(ctx.sql_store.crawl_summaries)
+        ctx.crawl_ids[name] = await ctx.sql_store.crawls.ensure_crawl(name)
+    summaries = await ctx.read(ctx.sql_store.reports.crawl_summaries)
     jobs = await ctx.job_store.sources.job_ids([source_id for source_id, _ in sources.values()])
     items = []
     for crawl in summaries:

@@ -55,7 +55,7 @@ async def list_errors(
     ctx = context_of(request)
     one = await crawl_id(ctx, crawl)
     rows = await ctx.read(
-        lambda: ctx.sql_store.error_rows(
+        lambda: ctx.sql_store.failures.error_rows(
             crawl_id=one,
             category=category,
             error_class=error_type,
@@ -79,7 +79,7 @@ async def errors_summary(
     """Recorded errors counted by category and by type (error class), most first."""
     ctx = context_of(request)
     one = await crawl_id(ctx, crawl)
-    return await ctx.read(lambda: ctx.sql_store.error_summary(crawl_id=one, since=since))
+    return await ctx.read(lambda: ctx.sql_store.failures.error_summary(crawl_id=one, since=since))
 
 
 @router.get("/api/dead-letter")
@@ -100,11 +100,11 @@ async def list_dead_letters(
     store = ctx.sql_store
 
     def read() -> tuple[list[dict[str, Any]], int, list[dict[str, Any]]]:
-        rows, count = store.dead_letters(
+        rows, count = store.failures.dead_letters(
             one, host=host, error_class=error_type, limit=limit, offset=offset
         )
         name_rows(ctx, rows)
-        return rows, count, store.dead_letter_classes(one, host)
+        return rows, count, store.failures.dead_letter_classes(one, host)
 
     items, total, by_type = await ctx.read(read)
     return {
@@ -146,7 +146,7 @@ async def requeue_dead_letters(request: Request, body: RequeueIn, _: Admin) -> d
     name = body.crawl or ctx.settings.crawl_name
     one = await one_crawl_id(ctx, name)
     matched = await ctx.read(
-        lambda: ctx.sql_store.requeue_dead_letters(
+        lambda: ctx.sql_store.failures.requeue_dead_letters(
             one,
             time.time(),
             ids=body.ids,

@@ -32,8 +32,8 @@ Snapshot = Callable[[ApiContext], Awaitable[dict[str, Any]]]
 
 async def _crawler(ctx: ApiContext) -> dict[str, Any]:
     now = time.time()
-    stats = await ctx.read(ctx.sql_store.crawl_stats, None, now)
-    stats["bytes"] = await ctx.read(ctx.sql_store.bytes_downloaded)
+    stats = await ctx.read(ctx.sql_store.reports.crawl_stats, None, now)
+    stats["bytes"] = await ctx.read(ctx.sql_store.reports.bytes_downloaded)
     stats["robots_denials"] = stats["urls"].get(UrlStatus.BLOCKED.value, 0)
     stats["workers"] = await live_workers(ctx, now)
     stats["time"] = now

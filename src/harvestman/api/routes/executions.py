@@ -27,7 +27,8 @@ from harvestman.api.schemas import (
     Page,
     ProgressPointOut,
 )
-from harvestman.jobs import Execution, ExecutionStatus, LogLine, NotFound
+from harvestman.jobs.errors import NotFound
+from harvestman.jobs.records import Execution, ExecutionStatus, LogLine
 
 router = APIRouter(tags=["executions"])
 

@@ -28,7 +28,7 @@ Via = Literal["link", "sitemap", "feed", "pagination", "archive"]
 
 
 async def _one(ctx: ApiContext, where: RowFilter, row_id: int, kind: str) -> dict[str, Any]:
-    row = await ctx.read(ctx.sql_store.find_row, where, row_id)
+    row = await ctx.read(ctx.sql_store.rows.find_row, where, row_id)
     if row is None:
         raise ApiError(404, f"no {kind} with id {row_id}", details={"kind": kind, "id": row_id})
     await ctx.read(name_rows, ctx, [row])
@@ -50,7 +50,7 @@ async def frontier_row(
 def _with_parents(ctx: ApiContext, crawl: int | None) -> Any:
     def annotate(items: list[dict[str, Any]]) -> None:
         parents = {item["parent_id"] for item in items if item["parent_id"] is not None}
-        found = ctx.sql_store.url_of_ids(crawl, parents)
+        found = ctx.sql_store.rows.url_of_ids(crawl, parents)
         for item in items:
             item["parent_url"] = found.get(item["parent_id"])
 

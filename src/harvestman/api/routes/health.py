@@ -21,7 +21,7 @@ async def health_report(ctx: ApiContext) -> dict[str, Any]:
     """``status`` is ``ok``, ``degraded`` (Redis away) or ``down`` (the store is away)."""
     checks: dict[str, Any] = {}
     try:
-        await ctx.sql_store.ping()
+        await ctx.sql_store.health.ping()
         checks["store"] = {"status": "ok"}
     except HarvestmanError as exc:
         checks["store"] = {"status": "down", "error": str(exc)}
@@ -44,7 +44,7 @@ async def health_report(ctx: ApiContext) -> dict[str, Any]:
     workers = 0
     if checks["store"]["status"] == "ok":
         now = time.time()
-        rows = await ctx.sql_store.worker_rows()
+        rows = await ctx.sql_store.registry.worker_rows()
         workers = sum(1 for r in rows if r["heartbeat_at"] >= now - WORKER_TIMEOUT)
     checks["workers"] = {"status": "ok", "active": workers}
     status = "ok"

@@ -12,8 +12,10 @@ from harvestman.api import paging
 from harvestman.api.context import ApiContext, context_of
 from harvestman.api.params import Admin, Cursor, Id, Limit, Offset, User
 from harvestman.api.schemas import JobIn, JobOut, JobUpdate, Page
-from harvestman.jobs import Action, IntervalType, Job, JobSpec, sync_enabled_sources
 from harvestman.jobs.errors import BrokerUnavailable
+from harvestman.jobs.reconcile import sync_enabled_sources
+from harvestman.jobs.records import IntervalType, Job, JobSpec
+from harvestman.jobs.states import Action
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["jobs"])

@@ -55,7 +55,7 @@ async def login(request: Request, body: LoginIn, _: Anonymous) -> LoginOut:
             details={"retry_after": seconds},
             headers={"Retry-After": str(seconds)},
         )
-    user = await ctx.read(ctx.sql_store.find_user, body.name)
+    user = await ctx.read(ctx.sql_store.accounts.find_user, body.name)
     hashed = user.password_hash if user is not None else None
     # argon2 takes tens of milliseconds of CPU: off the event loop.
     matches = await asyncio.to_thread(verify_password, hashed, body.password)

@@ -61,7 +61,7 @@ async def export_pages(
     store = ctx.sql_store
 
     def read(after: Key | None, limit: int) -> tuple[list[dict[str, Any]], Key | None]:
-        items, next_after = store.list_rows(where, after=after, limit=limit)
+        items, next_after = store.rows.list_rows(where, after=after, limit=limit)
         name_rows(ctx, items)  # each page's crawl, as the list says it
         return items, next_after
 
@@ -89,7 +89,7 @@ async def page_detail(request: Request, page_id: Id, _: User) -> Response:
     lists them), the page it nearly duplicates and the products found on it. ``archived``
     says whether ``GET /api/pages/{id}/body`` can answer its body."""
     ctx = context_of(request)
-    page = await ctx.read(ctx.sql_store.page_detail, page_id)
+    page = await ctx.read(ctx.sql_store.rows.page_detail, page_id)
     if page is None:
         raise ApiError(404, f"no page {page_id}", details={"id": page_id})
     path, location = page.pop("archive_path"), page.pop("archive_location")
@@ -102,7 +102,7 @@ async def page_body(request: Request, page_id: Id, _: User) -> Response:
     """The page's body as the raw archive keeps it, as a download (never shown inline: it is
     another site's HTML). 404 when the page or its archived body is missing."""
     ctx = context_of(request)
-    page = await ctx.read(ctx.sql_store.page_detail, page_id)
+    page = await ctx.read(ctx.sql_store.rows.page_detail, page_id)
     if page is None:
         raise ApiError(404, f"no page {page_id}", details={"id": page_id})
     key, location = page["archive_path"], page["archive_location"]

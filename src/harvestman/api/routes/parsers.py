@@ -52,7 +52,7 @@ def _configured(ctx: ApiContext) -> list[ParserRollout]:
 
 async def _rollouts(ctx: ApiContext, parser: str | None = None) -> list[dict[str, Any]]:
     """The rollouts in force: the stored ones, and the setting's that none of them replaces."""
-    stored = await ctx.sql_store.parser_rollouts(parser)
+    stored = await ctx.sql_store.rollouts.parser_rollouts(parser)
     keys = {(r.parser, r.domain) for r in stored}
     configured = [
         r
@@ -114,7 +114,7 @@ async def parser_stats(
         name = (await ctx.job_store.sources.get(source_id)).crawl
     one = await crawl_id(ctx, name)
     lines = await ctx.read(
-        lambda: ctx.sql_store.parser_stats(
+        lambda: ctx.sql_store.reports.parser_stats(
             one, host=host, parser=parser, since=since, with_days=days
         )
     )
@@ -132,7 +132,7 @@ async def list_rollouts(request: Request, _: User) -> dict[str, Any]:
 
 
 async def _set(ctx: ApiContext, rollout: ParserRollout) -> dict[str, Any]:
-    await ctx.sql_store.set_parser_rollout(rollout)
+    await ctx.sql_store.rollouts.set_parser_rollout(rollout)
     return {**asdict(rollout), "origin": "store"}
 
 

@@ -192,7 +192,7 @@ async def list_products(
     after = None if key is None else str(key)
 
     def read() -> tuple[list[dict[str, Any]], str | None]:
-        found, next_key = ctx.sql_store.list_products(query, after=after, limit=limit)
+        found, next_key = ctx.sql_store.products.list_products(query, after=after, limit=limit)
         name_rows(ctx, found)
         return found, next_key
 
@@ -247,7 +247,7 @@ async def export_products(
     ctx = context_of(request)
 
     def read(after: str | None, limit: int) -> tuple[list[dict[str, Any]], str | None]:
-        found, next_key = ctx.sql_store.list_products(query, after=after, limit=limit)
+        found, next_key = ctx.sql_store.products.list_products(query, after=after, limit=limit)
         name_rows(ctx, found)  # each product's crawl, as the list says it
         return found, next_key
 
@@ -271,7 +271,7 @@ async def export_products(
 async def get_product(request: Request, product_id: Id, _: User) -> Response:
     """One product, with its description and what its extraction skipped (``errors``)."""
     ctx = context_of(request)
-    item = await ctx.read(ctx.sql_store.get_product, product_id)
+    item = await ctx.read(ctx.sql_store.products.get_product, product_id)
     if item is None:
         raise ApiError(404, f"no product {product_id}", details={"id": product_id})
     await ctx.read(name_rows, ctx, [item])
@@ -290,7 +290,7 @@ async def product_history(
     key = paging.decode_cursor("product-history", cursor)
     after = None if key is None else int(key)
     found = await ctx.read(
-        lambda: ctx.sql_store.product_history(product_id, after=after, limit=limit)
+        lambda: ctx.sql_store.products.product_history(product_id, after=after, limit=limit)
     )
     if found is None:
         raise ApiError(404, f"no product {product_id}", details={"id": product_id})

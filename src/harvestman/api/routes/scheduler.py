@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 
 from harvestman.api.context import ApiContext, context_of
 from harvestman.api.params import Admin, User
-from harvestman.jobs import RebalancePlan
+from harvestman.jobs.buckets import RebalancePlan
 
 router = APIRouter(prefix="/api/v1/scheduler", tags=["scheduler"])
 

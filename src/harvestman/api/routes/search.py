@@ -21,16 +21,9 @@ from harvestman.api.crawls import crawl_id as one_crawl_or_all
 from harvestman.api.errors import ApiError
 from harvestman.api.params import User
 from harvestman.errors import QueryError
-from harvestman.search import (
-    RANK_WINDOW,
-    PageHit,
-    ProductHit,
-    SearchResult,
-    require_query,
-)
 from harvestman.search.highlight import to_html
-from harvestman.search.hits import MAX_LIMIT
-from harvestman.search.query import MAX_QUERY_CHARS
+from harvestman.search.hits import MAX_LIMIT, RANK_WINDOW, PageHit, ProductHit, SearchResult
+from harvestman.search.query import MAX_QUERY_CHARS, require_query
 
 router = APIRouter(tags=["search"])
 
@@ -135,13 +128,13 @@ async def search(
     result: SearchResult[PageHit] | SearchResult[ProductHit]
     if target == "pages":
         result = pages = await ctx.read(
-            lambda: store.search_pages(crawl_id, q, domain=domain, since=since, until=until,
+            lambda: store.search.search_pages(crawl_id, q, domain=domain, since=since, until=until,
                                  limit=limit, offset=offset)
         )  # fmt: skip
         items = [_page_out(hit) for hit in pages.hits]
     else:
         result = products = await ctx.read(
-            lambda: store.search_products(
+            lambda: store.search.search_products(
                 crawl_id, q, domain=domain, since=since, until=until,
                 min_price=None if min_price is None else Decimal(str(min_price)),
                 max_price=None if max_price is None else Decimal(str(max_price)),

@@ -11,9 +11,9 @@ from harvestman.api import paging
 from harvestman.api.context import ApiContext, context_of
 from harvestman.api.params import Admin, Cursor, Id, Limit, Offset, User
 from harvestman.api.schemas import Page, SourceIn, SourceOut, SourceUpdate
-from harvestman.jobs import ScopeRules, Source, SourceOptions, SourceSpec
 from harvestman.jobs.errors import EventsUnavailable
 from harvestman.jobs.events import SourceEvent
+from harvestman.jobs.records import ScopeRules, Source, SourceOptions, SourceSpec
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ async def create_source(request: Request, body: SourceIn, _: Admin) -> SourceOut
     )
     source = await ctx.job_store.sources.create(spec)
     # Its crawl exists from now on: listed (GET /api/crawls) and browsable, empty, before a run.
-    ctx.crawl_ids[source.crawl] = await ctx.sql_store.ensure_crawl(source.crawl)
+    ctx.crawl_ids[source.crawl] = await ctx.sql_store.crawls.ensure_crawl(source.crawl)
     if source.enabled:
         await _source_changed(ctx, source)
         ctx.counts.forget("jobs")

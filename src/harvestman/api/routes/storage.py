@@ -20,5 +20,7 @@ async def storage(request: Request, _: Admin) -> dict[str, Any]:
 
     ctx = context_of(request)
     # Off the event loop: it sizes every table and walks the archive.
-    report = await ctx.read(storage_report, ctx.sql_store, ctx.crawler_settings, time.time())
+    report = await ctx.read(
+        storage_report, ctx.sql_store.maintenance, ctx.crawler_settings, time.time()
+    )
     return report.as_dict()

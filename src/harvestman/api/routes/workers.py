@@ -22,7 +22,7 @@ router = APIRouter(tags=["workers"])
 async def live_workers(ctx: ApiContext, now: float) -> list[dict[str, Any]]:
     """The workers whose last heartbeat is recent, oldest started first."""
     workers = []
-    for row in await ctx.sql_store.worker_rows():
+    for row in await ctx.sql_store.registry.worker_rows():
         if row["heartbeat_at"] < now - WORKER_TIMEOUT:
             continue
         info = row["info"] or {}

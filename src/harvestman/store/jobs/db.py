@@ -1,33 +1,25 @@
 """``JobStore``: the jobs domain's tables on one SQLAlchemy engine, SQLite or PostgreSQL.
 
-Queries are synchronous SQLAlchemy Core run on the store's own thread(s), so the event loop
-never blocks on the database; each repository method is one call and, when it writes, one
-transaction (IMMEDIATE on SQLite, so a read-then-write is atomic there too).
+The engine, the threads and the transactions are ``JobDatabase``'s (``database.py``); this
+puts the repositories on it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, literal, select
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import Engine
 
-from harvestman.errors import StoreError
-from harvestman.store import dialect
-from harvestman.store.jobs import tables as tables  # its tables join the store's metadata
-from harvestman.store.transaction import transaction
-
-T = TypeVar("T")
-
-Clock = Callable[[], float]
+from harvestman.store.jobs.database import Clock, JobDatabase
+from harvestman.store.jobs.executions import ExecutionRepository
+from harvestman.store.jobs.handover import ExecutionHandover
+from harvestman.store.jobs.locks import JobLocks
+from harvestman.store.jobs.recurring import RecurringJobs
+from harvestman.store.jobs.repository import JobRepository
+from harvestman.store.jobs.sources import SourceRepository
 
 
-class JobStore:
+class JobStore(JobDatabase):
     """Sources, jobs, executions, logs, adaptive state and scheduler leases.
 
     Use as ``async with JobStore(engine_or_url) as store``; ``store.sources``, ``store.jobs``,
@@ -39,65 +31,10 @@ class JobStore:
     """
 
     def __init__(self, engine: Engine | str, *, threads: int = 4, clock: Clock = time.time) -> None:
-        # Here, not at the top: the repositories import harvestman.jobs's records, and that
-        # package imports JobStore while it loads.
-        from harvestman.store.jobs.executions import ExecutionRepository
-        from harvestman.store.jobs.handover import ExecutionHandover
-        from harvestman.store.jobs.locks import JobLocks
-        from harvestman.store.jobs.recurring import RecurringJobs
-        from harvestman.store.jobs.repository import JobRepository
-        from harvestman.store.jobs.sources import SourceRepository
-
-        self._owns_engine = isinstance(engine, str)
-        self.engine: Engine = dialect.make_engine(engine) if isinstance(engine, str) else engine
-        # SQLite has one writer anyway; more threads would only wait on its lock.
-        self._threads = 1 if dialect.is_sqlite(self.engine) else max(1, threads)
-        self._executor: ThreadPoolExecutor | None = None
-        self.clock = clock
+        super().__init__(engine, threads=threads, clock=clock)
         self.sources = SourceRepository(self)
         self.jobs = JobRepository(self)
         self.executions = ExecutionRepository(self)
         self.locks = JobLocks(self)
-        self.recurring = RecurringJobs(self)
+        self.recurring = RecurringJobs(self, self.jobs)
         self.handover = ExecutionHandover(self)
-
-    async def __aenter__(self) -> JobStore:
-        self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="harvestman-jobs")
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-            self._executor = None
-        if self._owns_engine:
-            self.engine.dispose()
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` on the store's thread; database errors become StoreError."""
-        if self._executor is None:
-            raise StoreError("the job store is not open: use `async with JobStore(...)`")
-        loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(self._executor, fn, *args)
-        except SQLAlchemyError as exc:
-            raise StoreError(f"{type(exc).__name__}: {exc}") from exc
-
-    async def ping(self) -> None:
-        """One round trip to the database: StoreError while it cannot be reached."""
-
-        def _ping() -> None:
-            with self.read() as conn:
-                conn.execute(select(literal(1)))
-
-        await self.run(_ping)
-
-    @contextlib.contextmanager
-    def begin(self) -> Iterator[Connection]:
-        """A write transaction (the write lock is taken at BEGIN on SQLite)."""
-        with transaction(self.engine) as conn:
-            yield conn
-
-    @contextlib.contextmanager
-    def read(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn:
-            yield conn

@@ -24,7 +24,7 @@ from harvestman.store.jobs.tables import execution_logs, job_executions, jobs
 from harvestman.store.keyset import Keyset
 
 if TYPE_CHECKING:
-    from harvestman.store.jobs.db import JobStore
+    from harvestman.store.jobs.database import JobDatabase
 
 HISTORY_MAX = 100
 HISTORY_DAYS = 30.0
@@ -60,7 +60,7 @@ LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 class ExecutionRepository:
-    def __init__(self, store: JobStore) -> None:
+    def __init__(self, store: JobDatabase) -> None:
         self._store = store
 
     async def get(self, execution_id: int) -> Execution:

@@ -32,7 +32,7 @@ from harvestman.store.jobs.repository import job_from_row
 from harvestman.store.jobs.tables import execution_logs, job_executions, jobs
 
 if TYPE_CHECKING:
-    from harvestman.store.jobs.db import JobStore
+    from harvestman.store.jobs.database import JobDatabase
 
 QUEUED = "queued:"
 """The ``locked_by`` prefix of an execution published and not yet taken by a worker."""
@@ -85,7 +85,7 @@ class Handover:
 class ExecutionHandover:
     """Taking, releasing and counting executions handed over through the broker."""
 
-    def __init__(self, store: JobStore) -> None:
+    def __init__(self, store: JobDatabase) -> None:
         self._store = store
 
     async def take(

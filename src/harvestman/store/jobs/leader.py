@@ -21,7 +21,7 @@ from harvestman.store.jobs.tables import scheduler_leases
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-    from harvestman.store.jobs.db import JobStore
+    from harvestman.store.jobs.database import JobDatabase
 
 MAINTENANCE = "maintenance"
 
@@ -35,7 +35,7 @@ class LeaderLease:
     """
 
     def __init__(
-        self, store: JobStore, holder: str, *, name: str = MAINTENANCE, ttl: float = 30.0
+        self, store: JobDatabase, holder: str, *, name: str = MAINTENANCE, ttl: float = 30.0
     ) -> None:
         self._store = store
         self.holder = holder

@@ -26,7 +26,7 @@ from harvestman.store.jobs.repository import _RUNNABLE, job_from_row
 from harvestman.store.jobs.tables import job_executions, jobs, sources
 
 if TYPE_CHECKING:
-    from harvestman.store.jobs.db import JobStore
+    from harvestman.store.jobs.database import JobDatabase
 
 LOCK_EXPIRED = "LockExpired: the instance running the job stopped renewing its lock"
 
@@ -34,7 +34,7 @@ LOCK_EXPIRED = "LockExpired: the instance running the job stopped renewing its l
 class JobLocks:
     """Claiming, renewing, finishing and sweeping job locks."""
 
-    def __init__(self, store: JobStore) -> None:
+    def __init__(self, store: JobDatabase) -> None:
         self._store = store
 
     async def claim_due(

@@ -18,7 +18,8 @@ from harvestman.jobs.states import JobStatus
 from harvestman.store.jobs.tables import jobs, sources
 
 if TYPE_CHECKING:
-    from harvestman.store.jobs.db import JobStore
+    from harvestman.store.jobs.database import JobDatabase
+    from harvestman.store.jobs.repository import JobRepository
 
 
 @dataclass(slots=True, frozen=True)
@@ -52,8 +53,9 @@ def _recurring(source_ids: Collection[int] | None, kept: Collection[JobStatus]) 
 class RecurringJobs:
     """Sources and their recurring jobs, read together; a recurring job created only if none."""
 
-    def __init__(self, store: JobStore) -> None:
+    def __init__(self, store: JobDatabase, jobs: JobRepository) -> None:
         self._store = store
+        self._jobs = jobs
 
     async def snapshot(
         self, source_ids: Collection[int] | None, kept: Collection[JobStatus]
@@ -85,7 +87,7 @@ class RecurringJobs:
         at once create one job. UnknownSource when the source is gone."""
         spec.validate()
         now = self._store.clock()
-        repository = self._store.jobs
+        repository = self._jobs
 
         def _has_one(conn: Connection) -> bool:
             return conn.execute(_recurring([spec.source_id], kept).limit(1)).first() is not None

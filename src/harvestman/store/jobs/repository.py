@@ -34,7 +34,7 @@ from harvestman.store.jobs.tables import job_executions, jobs, sources
 from harvestman.store.keyset import Keyset
 
 if TYPE_CHECKING:
-    from harvestman.store.jobs.db import JobStore
+    from harvestman.store.jobs.database import JobDatabase
 
 SPEC_FIELDS = frozenset(f.name for f in fields(JobSpec))
 _RUNNABLE = [state.value for state in RUNNABLE]
@@ -104,7 +104,7 @@ class JobRepository:
     """Job CRUD and actions. A new job is born pending and scheduled at once: a one-time job
     to run now, a recurring one in the least-loaded slot (unless ``next_run_at`` is given)."""
 
-    def __init__(self, store: JobStore, *, window: float = buckets.WINDOW_SECONDS) -> None:
+    def __init__(self, store: JobDatabase, *, window: float = buckets.WINDOW_SECONDS) -> None:
         self._store = store
         self.window = window
 

@@ -27,7 +27,7 @@ from harvestman.store.jobs.tables import jobs, source_adaptive_state, sources
 from harvestman.store.keyset import Keyset
 
 if TYPE_CHECKING:
-    from harvestman.store.jobs.db import JobStore
+    from harvestman.store.jobs.database import JobDatabase
 
 SPEC_FIELDS = frozenset(f.name for f in fields(SourceSpec))
 _KEYSET = Keyset(sources.c.id)
@@ -75,7 +75,7 @@ def _values(spec: SourceSpec) -> dict[str, Any]:
 class SourceRepository:
     """Source CRUD. Names are unique; deleting a source deletes its jobs and their history."""
 
-    def __init__(self, store: JobStore) -> None:
+    def __init__(self, store: JobDatabase) -> None:
         self._store = store
 
     async def create(self, spec: SourceSpec) -> Source:

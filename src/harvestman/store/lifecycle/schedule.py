@@ -1,7 +1,7 @@
 """Scheduled backups: what the service's leader runs once per ``backup_interval_hours``.
 
 A run writes ``harvestman-<UTC stamp>.dump`` (PostgreSQL, ``pg_dump`` custom format) or
-``harvestman-<UTC stamp>.db`` (SQLite, the online copy of ``lifecycle.backup``) to
+``harvestman-<UTC stamp>.db`` (SQLite, the online copy of ``sqlitebackup``) to
 ``backup_dir``, verifies it (PostgreSQL: restored into a scratch database, every table's rows
 counted against the dump's; SQLite: the copy's ``quick_check``), records the outcome in the
 ``backups`` table (``GET /metrics`` reports the last success and the failures from there), and
@@ -129,7 +129,7 @@ class BackupSchedule:
         import contextlib
         import sqlite3
 
-        from harvestman.lifecycle.backup import backup_sqlite
+        from harvestman.store.lifecycle.sqlitebackup import backup_sqlite
 
         report = backup_sqlite(database, path)  # checked (quick_check) before it is renamed in
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as copy:

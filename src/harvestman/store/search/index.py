@@ -1,0 +1,24 @@
+"""What Alembic must not compare: the search index (migration 0006), which the schema's
+metadata cannot declare."""
+
+from __future__ import annotations
+
+_INDEX_TABLES = ("crawled_pages_fts", "products_fts")
+
+
+def include_name(name: str | None, type_: str, parent_names: dict[str, str | None]) -> bool:
+    """Alembic's ``include_name`` hook: hide the search index from autogenerate comparisons.
+
+    The FTS5 tables (and their shadow tables), the SQLite indexes for filters and the
+    ``search_vector`` columns and GIN indexes exist in one dialect each, so ``schema.metadata``
+    cannot declare them.
+    """
+    if name is None:
+        return True
+    if type_ == "table":
+        return not any(name == t or name.startswith(f"{t}_") for t in _INDEX_TABLES)
+    if type_ == "column":
+        return name not in ("search_vector", "rank_vector", "pair_vector")
+    if type_ == "index":
+        return not name.endswith(("_search_vector", "_search_filter", "_pair_vector"))
+    return True
