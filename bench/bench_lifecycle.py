@@ -34,10 +34,10 @@ from pathlib import Path
 
 from sqlalchemy import Engine, Table, create_engine, insert, text
 
-from harvestman.lifecycle.backup import backup_sqlite, restore_sqlite
 from harvestman.store import dialect, migrate
 from harvestman.store.lifecycle.replay import replay
 from harvestman.store.lifecycle.retention import RetentionRules, apply_retention
+from harvestman.store.lifecycle.sqlitebackup import backup_sqlite, restore_sqlite
 from harvestman.store.schema import crawled_pages, crawls, images, products, urls
 
 NOW = 1_700_000_000.0

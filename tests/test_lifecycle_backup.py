@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import Engine, insert
 
 from harvestman.errors import StoreError
-from harvestman.lifecycle.backup import RestoreRefused, backup_sqlite, restore_sqlite
 from harvestman.records import NewUrl
 from harvestman.store import SqlStore, migrate
+from harvestman.store.lifecycle.sqlitebackup import RestoreRefused, backup_sqlite, restore_sqlite
 from harvestman.store.schema import crawled_pages, crawls, domains, urls
 from harvestman.urls import url_hash
 from storerows import NOW, add_crawl, add_page, add_url, open_store, table_rows
