@@ -1,5 +1,5 @@
 """The stats history on real stores: the migration, additive writes from many writers, the
-engine's per-minute counts, the time series read and the roll-up into days."""
+crawler's per-minute counts, the time series read and the roll-up into days."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def test_many_writers_adding_to_one_row_lose_nothing(engine: Engine) -> None:
         try:
             start.wait()
             for _ in range(writes):
-                # Two buckets a write, as an engine crossing a minute sends them.
+                # Two buckets a write, as a crawler crossing a minute sends them.
                 add(engine, crawl, "minute", {START: {"pages": 1}, START + 60: {"bytes": 10}})
         except BaseException as exc:  # reported by the assertion below
             errors.append(exc)
