@@ -15,6 +15,7 @@ import signal
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -25,12 +26,20 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from conftest import SettingsFactory, serve
 from harvestman.crawl.analysis import AnalysisSpec, PageAnalysis, PageAnalyzer
 from harvestman.crawl.fetch import FetchResult
-from harvestman.crawl.pageprocess import FrameReader, Frames, frame
+from harvestman.crawl.pageprocess import (
+    HEADER,
+    FrameReader,
+    Frames,
+    answer_frame,
+    frame,
+    page_frames,
+)
 from harvestman.crawl.pageprocess import serve as serve_pages
 from harvestman.crawl.pages import ListingReader, PagePipeline
 from harvestman.crawl.pageworkers import PageWorkers
 from harvestman.crawl.work import PageWork
 from harvestman.stats import Stats
+from harvestman.urls import UrlNormalizer
 from support.crawling import Crawled, crawl
 from support.parts import crawl_parts, request_for
 from testsite import GARBAGE_BODIES, TestSite
@@ -251,7 +260,8 @@ async def test_a_step_sees_the_text_from_a_page_process_as_inline_when_it_reads_
     async with crawl_parts(tmp_path, [page.final_url for page in pages]) as parts:
         seen = step()
         listings = ListingReader(parts.discovery, parts.outcomes, max_depth=1, max_urls=10,
-                                 max_bytes=1000, feed_poll_interval=60.0)  # fmt: skip
+                                 max_bytes=1000, feed_poll_interval=60.0,
+                                 normalizer=UrlNormalizer())  # fmt: skip
         spec = AnalysisSpec(validate_min_bytes=500, near_duplicates=True)
         pipeline = PagePipeline([seen], parts.outcomes, listings, spec, count=parts.run.stats.inc)
         stats = Stats()
@@ -427,8 +437,9 @@ class Replies(io.BytesIO):
 
 def page_frame(number: int) -> bytes:
     page = response(number)
-    headers = CIMultiDict(page.headers)
-    return frame((number, time.monotonic(), page.final_url, 200, headers, page.body, None))
+    return b"".join(
+        page_frames(number, time.monotonic(), page.final_url, 200, page.headers, page.body, None)
+    )
 
 
 def answered(*answers: bytes) -> list[int]:
@@ -485,3 +496,34 @@ def test_a_page_process_holds_no_answer_back_while_it_waits_for_pages() -> None:
         serving.join()
     os.close(read_end)
     os.close(replies_read)
+
+
+def test_a_page_goes_out_as_its_fields_and_its_body_as_it_is() -> None:
+    page = response(7)
+    headers = CIMultiDictProxy(CIMultiDict([("Content-Type", "text/html"), ("Set-Cookie", "a=1")]))
+    headers_out = CIMultiDict(headers)
+    headers_out.add("set-cookie", "b=2")
+    size, meta, body_size, body = page_frames(
+        7, 1.5, page.final_url, 200, headers_out, page.body, None
+    )
+
+    assert body is page.body  # neither pickled nor copied
+    assert HEADER.unpack(size)[0] == len(meta)
+    assert HEADER.unpack(body_size)[0] == len(page.body)
+    number, sent, url, status, items, charset = pickle.loads(meta)
+    assert (number, sent, url, status, charset) == (7, 1.5, page.final_url, 200, None)
+    assert items == (("Content-Type", "text/html"), ("Set-Cookie", "a=1"), ("set-cookie", "b=2"))
+    assert {type(name) for name, _ in items} == {str}  # not multidict's istr: a class to pickle
+
+
+def test_an_answer_loads_as_the_analysis_it_was() -> None:
+    spec = AnalysisSpec(validate_min_bytes=500, products_max_price=Decimal(1000), keep_text=True)
+    page = response(3)
+    analysis = PageAnalyzer(spec).analyze(page.final_url, 200, page.headers, page.body, None)
+    assert analysis.verdict is not None
+    assert analysis.products is not None
+    assert analysis.page.links
+
+    [answer] = answers_in(answer_frame(3, analysis, 0.25))
+
+    assert pickle.loads(answer) == (3, analysis, 0.25)

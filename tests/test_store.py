@@ -1,4 +1,4 @@
-"""The SQL store on real SQLite (and PostgreSQL for the migrations): leases, batches, recovery."""
+"""The SQL store on real SQLite and PostgreSQL: leases, batches, recovery, migrations."""
 
 from __future__ import annotations
 
@@ -23,9 +23,15 @@ def new(url: str, depth: int = 1, priority: int = 2) -> NewUrl:
     return NewUrl(url, url_hash(url), host_key(url), depth, priority)
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqlStore]:
-    async with SqlStore(f"sqlite:///{tmp_path / 's.db'}") as opened:
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SqlStore]:
+    """The store on each database: PostgreSQL runs the batch writes and the lease as one
+    statement each (``store.pgbatch``), SQLite through the driver's executemany."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 's.db'}"
+    else:
+        url = request.getfixturevalue("pg_schema_url")
+    async with SqlStore(url) as opened:
         await opened.upgrade()
         yield opened
 
@@ -144,6 +150,27 @@ async def test_a_hosts_page_count_counts_pages_not_fetches(store: SqlStore) -> N
     assert domain.page_count == 2
 
 
+async def test_a_batch_with_two_outcomes_of_one_url_keeps_the_last(store: SqlStore) -> None:
+    crawl = await store.ensure_crawl("c")
+    await store.add_urls(crawl, [new("http://a.test/x")], NOW)
+    [request], _ = await store.lease(crawl, {"a.test": 1}, NOW, NOW + 300, "w1")
+
+    def fetched(title: str, code: int) -> Outcome:
+        page = PageRecord(
+            url=request.url, final_url=request.url, host="a.test", status_code=code,
+            content_type="text/html", content_length=10, fetched_at=NOW, crawl_duration_ms=5,
+            title=title,
+        )  # fmt: skip
+        return Outcome(request, UrlStatus.COMPLETED, NOW + 10, 0, status_code=code, page=page)
+
+    await store.record(crawl, [fetched("first", 200), fetched("second", 203)], [], NOW)
+
+    [row] = list(store.iter_urls(crawl))
+    assert (row["status"], row["status_code"]) == ("completed", 203)
+    [page] = list(store.iter_pages(crawl))
+    assert (page["title"], page["status_code"]) == ("second", 203)
+
+
 async def test_leases_of_dead_or_expired_workers_return_to_pending(store: SqlStore) -> None:
     crawl = await store.ensure_crawl("c")
     await store.add_urls(crawl, [new(f"http://a.test/{i}") for i in range(6)], NOW)
@@ -158,8 +185,14 @@ async def test_leases_of_dead_or_expired_workers_return_to_pending(store: SqlSto
 
 
 async def test_a_cancelled_call_that_started_ends_before_its_cancellation_goes_on(
-    store: SqlStore,
+    tmp_path: Path,
 ) -> None:
+    # SQLite's store: one thread, so a call queued behind another has not started.
+    async with SqlStore(f"sqlite:///{tmp_path / 's.db'}") as store:
+        await _cancelled_calls(store)
+
+
+async def _cancelled_calls(store: SqlStore) -> None:
     # A lease whose caller is cancelled mid-call commits anyway (the thread runs on): the
     # shutdown's release, which comes next, must come after it or the rows stay leased.
     started, go = threading.Event(), threading.Event()

@@ -37,12 +37,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import cast
 
-from multidict import CIMultiDict
-
 import harvestman
 from harvestman.crawl.analysis import AnalysisSpec, PageAnalysis
 from harvestman.crawl.fetch import FetchResult
-from harvestman.crawl.pageprocess import Frames, frame
+from harvestman.crawl.pageprocess import Frames, frame, page_frames
 from harvestman.stats import Stats
 
 log = logging.getLogger(__name__)
@@ -79,18 +77,20 @@ class _PageProcess(asyncio.SubprocessProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.SubprocessTransport, transport)
 
-    def send(self, message: object) -> None:
+    def send(self, *frames: bytes) -> None:
         # The pages of one turn of the loop go in one write: one wake-up of the process.
         if not self.outgoing:
             asyncio.get_running_loop().call_soon(self.flush)
-        self.outgoing.append(frame(message))
+        self.outgoing.extend(frames)
 
     def flush(self) -> None:
         outgoing, self.outgoing = self.outgoing, []
         assert self.transport is not None
         requests = self.transport.get_pipe_transport(0)
         if outgoing and requests is not None and not requests.is_closing():
-            cast(asyncio.WriteTransport, requests).write(b"".join(outgoing))
+            # Gathered by the transport (uvloop: one writev), not joined here: a body is copied
+            # once, by the kernel.
+            cast(asyncio.WriteTransport, requests).writelines(outgoing)
 
     def pipe_data_received(self, fd: int, data: bytes | bytearray) -> None:
         frames = self.frames
@@ -228,14 +228,13 @@ class PageWorkers:
         self.numbers += 1
         future: asyncio.Future[PageAnalysis | None] = asyncio.get_running_loop().create_future()
         worker.waiting[self.numbers] = future
-        headers = CIMultiDict(result.headers)  # a response's headers are a view: not picklable
         worker.send(
-            (
+            *page_frames(
                 self.numbers,
                 time.monotonic(),
                 result.final_url,
                 result.status,
-                headers,
+                result.headers,
                 result.body,
                 result.charset,
             )
@@ -254,7 +253,7 @@ class PageWorkers:
         try:
             while len(self.running) < self.processes and not self.given_up:
                 worker = await self._spawn(loop)
-                worker.send(self.spec)
+                worker.send(frame(self.spec))
                 self.running.append(worker)
                 self.stats.inc("parse/processes_started")
         except Exception:  # not started: the crawl goes on inline rather than retry for ever

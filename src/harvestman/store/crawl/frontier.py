@@ -24,7 +24,7 @@ from sqlalchemy import (
 
 from harvestman.errors import error_category
 from harvestman.records import CrawlRequest, NewUrl, UrlStatus
-from harvestman.store import dialect
+from harvestman.store import dialect, pgbatch
 from harvestman.store.bulk import execute_many
 from harvestman.store.connection import StoreConnection
 from harvestman.store.schema import error_logs, urls
@@ -99,7 +99,10 @@ def insert_links(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: f
     completed and due again go back to pending (``make_known_due``). A batch of new URLs only
     (most of them, with a seen cache that holds the crawl) is not looked up again.
     """
-    added = _insert_ignore(conn, crawl_id, rows, now)
+    if dialect.is_sqlite(conn.engine):
+        added = _insert_ignore(conn, crawl_id, rows, now)
+    else:
+        added = pgbatch.insert_links(conn, crawl_id, rows, now)
     if added != len(rows):  # some were known (or the driver cannot tell: -1)
         make_known_due(conn, crawl_id, [row.url_hash for row in rows], now)
 
@@ -373,17 +376,29 @@ class FrontierRepository(StoreConnection):
 
         def _lease() -> tuple[list[CrawlRequest], dict[str, float | None]]:
             leased: list[CrawlRequest] = []
+            to_mark: list[CrawlRequest] = []  # SQLite: found by a SELECT, marked below
             short: list[str] = []
             with self._begin() as conn:
+                if not self.is_embedded:
+                    pgbatch.prefer_index_walks(conn)
                 for host, limit in wanted.items():
-                    rows = conn.execute(
-                        self._lease_sql,
-                        {"crawl_id": crawl_id, "host": host, "now": now, "limit": limit},
-                    ).all()
-                    leased.extend(CrawlRequest(*row) for row in rows)
-                    if len(rows) < limit:
+                    if self.is_embedded:
+                        found = [
+                            CrawlRequest(*row)
+                            for row in conn.execute(
+                                self._lease_sql,
+                                {"crawl_id": crawl_id, "host": host, "now": now, "limit": limit},
+                            )
+                        ]
+                        to_mark.extend(found)
+                    else:  # found, locked and marked by one statement
+                        found = pgbatch.lease_host(
+                            conn, crawl_id, host, limit, now, lease_until, worker_id
+                        )
+                    leased.extend(found)
+                    if len(found) < limit:
                         short.append(host)
-                if leased:
+                if to_mark:
                     conn.execute(
                         update(urls)
                         .where(urls.c.id == bindparam("row_id"))
@@ -393,7 +408,7 @@ class FrontierRepository(StoreConnection):
                             leased_by=worker_id,
                             updated_at=now,
                         ),
-                        [{"row_id": request.id} for request in leased],
+                        [{"row_id": request.id} for request in to_mark],
                     )
                 # The leased rows are in progress now: what is still pending is due later.
                 dry: dict[str, float | None] = {}

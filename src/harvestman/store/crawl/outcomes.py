@@ -4,6 +4,7 @@ transaction (``record``), with the URL states, pages, errors, products and parse
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,7 +13,7 @@ from sqlalchemy import Connection, bindparam, func, select, update
 from harvestman.errors import RobotsDenied, error_category
 from harvestman.records import NewUrl, Outcome
 from harvestman.recrawl import RecrawlRule
-from harvestman.store import dialect, isolation, parsed
+from harvestman.store import dialect, isolation, parsed, pgbatch
 from harvestman.store.bulk import execute_many
 from harvestman.store.connection import StoreConnection
 from harvestman.store.crawl.frontier import insert_urls
@@ -32,6 +33,7 @@ _PAGE_COLUMNS = (
     "rejection_reason", "simhash", "near_duplicate_of", "proxy", "archive_path", "text",
     "main_text",
 )  # fmt: skip
+_PAGE_ROW_COLUMNS = ("crawl_id", "url_hash", *_PAGE_COLUMNS, "redirects")
 
 
 class OutcomeRepository(StoreConnection):
@@ -50,6 +52,8 @@ class OutcomeRepository(StoreConnection):
         def _write(
             conn: Connection, outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl]
         ) -> None:
+            if not self.is_embedded:
+                pgbatch.prefer_index_walks(conn)
             insert_urls(conn, crawl_id, new_urls, now)
             if outcomes:
                 self._write_outcomes(conn, crawl_id, outcomes, now)
@@ -69,6 +73,79 @@ class OutcomeRepository(StoreConnection):
         # In id order, the order every statement that waits on urls rows locks them in (see
         # store.transaction.locked_ids): a batch write and a lease extension once deadlocked.
         outcomes = sorted(outcomes, key=lambda o: o.request.id)
+        if self.is_embedded:
+            self._finish_urls(conn, outcomes, now)
+        else:
+            pgbatch.finish_urls(conn, outcomes, now)
+        self._write_errors(conn, crawl_id, outcomes, now)
+        self._write_products(conn, crawl_id, [o for o in outcomes if o.products is not None], now)
+        write_image_outcomes(conn, crawl_id, outcomes, now)
+        not_modified = {
+            o.request.id: o.recrawl
+            for o in outcomes
+            if o.recrawl is not None and o.products is None and o.status_code == 304
+        }
+        if not_modified:
+            unchanged = history.unchanged_product_pages(conn, not_modified)
+            history.apply_recrawl(conn, unchanged, now)
+        parsed.write_parsed(conn, self.engine, crawl_id, outcomes, now)
+        pages = [o for o in outcomes if o.page is not None]
+        if not pages:
+            return
+        rows = []
+        for o in pages:
+            page = o.page
+            assert page is not None
+            row = {name: getattr(page, name) for name in _PAGE_COLUMNS}
+            row["crawl_id"] = crawl_id
+            row["url_hash"] = o.request.url_hash
+            row["redirects"] = json.dumps(page.redirects) if page.redirects else None
+            rows.append(row)
+        # A host's page_count counts its pages, not its fetches: a re-crawl replaces its row.
+        if self.is_embedded:
+            new_hosts = self._upsert_pages(conn, crawl_id, rows)
+        else:
+            # One row per page (the last fetch's), as one statement.
+            unique = list({row["url_hash"]: row for row in rows}.values())
+            new_hosts = pgbatch.upsert_pages(conn, _PAGE_ROW_COLUMNS, unique)
+        per_host = Counter(new_hosts)
+        execute_many(
+            conn,
+            update(domains)
+            .where(domains.c.host == bindparam("h"))
+            .values(page_count=domains.c.page_count + bindparam("n"), updated_at=now),
+            # Host order: two workers counting pages of the same hosts must not deadlock.
+            ({"h": host, "n": n} for host, n in sorted(per_host.items())),
+        )
+
+    def _upsert_pages(
+        self, conn: Connection, crawl_id: int, rows: Sequence[dict[str, Any]]
+    ) -> list[str]:
+        """Insert or replace the pages' rows (SQLite: the driver's executemany); returns the
+        host of each page that had no row."""
+        stmt = dialect.insert(self.engine, crawled_pages)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["crawl_id", "url_hash"],
+            set_={name: stmt.excluded[name] for name in (*_PAGE_COLUMNS, "redirects")},
+        )
+        hashes = [row["url_hash"] for row in rows]
+        stored = set(
+            conn.execute(
+                select(crawled_pages.c.url_hash).where(
+                    crawled_pages.c.crawl_id == crawl_id, crawled_pages.c.url_hash.in_(hashes)
+                )
+            ).scalars()
+        )
+        new_hosts = []
+        for row in rows:
+            if row["url_hash"] not in stored:
+                stored.add(row["url_hash"])
+                new_hosts.append(row["host"])
+        execute_many(conn, stmt, rows)
+        return new_hosts
+
+    def _finish_urls(self, conn: Connection, outcomes: Sequence[Outcome], now: float) -> None:
+        """The outcomes' URL rows take their new state (SQLite: the driver's executemany)."""
         execute_many(
             conn,
             update(urls)
@@ -105,57 +182,6 @@ class OutcomeRepository(StoreConnection):
                 }
                 for o in outcomes
             ),
-        )
-        self._write_errors(conn, crawl_id, outcomes, now)
-        self._write_products(conn, crawl_id, [o for o in outcomes if o.products is not None], now)
-        write_image_outcomes(conn, crawl_id, outcomes, now)
-        not_modified = {
-            o.request.id: o.recrawl
-            for o in outcomes
-            if o.recrawl is not None and o.products is None and o.status_code == 304
-        }
-        if not_modified:
-            unchanged = history.unchanged_product_pages(conn, not_modified)
-            history.apply_recrawl(conn, unchanged, now)
-        parsed.write_parsed(conn, self.engine, crawl_id, outcomes, now)
-        pages = [o for o in outcomes if o.page is not None]
-        if not pages:
-            return
-        stmt = dialect.insert(self.engine, crawled_pages)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["crawl_id", "url_hash"],
-            set_={name: stmt.excluded[name] for name in (*_PAGE_COLUMNS, "redirects")},
-        )
-        # A host's page_count counts its pages, not its fetches: a re-crawl replaces its row.
-        hashes = [o.request.url_hash for o in pages]
-        stored = set(
-            conn.execute(
-                select(crawled_pages.c.url_hash).where(
-                    crawled_pages.c.crawl_id == crawl_id, crawled_pages.c.url_hash.in_(hashes)
-                )
-            ).scalars()
-        )
-        rows = []
-        per_host: dict[str, int] = {}
-        for o in pages:
-            page = o.page
-            assert page is not None
-            row = {name: getattr(page, name) for name in _PAGE_COLUMNS}
-            row["crawl_id"] = crawl_id
-            row["url_hash"] = o.request.url_hash
-            row["redirects"] = json.dumps(page.redirects) if page.redirects else None
-            rows.append(row)
-            if o.request.url_hash not in stored:
-                stored.add(o.request.url_hash)
-                per_host[page.host] = per_host.get(page.host, 0) + 1
-        execute_many(conn, stmt, rows)
-        execute_many(
-            conn,
-            update(domains)
-            .where(domains.c.host == bindparam("h"))
-            .values(page_count=domains.c.page_count + bindparam("n"), updated_at=now),
-            # Host order: two workers counting pages of the same hosts must not deadlock.
-            ({"h": host, "n": n} for host, n in sorted(per_host.items())),
         )
 
     def _write_errors(
