@@ -574,3 +574,68 @@ def test_each_engine_holder_still_holds_it() -> None:
 def test_each_driver_and_engine_use_is_caught(source: str, expected: list[str]) -> None:
     found = driver_violations(source, "harvestman.api.example")
     assert [v.what for v in found] == expected
+
+
+# -- every import names something that exists --------------------------------------------------
+#
+# mypy runs with ignore_missing_imports (for untyped third-party packages), so an import of a
+# harvestman module that was moved away passes it; and an import inside a function fails only
+# when that function runs. The tree itself says what exists.
+
+
+def _missing_imports(path: Path) -> list[str]:
+    """``module:line target`` for each ``harvestman`` import in ``path`` naming no module and no
+    top-level name of a module."""
+    missing = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            targets = [(node.module, alias.name) for alias in node.names]
+        else:
+            continue
+        for module, name in targets:
+            if module.split(".")[0] != "harvestman":
+                continue
+            if not _module_exists(module) or (
+                name is not None
+                and not _is_extension(module)
+                and not _module_exists(f"{module}.{name}")
+                and name not in _top_level_names(module)
+            ):
+                missing.append(f"{module_name(path)}:{node.lineno} {module} {name or ''}".strip())
+    return missing
+
+
+def _module_exists(module: str) -> bool:
+    base = SRC.parent.joinpath(*module.split("."))
+    return (
+        base.with_suffix(".py").is_file()
+        or (base / "__init__.py").is_file()
+        or _is_extension(module)
+    )
+
+
+def _is_extension(module: str) -> bool:
+    """A C extension built from its source beside the modules (``_simhash.c``)."""
+    return SRC.parent.joinpath(*module.split(".")).with_suffix(".c").is_file()
+
+
+@functools.cache
+def _top_level_names(module: str) -> frozenset[str]:
+    base = SRC.parent.joinpath(*module.split("."))
+    path = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    return frozenset(names)
+
+
+def test_every_harvestman_import_names_a_module_or_a_name_that_exists() -> None:
+    missing = [m for path in sorted(SRC.rglob("*.py")) for m in _missing_imports(path)]
+    assert missing == []

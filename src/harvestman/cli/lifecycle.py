@@ -66,7 +66,7 @@ def backup(
 ) -> None:
     """A consistent online copy of the store (safe while a crawl writes): SQLite's backup API,
     or pg_dump's custom format for PostgreSQL."""
-    from harvestman.lifecycle.backup import backup_sqlite
+    from harvestman.store.lifecycle.sqlitebackup import backup_sqlite
     from harvestman.store.lifecycle.pgdump import backup_postgres, verify_postgres_backup
     from harvestman.store.lifecycle.pgtools import PgTools
 
@@ -96,7 +96,7 @@ def restore(
     as_json: JsonOption = False,
 ) -> None:
     """Restore the store from a backup (refused while any process has it open)."""
-    from harvestman.lifecycle.backup import restore_sqlite
+    from harvestman.store.lifecycle.sqlitebackup import restore_sqlite
     from harvestman.store.lifecycle.pgrestore import restore_postgres
     from harvestman.store.lifecycle.pgtools import PgTools
 
