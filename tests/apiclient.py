@@ -68,9 +68,9 @@ async def running_api(
         async with JobStore(store.engine) as job_store:
             sched = None
             if scheduler:
-                from harvestman.jobs.runner import EngineRunner
+                from harvestman.jobs.runner import CrawlRunner
 
-                sched = make_scheduler(job_store, EngineRunner(settings, store))
+                sched = make_scheduler(job_store, CrawlRunner(settings, store))
             app = create_app(
                 settings,
                 sql_store=store,

@@ -154,10 +154,10 @@ async def test_the_validate_step_records_the_vendor(
         step = ValidateStep(Validator(), parts.run, parts.outcomes, hard_cooldown=60.0,
                             max_retries=0)  # fmt: skip
 
-        step.run(work)
+        rejected = step.run(work)
 
-    assert work.outcome is not None
-    assert (work.record.rejection_reason, work.outcome.error, work.halted) == (
+    assert rejected is not None
+    assert (work.record.rejection_reason, rejected.outcome.error, rejected.halt) == (
         reason,
         error,
         halted,

@@ -50,13 +50,16 @@ async def test_validation_rejects_garbage_and_holds_back_only_its_content(
     async with crawl_parts(tmp_path, [ROOT]) as parts:
         work = page_work(parts, ROOT.rstrip("/") + path, GARBAGE_BODIES[path])
 
-        validate_step(parts).run(work)
+        rejected = validate_step(parts).run(work)
 
-    assert work.outcome is not None
-    assert (work.outcome.status, work.outcome.error_class) == (row_status, "ContentRejected")
+    assert rejected is not None
+    assert (rejected.outcome.status, rejected.outcome.error_class) == (
+        row_status,
+        "ContentRejected",
+    )
     assert work.record.validation_status == status
     assert (work.record.title, work.record.content_hash) == (title, None)
-    assert work.halted is (path != "/garbage/shell.html")  # a shell's links still lead on
+    assert rejected.halt is (path != "/garbage/shell.html")  # a shell's links still lead on
 
 
 async def test_a_hard_rejection_cools_the_host_down_and_comes_back_after_it(
@@ -66,10 +69,10 @@ async def test_a_hard_rejection_cools_the_host_down_and_comes_back_after_it(
         url = ROOT + "garbage/denied.html"
         work = page_work(parts, url, GARBAGE_BODIES["/garbage/denied.html"])
 
-        validate_step(parts).run(work)
+        rejected = validate_step(parts).run(work)
 
-        assert work.outcome is not None
-        assert (work.outcome.next_crawl_at, work.outcome.attempts) == (1060.0, 1)
+        assert rejected is not None
+        assert (rejected.outcome.next_crawl_at, rejected.outcome.attempts) == (1060.0, 1)
         assert parts.run.frontier.hosts["127.0.0.1:9"].next_allowed == 1060.0
 
 

@@ -69,7 +69,7 @@ async def test_workers_crawl_what_is_seeded_and_stop_with_their_leases_given_bac
         await store.upgrade()
         workers = CrawlWorkers(settings, store, 2, restart_delay=0.1)
         running = asyncio.create_task(workers.run())
-        await _until(lambda: asyncio.sleep(0, len(workers.engines) == 2), "both workers start")
+        await _until(lambda: asyncio.sleep(0, len(workers.crawlers) == 2), "both workers start")
         crawl_id = await _seed(store, site.url("/"))
 
         async def some_pages() -> bool:
@@ -80,7 +80,7 @@ async def test_workers_crawl_what_is_seeded_and_stop_with_their_leases_given_bac
         assert registered == set(workers.worker_ids)
         workers.stop()
         await asyncio.wait_for(running, 30)
-        assert workers.engines == []
+        assert workers.crawlers == []
         assert await store.workers() == []
         assert (await store.counts(crawl_id)).by_status.get("in_progress", 0) == 0
 

@@ -316,11 +316,11 @@ async def test_a_proxy_is_sent_the_normalized_url_the_guard_checked(secret: Hits
 async def crawl(settings: Any, seeds: list[str]) -> tuple[Crawler, list[dict], Any]:
     async with SqlStore(settings.database_url) as store:
         await store.upgrade()
-        engine = Crawler(settings, store, seeds)
-        await engine.run()
-        rows = list(store.iter_urls(engine.crawl_id))
+        crawler = Crawler(settings, store, seeds)
+        await crawler.run()
+        rows = list(store.iter_urls(crawler.crawl_id))
         domain = await store.get_domain(f"127.0.0.1:{seeds[0].split(':')[2].split('/')[0]}")
-    return engine, rows, domain
+    return crawler, rows, domain
 
 
 async def test_a_robots_redirect_to_another_port_reads_nothing(

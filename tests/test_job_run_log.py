@@ -1,7 +1,7 @@
 """A run's log worth reading: a line per fetched URL, counters live while the run goes, and any
 past run's log searched, filtered by level and downloaded.
 
-The real scheduler and ``EngineRunner`` crawl a small shop on 127.0.0.1 through the API's
+The real scheduler and ``CrawlRunner`` crawl a small shop on 127.0.0.1 through the API's
 store; the schedule runs on the test's clock (the crawl keeps real time for politeness), so the
 counters' duration and rate are exact. A page that holds its answer until the test releases it
 keeps a run going while the test reads its counters.
@@ -33,7 +33,7 @@ from harvestman.crawl.outcomes import Outcomes
 from harvestman.errors import ContentRejected, HttpStatusError, RobotsDenied
 from harvestman.jobs.logs import LogCapture
 from harvestman.jobs.records import JobSpec, LogLine, ProgressSample, SourceSpec
-from harvestman.jobs.runner import EngineRunner
+from harvestman.jobs.runner import CrawlRunner
 from harvestman.jobs.scheduler import Scheduler
 from harvestman.jobs.urllines import UrlLines, describe, verdict
 from harvestman.logconfig import configure_logging, reset_logging
@@ -105,7 +105,7 @@ def service_of(make_settings: SettingsFactory, shop: Shop) -> ServiceOf:
             await crawl_store.upgrade()
             async with JobStore(crawl_store.engine, clock=clock) as jobs:
                 scheduler = make_scheduler(
-                    jobs, EngineRunner(settings, crawl_store), instance_id="t"
+                    jobs, CrawlRunner(settings, crawl_store), instance_id="t"
                 )
                 app = create_app(
                     settings,

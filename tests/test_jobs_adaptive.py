@@ -1,5 +1,5 @@
 """Adaptive re-crawl: the interval follows whether the start pages change, against a real site
-crawled by the real Engine through the EngineRunner."""
+crawled by the real Crawler through the CrawlRunner."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from aiohttp import web
 from conftest import SettingsFactory
 from harvestman.jobs.adaptive import AdaptiveState, adaptive_interval, observe
 from harvestman.jobs.records import ExecutionStatus, JobSpec, SourceSpec
-from harvestman.jobs.runner import EngineRunner, namespace, source_settings
+from harvestman.jobs.runner import CrawlRunner, namespace, source_settings
 from harvestman.jobs.scheduler import Scheduler
 from harvestman.jobs.states import JobStatus
 from harvestman.store import SqlStore
@@ -149,7 +149,7 @@ async def service(make_settings: SettingsFactory) -> AsyncIterator[Service]:
         await crawl_store.upgrade()
         async with JobStore(crawl_store.engine, clock=clock) as store:
             # The crawl keeps real time (politeness); the schedule runs on the test's clock.
-            scheduler = make_scheduler(store, EngineRunner(settings, crawl_store), instance_id="t")
+            scheduler = make_scheduler(store, CrawlRunner(settings, crawl_store), instance_id="t")
             yield Service(store, scheduler, clock)
 
 

@@ -23,7 +23,7 @@ from harvestman.jobs.records import (
     Source,
     SourceSpec,
 )
-from harvestman.jobs.runner import EngineRunner
+from harvestman.jobs.runner import CrawlRunner
 from harvestman.jobs.scheduler import Scheduler
 from harvestman.jobs.states import Action, JobStatus
 from harvestman.store import SqlStore
@@ -82,7 +82,7 @@ async def service(make_settings: SettingsFactory, database_url: str) -> AsyncIte
         await crawl_store.upgrade()
         async with JobStore(crawl_store.engine, clock=clock) as store:
             # The crawl keeps real time (politeness); the schedule runs on the test's clock.
-            scheduler = make_scheduler(store, EngineRunner(settings, crawl_store), instance_id="t")
+            scheduler = make_scheduler(store, CrawlRunner(settings, crawl_store), instance_id="t")
             yield Service(store, crawl_store, scheduler, clock)
 
 

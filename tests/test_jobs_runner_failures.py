@@ -1,5 +1,5 @@
 """A job run whose start URLs all fail is a failed execution, so the job's retries and back-off
-apply: the real scheduler and EngineRunner on SQLite and PostgreSQL, against a closed port on
+apply: the real scheduler and CrawlRunner on SQLite and PostgreSQL, against a closed port on
 127.0.0.1 and a local site that answers 503."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from aiohttp import web
 from conftest import SettingsFactory, serve
 from harvestman.jobs import runner as runner_module
 from harvestman.jobs.records import ExecutionStatus, JobSpec, SourceSpec
-from harvestman.jobs.runner import EngineRunner
+from harvestman.jobs.runner import CrawlRunner
 from harvestman.jobs.scheduler import Scheduler
 from harvestman.jobs.states import JobStatus
 from harvestman.store import SqlStore
@@ -55,7 +55,7 @@ async def service(
         await crawl_store.upgrade()
         async with JobStore(crawl_store.engine, clock=clock) as store:
             # The crawl keeps real time (politeness); the schedule runs on the test's clock.
-            scheduler = make_scheduler(store, EngineRunner(settings, crawl_store), instance_id="t")
+            scheduler = make_scheduler(store, CrawlRunner(settings, crawl_store), instance_id="t")
             yield Service(store, scheduler, clock)
 
 

@@ -291,6 +291,7 @@ async def test_the_parser_health_gauges_after_two_days_of_crawls(
 async def test_a_crawl_reads_the_stored_rollouts_at_most_every_refresh(
     make_settings: SettingsFactory,
 ) -> None:
+    from harvestman.crawl.gates import Gate
     from harvestman.crawl.run import CrawlRun
     from harvestman.crawl.steps import ParsersStep
     from harvestman.records import CrawlRequest
@@ -306,7 +307,7 @@ async def test_a_crawl_reads_the_stored_rollouts_at_most_every_refresh(
             settings, Stats(), CrawlRun(store, Stats(), lambda: now[0])
         )
         assert step is not None
-        assert step.is_gate
+        assert isinstance(step, Gate)
         await store.set_parser_rollout(ParserRollout("shelf", "2", 1.0, "127.0.0.1"))
         await step.check(request)  # the first check reads them
         assert _version_for(step.registry, url) == "2"
@@ -323,4 +324,4 @@ async def test_a_crawl_reads_the_stored_rollouts_at_most_every_refresh(
         make_settings(parsers=BOTH[:1]), Stats(), CrawlRun(store, Stats(), lambda: now[0])
     )
     assert one is not None
-    assert not one.is_gate  # one version per parser: nothing to read, no gate
+    assert not isinstance(one, Gate)  # one version per parser: nothing to read, no gate

@@ -70,14 +70,17 @@ async def test_a_page_drawn_by_javascript_is_rendered_stored_and_its_links_follo
     async with serve(app.handle) as port:
         app.port = port
         crawled = await crawl(settings_for(make_settings), [app.url("/")])
-        engine, pages = crawled.crawler, crawled.pages_by_url
+        crawler, pages = crawled.crawler, crawled.pages_by_url
 
     home = pages[app.url("/")]
     assert (home["validation_status"], home["rejection_reason"]) == ("ok", None)
     assert home["title"] == "Rendered app"
     assert home["content_hash"] is not None
     assert pages[app.url("/next.html")]["title"] == "Next"  # the link the script drew
-    assert engine.stats["render/pages"] == 1
+    assert crawler.stats["render/pages"] == 1
+    # The page and the one its script linked, each counted once (a render is not a new page).
+    assert crawler.stats["parse/pages"] == 2
+    assert crawler.stats["validate/soft/needs_js"] == 1
     # One fetch and one render of the page; the image the script added was never asked for.
     assert app.hits["/"] == 2
     assert app.hits["/logo.png"] == 0
@@ -90,12 +93,13 @@ async def test_a_page_still_empty_after_rendering_stays_needs_js(
     async with serve(app.handle) as port:
         app.port = port
         crawled = await crawl(settings_for(make_settings), [app.url("/stuck.html")])
-        engine, pages = crawled.crawler, crawled.pages_by_url
+        crawler, pages = crawled.crawler, crawled.pages_by_url
 
     stuck = pages[app.url("/stuck.html")]
     assert (stuck["validation_status"], stuck["rejection_reason"]) == ("soft", "needs_js")
     assert stuck["content_hash"] is None
-    assert engine.stats["render/still_needs_js"] == 1
+    assert crawler.stats["render/still_needs_js"] == 1
+    assert crawler.stats["parse/pages"] == 1
 
 
 async def test_without_the_renderer_the_page_is_recorded_as_needs_js(
@@ -106,9 +110,9 @@ async def test_without_the_renderer_the_page_is_recorded_as_needs_js(
         app.port = port
         settings = settings_for(make_settings, render_browser="/nonexistent/chromium")
         crawled = await crawl(settings, [app.url("/")])
-        engine, pages = crawled.crawler, crawled.pages_by_url
+        crawler, pages = crawled.crawler, crawled.pages_by_url
 
-    assert engine.renderer is None  # a browser that is not there: logged, and the crawl goes on
+    assert crawler.renderer is None  # a browser that is not there: logged, and the crawl goes on
     home = pages[app.url("/")]
     assert (home["validation_status"], home["rejection_reason"]) == ("soft", "needs_js")
     assert app.url("/next.html") not in pages

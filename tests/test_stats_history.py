@@ -1,5 +1,5 @@
 """The stats history on real stores: the migration, additive writes from many writers, the
-engine's per-minute counts, the time series read and the roll-up into days."""
+crawler's per-minute counts, the time series read and the roll-up into days."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine, func, inspect, select
 
 from conftest import SettingsFactory
-from harvestman.crawl.crawler import Crawler as CrawlEngine
+from harvestman.crawl.crawler import Crawler
 from harvestman.records import CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus
 from harvestman.stats import StatsHistory
 from harvestman.store import SqlStore, migrate
@@ -84,7 +84,7 @@ def test_many_writers_adding_to_one_row_lose_nothing(engine: Engine) -> None:
         try:
             start.wait()
             for _ in range(writes):
-                # Two buckets a write, as an engine crossing a minute sends them.
+                # Two buckets a write, as a crawler crossing a minute sends them.
                 add(engine, crawl, "minute", {START: {"pages": 1}, START + 60: {"bytes": 10}})
         except BaseException as exc:  # reported by the assertion below
             errors.append(exc)
@@ -169,7 +169,7 @@ async def test_a_crawl_writes_its_counts_once_and_they_match_the_store(
     async with CountingStore(settings.database_url) as store:
         store.writes = []
         await store.upgrade()
-        crawler = CrawlEngine(settings, store, [site.url("/")])
+        crawler = Crawler(settings, store, [site.url("/")])
         await crawler.run()
         crawl, db = crawler.crawl_id, store.engine
         # A crawl shorter than the interval: one upsert, when it closes.

@@ -1,6 +1,6 @@
 """Cookies across restarts: an aiohttp ``CookieJar`` to plain rows and back.
 
-The engine keeps one jar per crawl, hands it to the fetcher, and stores the rows of
+The crawler keeps one jar per crawl, hands it to the fetcher, and stores the rows of
 :func:`dump_cookies` per host (``row["domain"]``); on the next start it feeds them to
 :func:`load_cookies` on a fresh jar. Rows are JSON-ready dicts::
 

@@ -74,9 +74,9 @@ class CrawlProgress:
         return table
 
 
-def summary_table(engine: Crawler, counts: CrawlCounts) -> Group:
+def summary_table(crawler: Crawler, counts: CrawlCounts) -> Group:
     """The end-of-crawl summary: this run's figures and the store's totals."""
-    stats = engine.stats
+    stats = crawler.stats
     run = Table(title="this run", show_header=False, title_justify="left")
     run.add_column()
     run.add_column(justify="right")
@@ -110,7 +110,7 @@ def summary_table(engine: Crawler, counts: CrawlCounts) -> Group:
         total.add_row(status, f"{counts.by_status.get(status, 0):,}")
     total.add_row("pages stored", f"{counts.pages:,}")
     parts: list[Any] = [run, total]
-    if engine.stopped_early:
+    if crawler.stopped_early:
         parts.append("[yellow]stopped early: run the same command again to resume[/yellow]")
     return Group(*parts)
 

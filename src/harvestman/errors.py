@@ -94,7 +94,7 @@ class UrlError(HarvestmanError, ValueError):
 class FetchError(HarvestmanError):
     """A fetch did not produce a usable response.
 
-    ``retryable`` tells the engine whether another attempt may succeed.
+    ``retryable`` tells the crawler whether another attempt may succeed.
     """
 
     retryable = False

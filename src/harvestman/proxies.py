@@ -1,7 +1,7 @@
 """Proxy rotation: the configured proxy list, per-proxy health, and a (domain, proxy) rate limit.
 
 The pool decides *which* proxy a request goes through; :class:`harvestman.crawl.fetch.Fetcher` takes
-that proxy per call (``fetch(url, proxy=...)``); the engine reports back how it went::
+that proxy per call (``fetch(url, proxy=...)``); the crawler reports back how it went::
 
     pool = ProxyPool(parse_proxy_urls("http://10.0.0.1:3128, socks5h://10.0.0.2:1080"))
     proxy = pool.next()

@@ -1,4 +1,4 @@
-"""Domain records passed between the frontier, the engine and the store.
+"""Domain records passed between the frontier, the crawler and the store.
 
 These are plain dataclasses: the store turns them into rows, the API into schemas. They hold
 typed fields, never string-keyed ``meta`` dicts.
@@ -62,7 +62,7 @@ class NewUrl:
 
 @dataclass(slots=True)
 class CrawlRequest:
-    """A leased frontier row: the unit of work the engine fetches."""
+    """A leased frontier row: the unit of work the crawler fetches."""
 
     id: int
     url: str

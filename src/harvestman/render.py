@@ -3,7 +3,7 @@
 Validation marks a page ``needs_js`` when its content is drawn by scripts (an app shell, an
 "enable JavaScript" notice, a browser check that passes by itself). With ``render_enabled``
 and Playwright installed (``pip install 'harvestman[render]'``; the browser is the system's
-Chromium, ``render_browser``), the engine hands such a page to :class:`Renderer` within the
+Chromium, ``render_browser``), the crawler hands such a page to :class:`Renderer` within the
 same turn of its host, so the render is as polite as the fetch, and parses the DOM the scripts
 built instead. Without either, the page stays recorded as ``needs_js``.
 

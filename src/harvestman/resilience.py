@@ -1,13 +1,13 @@
 """Staying alive: a circuit breaker per domain, and a watchdog that notices and diagnoses stalls.
 
-``CircuitBreakers`` keeps one breaker per host key; the engine asks ``allow(host)`` before a fetch
+``CircuitBreakers`` keeps one breaker per host key; the crawler asks ``allow(host)`` before a fetch
 and reports each result with ``record``. Breaker records live behind the small ``BreakerStore``
 seam (in memory here; a Redis store can share them between workers later).
 
 ``StallWatchdog`` is told about every action (``touch``); when nothing happens for
 ``stall_seconds`` while work is pending it checks the store (reconnecting once, else raising
 ``StoreUnavailable``: the process then exits with ``STALL_EXIT_CODE``) and the network (pausing
-the crawl until a check URL answers again). Nothing here imports the engine: every check and
+the crawl until a check URL answers again). Nothing here imports the crawler: every check and
 action is an injected callable.
 """
 
@@ -402,7 +402,7 @@ class WatchdogStatus:
 class StallWatchdog:
     """Notices a crawl that stopped moving while work is pending, and finds out why.
 
-    The engine calls ``touch()`` on every action. ``run()`` (an async loop, checking every
+    The crawler calls ``touch()`` on every action. ``run()`` (an async loop, checking every
     ``check_interval`` seconds) notices ``stall_seconds`` without activity while
     ``has_pending_work()`` says there is work (it must answer from memory, not from the store),
     logs "stall detected", then diagnoses:
@@ -448,7 +448,7 @@ class StallWatchdog:
         self._status = WatchdogStatus(WatchdogState.OK, self._last_activity)
 
     def touch(self) -> None:
-        """Record activity (cheap: the engine calls it on every action)."""
+        """Record activity (cheap: the crawler calls it on every action)."""
         self._last_activity = self.clock()
 
     @property

@@ -1,6 +1,6 @@
 """Crawl counters, namespaced like ``fetch/status/200`` and ``frontier/leased``.
 
-The engine increments them; the progress display, the summary and (later) Prometheus read them.
+The crawler increments them; the progress display, the summary and (later) Prometheus read them.
 ``StatsHistory`` keeps what the store's stats history needs per minute until it is written.
 """
 
@@ -61,7 +61,7 @@ class StatsHistory:
 
     ``add`` counts a batch the store has just written (so the history never counts what a
     failed write lost), into the minute of ``now``. ``take`` hands the pending minutes over and
-    starts the next ``interval``: the engine writes at most once per interval (one upsert of
+    starts the next ``interval``: the crawler writes at most once per interval (one upsert of
     one or two minute rows), and whatever is pending when it closes. What it counts, per
     outcome: ``pages`` (a page row stored), ``failed`` (failed for good), ``errors`` (an
     ``error_logs`` row: an error class other than RobotsDenied), ``bytes`` (body bytes of

@@ -253,7 +253,7 @@ _NEEDS_JS: Final = tuple(s for s in DEFAULT_SIGNATURES if s.reason == "needs_js"
 
 
 class Validator:
-    """The configured garbage filter the engine holds; :meth:`validate` judges one response.
+    """The configured garbage filter the crawler holds; :meth:`validate` judges one response.
 
     ``min_bytes``: bodies under this size must carry a real paragraph (the spec's 500 bytes).
     ``extra_patterns``: more :class:`Signature` s (or ``status:reason:phrase`` strings), checked

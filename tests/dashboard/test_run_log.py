@@ -2,7 +2,7 @@
 table, filtered by level, searched and downloaded, beside its chart and counters.
 
 The API runs in process on a real uvicorn server over SQLite; two runs of a job crawled a
-small local shop through the real scheduler and ``EngineRunner`` before the browser opens.
+small local shop through the real scheduler and ``CrawlRunner`` before the browser opens.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dashboard.browser import CHROMIUM, require_chromium, screenshot_path
 from harvestman.api.app import create_app
 from harvestman.api.auth import Role, create_token
 from harvestman.jobs.records import JobSpec, SourceSpec
-from harvestman.jobs.runner import EngineRunner
+from harvestman.jobs.runner import CrawlRunner
 from harvestman.store import SqlStore
 from harvestman.store.jobs.db import JobStore
 from support.scheduling import Clock, make_scheduler
@@ -80,7 +80,7 @@ async def test_a_past_runs_log_is_opened_filtered_searched_and_downloaded(
                     source_id=source.id, url=base, interval_minutes=60, adaptive_scheduling=False
                 )
             )
-            scheduler = make_scheduler(jobs, EngineRunner(settings, store), instance_id="t")
+            scheduler = make_scheduler(jobs, CrawlRunner(settings, store), instance_id="t")
             for _ in range(2):  # run 1 crawls the shop; run 2 finds the start page unchanged
                 assert len(await scheduler.poll()) == 1
                 clock.now += 30  # each run ends (its last sample) 30 s after it began

@@ -105,7 +105,7 @@ async def _serve(
     from harvestman.api.app import create_app
     from harvestman.crawl.workers import CrawlWorkers
     from harvestman.jobs.events import make_source_events
-    from harvestman.jobs.runner import EngineRunner
+    from harvestman.jobs.runner import CrawlRunner
     from harvestman.jobs.wiring import build_scheduler
     from harvestman.store import SqlStore
 
@@ -114,7 +114,7 @@ async def _serve(
         async with store.jobs() as job_store, _executions_queue(settings) as queue:
             events = make_source_events(api_settings.redis_url, api_settings.redis_prefix)
             scheduler = build_scheduler(
-                settings, job_store, EngineRunner(settings, store), events=events
+                settings, job_store, CrawlRunner(settings, store), events=events
             )
             if queue is not None:  # executions run on the workers: the leader publishes them
                 from harvestman.jobs.dispatch import Dispatcher

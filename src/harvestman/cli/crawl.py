@@ -140,9 +140,9 @@ def _seed_loader(settings: Settings, store: SqlStore, priority: int | None = Non
 
 
 async def _start_seeding(
-    settings: Settings, store: SqlStore, lines: Iterator[str], engine: Crawler
+    settings: Settings, store: SqlStore, lines: Iterator[str], crawler: Crawler
 ) -> asyncio.Task[SeedReport]:
-    """Load the first chunk of ``lines`` now and the rest while ``engine`` crawls.
+    """Load the first chunk of ``lines`` now and the rest while ``crawler`` crawls.
 
     The crawl fetches at once instead of after the whole file: it runs as a worker of its own
     crawl (it looks for new work when its frontier runs dry, its scope reloaded with it) and
@@ -157,13 +157,13 @@ async def _start_seeding(
         if not chunk:
             break
         await loader.load(chunk, now)
-    engine.worker_mode, engine.exit_when_done = True, False
+    crawler.worker_mode, crawler.exit_when_done = True, False
     loading = asyncio.create_task(loader.load(lines, now), name="crawl-seeds")
 
     def loaded(task: asyncio.Task[SeedReport]) -> None:
-        engine.exit_when_done = True
+        crawler.exit_when_done = True
         if task.cancelled() or task.exception() is not None:
-            engine.stop()
+            crawler.stop()
 
     loading.add_done_callback(loaded)
     return loading
@@ -196,14 +196,14 @@ async def _crawl(
                     if line is not None:
                         out.write(line)
 
-        engine = Crawler(settings, store, seeds, on_pages=write_pages)
-        for seed, reason in engine.rejected_seeds:
+        crawler = Crawler(settings, store, seeds, on_pages=write_pages)
+        for seed, reason in crawler.rejected_seeds:
             err.print(f"[yellow]skipped seed[/yellow] {seed!r}: {reason}")
         loading = None
         if file_seeds is not None:  # streamed: the file is never in memory as a whole
-            loading = await _start_seeding(settings, store, file_seeds, engine)
+            loading = await _start_seeding(settings, store, file_seeds, crawler)
         crawl_id = await store.crawls.find_crawl(settings.crawl_name)
-        if not engine.seeds and crawl_id is None:
+        if not crawler.seeds and crawl_id is None:
             err.print("[red]error:[/red] no valid seed URL and no crawl to resume in this store")
             return 2
         loop = asyncio.get_running_loop()
@@ -215,15 +215,15 @@ async def _crawl(
                 os._exit(130)
             interrupted = True
             err.print("[yellow]stopping: finishing writes (Ctrl-C again to quit at once)[/yellow]")
-            engine.stop()
+            crawler.stop()
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, on_signal)
-        display = CrawlProgress(engine, err) if live else None
+        display = CrawlProgress(crawler, err) if live else None
         try:
             if display is not None:
                 display.start()
-            counts = await engine.run()
+            counts = await crawler.run()
             if loading is not None:
                 if interrupted:  # what is not loaded yet is, when the command runs again
                     loading.cancel()
@@ -238,8 +238,8 @@ async def _crawl(
                 loop.remove_signal_handler(sig)
             if out is not None:
                 out.close()
-        err.print(summary_table(engine, counts))
-        budget = engine.wiring.budget
+        err.print(summary_table(crawler, counts))
+        budget = crawler.wiring.budget
         if budget is not None and budget.fetched_before >= budget.max_pages:
             err.print(
                 f"[yellow]nothing fetched:[/yellow] crawl {settings.crawl_name!r} already holds "
@@ -296,7 +296,7 @@ async def _work(settings: Settings, store: SqlStore, exit_when_done: bool) -> in
         await store.check_schema()  # a worker never migrates: that is `harvestman db upgrade`
         loop = asyncio.get_running_loop()
         stopping = False
-        engines: list[Any] = []
+        crawlers: list[Any] = []
         consumers: list[Any] = []
 
         def on_signal() -> None:
@@ -305,16 +305,16 @@ async def _work(settings: Settings, store: SqlStore, exit_when_done: bool) -> in
                 os._exit(130)
             stopping = True
             log.warning("stopping: finishing writes and releasing leases")
-            for engine in engines:
-                engine.stop()
+            for crawler in crawlers:
+                crawler.stop()
             for consumer in consumers:
                 consumer.stop()
 
-        def started(engine: Any) -> None:
-            engines.append(engine)
-            log.info("worker %s on %s", engine.worker_id, _safe_url(settings.database_url))
+        def started(crawler: Any) -> None:
+            crawlers.append(crawler)
+            log.info("worker %s on %s", crawler.worker_id, _safe_url(settings.database_url))
             if stopping:
-                engine.stop()
+                crawler.stop()
 
         def consuming(consumer: Any) -> None:
             consumers.append(consumer)
@@ -327,7 +327,7 @@ async def _work(settings: Settings, store: SqlStore, exit_when_done: bool) -> in
             counts = await _crawl_and_consume(settings, store, exit_when_done, started, consuming)
         else:
             counts = await work(settings, store, exit_when_done=exit_when_done, started=started)
-        log.info("worker %s done: %s", engines[0].worker_id, counts.by_status)
+        log.info("worker %s done: %s", crawlers[0].worker_id, counts.by_status)
         return 0
 
 

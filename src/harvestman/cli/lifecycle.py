@@ -66,9 +66,9 @@ def backup(
 ) -> None:
     """A consistent online copy of the store (safe while a crawl writes): SQLite's backup API,
     or pg_dump's custom format for PostgreSQL."""
-    from harvestman.store.lifecycle.sqlitebackup import backup_sqlite
     from harvestman.store.lifecycle.pgdump import backup_postgres, verify_postgres_backup
     from harvestman.store.lifecycle.pgtools import PgTools
+    from harvestman.store.lifecycle.sqlitebackup import backup_sqlite
 
     settings = load_settings(config, db, database_url)
     if out.exists() and not overwrite:
@@ -96,9 +96,9 @@ def restore(
     as_json: JsonOption = False,
 ) -> None:
     """Restore the store from a backup (refused while any process has it open)."""
-    from harvestman.store.lifecycle.sqlitebackup import restore_sqlite
     from harvestman.store.lifecycle.pgrestore import restore_postgres
     from harvestman.store.lifecycle.pgtools import PgTools
+    from harvestman.store.lifecycle.sqlitebackup import restore_sqlite
 
     with open_store(config, db, database_url) as (settings, store):
         path = sqlite_file(settings.database_url)

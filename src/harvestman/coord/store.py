@@ -49,7 +49,7 @@ class StoreCoordinator(Coordinator):
         return None
 
     async def beat(self, status: WorkerStatus, ttl: float) -> None:
-        return None  # the engine's heartbeat writes the workers table
+        return None  # the crawler's heartbeat writes the workers table
 
     async def workers(self) -> list[WorkerStatus]:
         return []

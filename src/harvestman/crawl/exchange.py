@@ -5,6 +5,7 @@ archive (every response), rendering (a page that needs JavaScript), main text (a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 class WarcStep:
-    """Every exchange is written to the WARC file (opened by the crawler for the run)."""
+    """Every exchange is written to the WARC file (opened for the run by :meth:`open`)."""
 
     def __init__(
         self, writer: WarcWriter, user_agent: str, stats: Stats, clock: Callable[[], float]
@@ -36,6 +37,9 @@ class WarcStep:
         self.user_agent = user_agent
         self.stats = stats
         self.clock = clock
+
+    def open(self, keep: contextlib.ExitStack) -> None:
+        keep.enter_context(self.writer)
 
     async def keep(self, exchange: Exchange) -> None:
         result = exchange.result
@@ -58,18 +62,26 @@ class WarcStep:
 
 
 class RawArchiveStep:
-    """HTML 2xx bodies go to the content-addressed raw archive; the page keeps its path."""
+    """HTML 2xx bodies go to the content-addressed raw archive; the page keeps its path.
 
-    def __init__(self, archive: RawArchive, stats: Stats) -> None:
-        self.archive = archive
+    The archive is made by ``make_archive`` when the run opens it (:meth:`open`): its blob
+    store (an S3 client) exists only while a crawl runs.
+    """
+
+    def __init__(self, make_archive: Callable[[], RawArchive], stats: Stats) -> None:
+        self.make_archive = make_archive
+        self.archive: RawArchive | None = None
         self.stats = stats
 
+    def open(self, keep: contextlib.ExitStack) -> None:
+        self.archive = keep.enter_context(self.make_archive())
+
     async def keep(self, exchange: Exchange) -> None:
-        result = exchange.result
-        if not result.is_html or not 200 <= result.status < 300:
+        result, archive = exchange.result, self.archive
+        if archive is None or not result.is_html or not 200 <= result.status < 300:
             return
         try:
-            path = await asyncio.to_thread(self.archive.put, result.body, result.content_type)
+            path = await asyncio.to_thread(archive.put, result.body, result.content_type)
         except StoreError as exc:  # the page is still recorded; its body is not kept
             self.stats.inc("archive/errors")
             log.warning("could not archive %s: %s", exchange.request.url, exc)
@@ -84,8 +96,9 @@ class RawArchiveStep:
 
 
 class RenderStep:
-    """A page validation found drawn by scripts is rendered by a browser and handled again;
-    when the render fails the ``needs_js`` record stands, with the reason."""
+    """A page validation found drawn by scripts is rendered by a browser and its steps run
+    again on what the browser drew (one page: counted by ``render/pages``, not parsed as a
+    new one); when the render fails the ``needs_js`` record stands, with the reason."""
 
     def __init__(self, renderer: Renderer, pipeline: PagePipeline, stats: Stats) -> None:
         self.renderer = renderer
@@ -136,7 +149,7 @@ class RenderStep:
             return
         self.stats.inc("render/pages")
         again = dataclasses.replace(result, body=rendered.html, charset="utf-8")
-        exchange.outcome, exchange.new_urls = self.pipeline.handle(exchange.request, again)
+        exchange.outcome, exchange.new_urls = self.pipeline.rendered(exchange.request, again)
         if needs_render(exchange.outcome):
             self.stats.inc("render/still_needs_js")
 

@@ -1,6 +1,6 @@
 """The HTTP client: one pooled aiohttp session, hard limits, manual redirects, retry policy.
 
-``Fetcher.fetch`` returns every HTTP response, error statuses included (the engine decides what
+``Fetcher.fetch`` returns every HTTP response, error statuses included (the crawler decides what
 a 404 or a 503 means); it raises only when no usable response exists, and then only the
 ``FetchError`` family from :mod:`harvestman.errors` (or ``UrlError`` for a URL aiohttp cannot
 request). No aiohttp or asyncio exception escapes.

@@ -9,8 +9,8 @@ lease never outlives what the host's delay lets us fetch in half the lease time.
 Operators' per-host settings (``apply_controls``, re-read by crawl/controls.py) pause a host,
 raise its delay, change its concurrency or its priority, in this process, from the next request.
 
-One consumer (the engine's dispatcher) calls ``next``; fetch tasks call ``release`` when their
-request is over, and the engine calls ``settle`` once a request's outcome is written.
+One consumer (the crawler's dispatcher) calls ``next``; fetch tasks call ``release`` when their
+request is over, and the crawler calls ``settle`` once a request's outcome is written.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class Frontier:
                 await self._lease_task
             self._lease_task = None
 
-    # -- what the engine calls ----------------------------------------------------------------
+    # -- what the crawler calls ---------------------------------------------------------------
 
     def add_work(self, host: str, due: float) -> None:
         """Tell the frontier the store has pending rows for ``host``, the first due at ``due``."""

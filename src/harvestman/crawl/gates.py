@@ -1,8 +1,9 @@
 """Request gates: what a leased request passes before it is fetched.
 
 A gate's ``check(request)`` answers ``None`` (proceed), :class:`Requeue` (back to the
-frontier, not before a time) or :class:`Final` (an outcome, no fetch). The wiring lists the
-gates that are on, in order: robots.txt, pagination rules, the circuit breaker.
+frontier, not before a time) or :class:`Final` (an outcome, no fetch). A component of the
+wiring's list that has ``check`` is a gate, in the list's order: robots.txt, the circuit
+breaker, parser rollouts, pagination rules.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, Self
+from typing import Protocol, Self, runtime_checkable
 
 from harvestman.config import Settings
 from harvestman.coord import Coordinator
@@ -49,6 +50,7 @@ class Final:
 Verdict = Requeue | Final | None
 
 
+@runtime_checkable
 class Gate(Protocol):
     """A check before the fetch; may await (robots.txt is fetched by the gate that needs it)."""
 
@@ -237,7 +239,16 @@ class BreakerGate:
             self.run.stats.inc("breaker/adopted")
 
 
+@runtime_checkable
 class HealthObserver(Protocol):
     """Told of every fetch: its status (None without a response) and error class."""
 
     def observe(self, request: CrawlRequest, status: int | None, error: str | None) -> None: ...
+
+
+@runtime_checkable
+class SharedState(Protocol):
+    """A component whose state is shared with the other workers through the coordinator on
+    every heartbeat (the circuit breakers others opened)."""
+
+    async def sync(self, coordinator: Coordinator) -> None: ...

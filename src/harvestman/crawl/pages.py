@@ -2,8 +2,9 @@
 
 A page's analysis (:mod:`harvestman.crawl.analysis`: parse, verdict, fingerprint, product scan)
 comes from a page process, or is made here by the same analyzer; the steps read it. The steps
-are the ones the wiring switched on, in its order; a rejected page meets only the steps that
-run on rejected pages (discovery), and validation may halt the pipeline.
+are the ones the wiring switched on, in its order; a step that rejects the page answers
+:class:`~harvestman.crawl.work.Rejected`, after which the page meets only the steps that run on
+rejected pages (discovery), or none when the rejection halts it.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from harvestman.crawl.analysis import AnalysisSpec, PageAnalysis, PageAnalyzer
 from harvestman.crawl.discovery import Discovery
 from harvestman.crawl.fetch import FetchResult
 from harvestman.crawl.outcomes import Outcomes
-from harvestman.crawl.work import PageWork, Step
+from harvestman.crawl.work import PageWork, Rejected, Step
 from harvestman.crawl.writer import BatchWriter
 from harvestman.discovery.listing_stream import ListingStream
 from harvestman.discovery.listings import read_listing
 from harvestman.errors import ListingInvalid
-from harvestman.records import CrawlRequest, NewUrl, Outcome, UrlStatus
+from harvestman.records import CrawlRequest, NewUrl, Outcome, PageRecord, UrlStatus
 from harvestman.recrawl import RecrawlRule
 from harvestman.urls import UrlNormalizer
 from harvestman.validate import Validator
@@ -209,11 +210,31 @@ class PagePipeline:
         if not self.parses(request, result):
             return outcomes.completed(request, result, record, outcomes.visited_ttl), []
         if analysis is None:
-            analysis = self.analyzer.analyze(
-                result.final_url, result.status, result.headers, result.body, result.charset
-            )
-        page = analysis.page
+            analysis = self._analyze(result)
         self.count("parse/pages")
+        return self._run_steps(request, result, record, analysis)
+
+    def rendered(self, request: CrawlRequest, result: FetchResult) -> tuple[Outcome, list[NewUrl]]:
+        """The outcome of a page handled before, now as a browser drew it (``result`` holds
+        the rendered HTML): analyzed again and judged again by the steps, and not counted as
+        another page."""
+        record = self.outcomes.page_record(request, result)
+        return self._run_steps(request, result, record, self._analyze(result))
+
+    def _analyze(self, result: FetchResult) -> PageAnalysis:
+        return self.analyzer.analyze(
+            result.final_url, result.status, result.headers, result.body, result.charset
+        )
+
+    def _run_steps(
+        self,
+        request: CrawlRequest,
+        result: FetchResult,
+        record: PageRecord,
+        analysis: PageAnalysis,
+    ) -> tuple[Outcome, list[NewUrl]]:
+        outcomes = self.outcomes
+        page = analysis.page
         record.charset = page.encoding
         record.content_hash = page.content_hash
         record.title = page.title
@@ -222,20 +243,24 @@ class PagePipeline:
         record.lang = page.lang
         record.links_count = len(page.links)
         work = PageWork(request, result, record, analysis)
+        rejected: Rejected | None = None
         for step in self.steps:
-            if work.outcome is not None:  # rejected by validation
-                if work.halted:
+            if rejected is not None:
+                if rejected.halt:
                     break
                 if not step.on_rejected:
                     continue
-            step.run(work)
-        outcome = work.outcome
-        if outcome is None:
-            outcome = outcomes.completed(request, result, record, outcomes.visited_ttl)
-            outcome.products = work.products
-            outcome.recrawl = work.recrawl
-            if work.extracted:
-                outcome.records = work.extracted.get("records")
-                outcome.parser_runs = work.extracted.get("parser_runs")
-                outcome.parse_failures = work.extracted.get("parse_failures")
+            answer = step.run(work)
+            if answer is not None and rejected is None:  # the first rejection stands
+                rejected = answer
+        if rejected is not None:
+            return rejected.outcome, work.new_urls
+        outcome = outcomes.completed(request, result, record, outcomes.visited_ttl)
+        outcome.products = work.products
+        outcome.recrawl = work.recrawl
+        parsed = work.parsed
+        if parsed is not None:
+            outcome.records = parsed.records
+            outcome.parser_runs = parsed.runs
+            outcome.parse_failures = parsed.failures or None
         return outcome, work.new_urls

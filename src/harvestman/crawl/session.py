@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import asdict
+from typing import Protocol, runtime_checkable
 
 import aiohttp
 
@@ -18,14 +19,22 @@ from harvestman.proxies import ProxyHealth, ProxyPool, redact_proxy_url
 
 log = logging.getLogger(__name__)
 
-RulesSource = Callable[[], dict[str, dict[str, dict[str, int | None]]]]
+Rules = dict[str, dict[str, dict[str, int | None]]]  # host -> rules learnt (discovery_state)
+
+
+@runtime_checkable
+class RulesSource(Protocol):
+    """A component that learns per-host rules the session keeps across restarts
+    (pagination): ``changed_rules`` hands over those changed since it was last asked."""
+
+    def changed_rules(self) -> Rules: ...
 
 
 class Session:
     """Loads the session when the crawl starts and saves it with sweeps and at the end.
 
     ``cookies``: keep a cookie jar (else none is used); ``proxies``: the pool whose health is
-    kept; ``rules``: the pagination rules that changed since the last save. ``cipher``
+    kept; ``rules``: the components whose learnt rules are saved (pagination). ``cipher``
     encrypts the proxies' passwords before they reach the store (required when one has one).
     """
 
@@ -35,14 +44,14 @@ class Session:
         *,
         cookies: bool,
         proxies: ProxyPool | None,
-        rules: RulesSource | None,
+        rules: Sequence[RulesSource] = (),
         cipher: ProxyCipher | None = None,
     ) -> None:
         self.run = run
         self.cipher = cipher
         self.cookies = cookies
         self.proxies = proxies
-        self.rules = rules
+        self.rules = tuple(rules)
         self.cookie_jar: aiohttp.CookieJar | None = None
 
     async def load(self) -> aiohttp.CookieJar | None:
@@ -67,8 +76,8 @@ class Session:
     async def save(self) -> None:
         store, clock = self.run.store, self.run.clock
         try:
-            if self.rules is not None:
-                changed = self.rules()
+            for source in self.rules:
+                changed = source.changed_rules()
                 if changed:
                     await store.hosts.save_discovery_state(clock(), rules=changed)
             if self.cookie_jar is not None:

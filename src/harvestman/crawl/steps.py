@@ -1,5 +1,6 @@
 """The page steps that judge and extract: validation, stored text, near-duplicates, products,
 site parsers. Each is built by ``from_settings`` (None: off) in :mod:`harvestman.crawl.wiring`.
+Validation answers :class:`~harvestman.crawl.work.Rejected` for a page it rejects.
 
 The verdict, the fingerprint and the product scan are the page's analysis
 (:mod:`harvestman.crawl.analysis`, ``work.analysis``): these steps apply them to the crawl's
@@ -17,7 +18,7 @@ from harvestman.config import Settings
 from harvestman.crawl.fetch import FetchResult
 from harvestman.crawl.outcomes import Outcomes
 from harvestman.crawl.run import CrawlRun
-from harvestman.crawl.work import PageWork
+from harvestman.crawl.work import PageWork, Rejected
 from harvestman.errors import ContentRejected, StoreError
 from harvestman.extract.plugins import ParserRegistry
 from harvestman.extract.rollouts import parse_rollout
@@ -82,13 +83,13 @@ class ValidateStep:
             max_retries=settings.fetch_max_retries,
         )
 
-    def run(self, work: PageWork) -> None:
+    def run(self, work: PageWork) -> Rejected | None:
         verdict, record = work.analysis.verdict, work.record
         if verdict is None:  # the analysis did not validate: nothing to judge by
-            return
+            return None
         record.validation_status = verdict.status.value
         if verdict.status is VerdictStatus.OK:
-            return
+            return None
         reason = "needs_js" if verdict.needs_render else verdict.label or verdict.status.value
         record.rejection_reason = reason
         record.content_hash = None  # the content is held back; what names the page stays
@@ -102,10 +103,9 @@ class ValidateStep:
         request = work.request
         if verdict.status is VerdictStatus.HARD:
             record.title = record.description = record.canonical = None
-            work.halted = True
             self.run_.frontier.hold(request.host, self.run_.clock() + self.hard_cooldown)
             if request.attempts < self.max_retries:
-                work.outcome = self.outcomes.rejected(
+                again = self.outcomes.rejected(
                     request,
                     exc,
                     record,
@@ -113,15 +113,16 @@ class ValidateStep:
                     again=self.hard_cooldown,
                     attempts=request.attempts + 1,
                 )
-                return
-            work.outcome = self.outcomes.rejected(
+                return Rejected(again, halt=True)
+            failed = self.outcomes.rejected(
                 request, exc, record, status=UrlStatus.FAILED, again=self.outcomes.visited_ttl
             )
-            return
-        work.halted = verdict.needs_render  # no renderer here: its links are not followed
-        work.outcome = self.outcomes.rejected(
+            return Rejected(failed, halt=True)
+        done = self.outcomes.rejected(
             request, exc, record, status=UrlStatus.COMPLETED, again=self.outcomes.visited_ttl
         )
+        # No renderer here: the links of a page that needs one are not followed.
+        return Rejected(done, halt=verdict.needs_render)
 
     def judge_refusal(self, request: CrawlRequest, result: FetchResult) -> Verdict | None:
         """The verdict on an error response (None: nothing to say); a hard one cools the host
@@ -247,38 +248,22 @@ class ProductsStep:
 
 
 class ParsersStep:
-    """Site parsers (settings paths and installed entry points) on a 2xx page.
-
-    With a parser loaded in several versions it is also a gate: before a fetch, at most every
-    ``refresh`` seconds, it reads the stored rollouts (over the ``parser_rollouts`` setting's)
-    so an admin's promotion or rollback reaches running crawls (``extract/rollouts.py``).
-    A parser is handed the parsed page, its text included.
-    """
+    """Site parsers (settings paths and installed entry points) on a 2xx page; the records,
+    runs and failures go to ``work.parsed``. A parser is handed the parsed page, its text
+    included."""
 
     on_rejected: ClassVar[bool] = False
     reads_text: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        registry: ParserRegistry,
-        stats: Stats,
-        *,
-        run: CrawlRun | None = None,
-        configured: Sequence[ParserRollout] = (),
-        refresh: float = 60.0,
-    ) -> None:
+    def __init__(self, registry: ParserRegistry, stats: Stats) -> None:
         self.registry = registry
         self.stats = stats
-        self.run_ = run
-        self.configured = tuple(configured)
-        self.refresh = refresh
-        self.next_read = -math.inf
-        registry.set_rollouts(self.configured)
 
     @classmethod
-    def from_settings(cls, settings: Settings, stats: Stats, run: CrawlRun) -> Self | None:
+    def from_settings(cls, settings: Settings, stats: Stats, run: CrawlRun) -> ParsersStep | None:
         """None when parsers are off or none loaded: such a crawl pays nothing per page. A
-        plugin that fails to load is logged and counted, and the others run."""
+        plugin that fails to load is logged and counted, and the others run. With a parser
+        loaded in several versions the step is a :class:`VersionedParsersStep` (a gate too)."""
         if not settings.parsers_enabled:
             return None
         registry = ParserRegistry.load(settings.parsers)
@@ -286,30 +271,13 @@ class ParsersStep:
             stats.inc("parsers/load_failed", len(registry.failures))
         if not registry:
             return None
-        return cls(
-            registry,
-            stats,
-            run=run,
-            configured=[parse_rollout(text) for text in settings.parser_rollouts],
-            refresh=settings.parser_rollout_refresh,
+        configured = [parse_rollout(text) for text in settings.parser_rollouts]
+        if not registry.versioned:
+            registry.set_rollouts(configured)  # they pick among versions: none here
+            return ParsersStep(registry, stats)
+        return VersionedParsersStep(
+            registry, stats, run, configured=configured, refresh=settings.parser_rollout_refresh
         )
-
-    @property
-    def is_gate(self) -> bool:
-        """Whether rollouts apply: some parser is loaded in several versions."""
-        return self.run_ is not None and bool(self.registry.versioned)
-
-    async def check(self, request: CrawlRequest) -> None:
-        run = self.run_
-        if run is None or run.clock() < self.next_read:
-            return
-        self.next_read = run.clock() + self.refresh  # before the read: one reader at a time
-        try:
-            stored = await run.store.rollouts.parser_rollouts()
-        except StoreError as exc:  # the rollouts read before stay; the next turn tries again
-            log.warning("parser rollouts not read (%s); keeping the previous ones", exc)
-            return
-        self.registry.set_rollouts([*self.configured, *stored])
 
     def run(self, work: PageWork) -> None:
         if not work.is_success:
@@ -319,11 +287,42 @@ class ParsersStep:
             result.body, result.final_url, work.page, charset=result.charset
         )
         if parsed.runs:
-            work.extracted.update(
-                records=parsed.records,
-                parser_runs=parsed.runs,
-                parse_failures=parsed.failures or None,
-            )
+            work.parsed = parsed
             self.stats.inc("extract/parsers/pages")
             self.stats.inc("extract/parsers/records", len(parsed.records))
             self.stats.inc("extract/parsers/failures", len(parsed.failures))
+
+
+class VersionedParsersStep(ParsersStep):
+    """Site parsers of which one is loaded in several versions: also a gate that, before a
+    fetch, at most every ``refresh`` seconds, reads the stored rollouts (over the
+    ``parser_rollouts`` setting's) so an admin's promotion or rollback reaches running crawls
+    (``extract/rollouts.py``)."""
+
+    def __init__(
+        self,
+        registry: ParserRegistry,
+        stats: Stats,
+        run: CrawlRun,
+        *,
+        configured: Sequence[ParserRollout] = (),
+        refresh: float = 60.0,
+    ) -> None:
+        super().__init__(registry, stats)
+        self.run_ = run
+        self.configured = tuple(configured)
+        self.refresh = refresh
+        self.next_read = -math.inf
+        registry.set_rollouts(self.configured)
+
+    async def check(self, request: CrawlRequest) -> None:
+        run = self.run_
+        if run.clock() < self.next_read:
+            return
+        self.next_read = run.clock() + self.refresh  # before the read: one reader at a time
+        try:
+            stored = await run.store.rollouts.parser_rollouts()
+        except StoreError as exc:  # the rollouts read before stay; the next turn tries again
+            log.warning("parser rollouts not read (%s); keeping the previous ones", exc)
+            return
+        self.registry.set_rollouts([*self.configured, *stored])

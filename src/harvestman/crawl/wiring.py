@@ -1,20 +1,31 @@
 """The one place that reads ``Settings`` for a crawl: it builds the components that are on,
 in their order, and hands plain values to everything below it.
 
-Request gates, in order::
+The crawl's components form one ordered list (``Wiring.components``); what a component does
+is found from what it is (the protocols of :mod:`harvestman.crawl.work`,
+:mod:`harvestman.crawl.gates` and :mod:`harvestman.crawl.session`), so a component with several
+roles is listed once and takes its place in each role in the list's order::
 
-    robots.txt -> pagination rules (discovery_pagination) -> circuit breaker (breaker_enabled)
+    component          roles (setting that turns it on)
+    robots.txt         gate
+    circuit breaker    gate, health observer, shared state (breaker_enabled)
+    validate           page step (validate_pages)
+    stored text        page step (store_text)
+    near-duplicates    page step (near_duplicates)
+    products           page step (extract_products)
+    image links        page step (crawl_images)
+    site parsers       page step; a gate too with a parser in several versions (parsers)
+    feeds              page step (discovery_feeds)
+    links              page step
+    pagination         gate, page step, health observer, session rules (discovery_pagination)
+    WARC               exchange step, opened for the run (warc_path)
+    render             exchange step (render_enabled)
+    raw archive        exchange step, opened for the run (archive_enabled)
+    main text          exchange step (extract_main_text)
 
-Page steps, in order (a disabled one is not built)::
-
-    validate -> stored text -> near-duplicates -> products -> image links (crawl_images)
-             -> site parsers -> feeds -> links -> pagination
-
-Image rows (``crawl_images``) are handled by the image step instead of the page steps.
-
-Exchange steps, in order::
-
-    WARC (warc_path) -> render (render_enabled) -> raw archive (archive_enabled) -> main text
+So the gates run robots.txt -> circuit breaker -> parser rollouts -> pagination rules, the page
+steps validate -> ... -> pagination, the exchange steps WARC -> render -> raw archive -> main
+text. Image rows (``crawl_images``) are handled by the image step instead of the page steps.
 
 Fetching goes through the plain fetcher, or through the proxies (``proxy_urls``) behind the
 same ``fetch()``.
@@ -45,7 +56,14 @@ from harvestman.crawl.exchange import MainTextStep, RawArchiveStep, RenderStep, 
 from harvestman.crawl.fetch import Fetcher, RetryPolicy
 from harvestman.crawl.fetching import PageFetcher, ProxiedFetcher, RedirectCheck
 from harvestman.crawl.frontier import Frontier
-from harvestman.crawl.gates import BreakerGate, Gate, HealthObserver, RobotsGate, sitemap_queue
+from harvestman.crawl.gates import (
+    BreakerGate,
+    Gate,
+    HealthObserver,
+    RobotsGate,
+    SharedState,
+    sitemap_queue,
+)
 from harvestman.crawl.handler import RequestHandler
 from harvestman.crawl.hosts import HostSlots
 from harvestman.crawl.images import ImageLinksStep, ImageStep
@@ -56,7 +74,7 @@ from harvestman.crawl.pages import ListingReader, PagePipeline
 from harvestman.crawl.pageworkers import PageWorkers
 from harvestman.crawl.robots_cache import RobotsCache
 from harvestman.crawl.run import CrawlRun
-from harvestman.crawl.session import Session
+from harvestman.crawl.session import RulesSource, Session
 from harvestman.crawl.steps import (
     NearDuplicateStep,
     ParsersStep,
@@ -65,7 +83,7 @@ from harvestman.crawl.steps import (
     ValidateStep,
     product_recrawl,
 )
-from harvestman.crawl.work import ExchangeStep, Step
+from harvestman.crawl.work import ExchangeStep, RunResource, Step
 from harvestman.crawl.writer import BatchWriter, PagesCallback
 from harvestman.credentials import ProxyCipher
 from harvestman.errors import RedirectRefused
@@ -137,15 +155,9 @@ class Wiring:
             if settings.proxy_urls
             else None
         )
-        self.session = Session(
-            run,
-            cookies=settings.fetch_cookies,
-            proxies=self.proxies,
-            rules=self.pagination.changed_rules if self.pagination is not None else None,
-            cipher=ProxyCipher(settings.proxy_key) if settings.proxy_key else None,
-        )
+        before_fetch = self._before_fetch()
         self.pipeline = PagePipeline(
-            self._page_steps(),
+            [c for c in before_fetch if isinstance(c, Step)],
             self.outcomes,
             ListingReader(
                 self.discovery,
@@ -169,13 +181,29 @@ class Wiring:
         self.archive_location = archive_location(settings) if settings.archive_enabled else None
         self.render = RenderStep.from_settings(settings, self.pipeline, stats, self.guard)
         self.main_text = MainTextStep.from_settings(settings, stats, clock)
+        # The one list (see the module docstring); the render step needs the page steps'
+        # pipeline, so the list is put together once that is built.
+        self.components: tuple[object, ...] = (*before_fetch, *self._around_exchange())
+        self.session = Session(
+            run,
+            cookies=settings.fetch_cookies,
+            proxies=self.proxies,
+            rules=[c for c in self.components if isinstance(c, RulesSource)],
+            cipher=ProxyCipher(settings.proxy_key) if settings.proxy_key else None,
+        )
         self.controls = DomainControls(
             run.store.controls, self.outcomes, ttl=settings.domain_settings_ttl
         )
 
-    def _page_steps(self) -> list[Step]:
+    def _before_fetch(self) -> list[object]:
+        """The gates and page steps that are on, in the list's order."""
         settings, stats = self.settings, self.run.stats
-        steps: list[Step | None] = [
+        on_read = None
+        if settings.discovery_sitemaps:
+            on_read = sitemap_queue(self.discovery.sitemaps, self.writer.add_urls)
+        components: list[object | None] = [
+            RobotsGate.from_settings(settings, self.run, self.outcomes, on_read),
+            self.breaker,
             self.validate,
             StoreTextStep.from_settings(settings),
             NearDuplicateStep.from_settings(settings, stats),
@@ -186,23 +214,26 @@ class Wiring:
             LinksStep.from_settings(settings, self.discovery),
             self.pagination,
         ]
-        return [step for step in steps if step is not None]
+        return [component for component in components if component is not None]
+
+    def _around_exchange(self) -> list[object]:
+        """The exchange steps that are on, in the list's order; files open when the run does."""
+        settings, stats = self.settings, self.run.stats
+        warc = raw = None
+        if settings.warc_path:
+            path = Path(settings.warc_path)
+            writer = WarcWriter(path, gzip=settings.warc_path.endswith(".gz"), append=True)
+            warc = WarcStep(writer, settings.fetch_user_agent, stats, self.run.clock)
+        if settings.archive_enabled:
+            raw = RawArchiveStep(lambda: RawArchive(raw_blobs(settings)), stats)
+        components: list[object | None] = [warc, self.render, raw, self.main_text]
+        return [component for component in components if component is not None]
 
     def gates(self) -> list[Gate]:
-        on_read = None
-        if self.settings.discovery_sitemaps:
-            on_read = sitemap_queue(self.discovery.sitemaps, self.writer.add_urls)
-        gates: list[Gate | None] = [
-            RobotsGate.from_settings(self.settings, self.run, self.outcomes, on_read),
-            self.pagination,
-            self.breaker,
-            self.parsers if self.parsers is not None and self.parsers.is_gate else None,
-        ]
-        return [gate for gate in gates if gate is not None]
+        return [c for c in self.components if isinstance(c, Gate)]
 
     def observers(self) -> list[HealthObserver]:
-        observers: list[HealthObserver | None] = [self.breaker, self.pagination]
-        return [observer for observer in observers if observer is not None]
+        return [c for c in self.components if isinstance(c, HealthObserver)]
 
     # -- built when the crawl starts --------------------------------------------------------
 
@@ -230,19 +261,10 @@ class Wiring:
 
     def exchange_steps(self, keep: contextlib.ExitStack) -> list[ExchangeStep]:
         """The exchange steps, their files opened for the run in ``keep``."""
-        settings, stats = self.settings, self.run.stats
-        warc = raw = None
-        if settings.warc_path:
-            writer = keep.enter_context(
-                WarcWriter(
-                    Path(settings.warc_path), gzip=settings.warc_path.endswith(".gz"), append=True
-                )
-            )
-            warc = WarcStep(writer, settings.fetch_user_agent, stats, self.run.clock)
-        if settings.archive_enabled:
-            raw = RawArchiveStep(keep.enter_context(RawArchive(raw_blobs(settings))), stats)
-        steps: list[ExchangeStep | None] = [warc, self.render, raw, self.main_text]
-        return [step for step in steps if step is not None]
+        for component in self.components:
+            if isinstance(component, RunResource):
+                component.open(keep)
+        return [c for c in self.components if isinstance(c, ExchangeStep)]
 
     def fetcher(self, cookie_jar: aiohttp.CookieJar | None) -> Fetcher:
         settings = self.settings
@@ -367,8 +389,9 @@ class Wiring:
                 settings.watchdog_network_retry,
             ),
         )
-        if self.breaker is not None:
-            liveness.on_beat.append(self.breaker.sync)
+        for component in self.components:
+            if isinstance(component, SharedState):
+                liveness.on_beat.append(component.sync)
         liveness.on_sweep.append(self.session.save)
         return liveness
 

@@ -41,16 +41,16 @@ async def work(
     nothing is pending or leased anywhere); ``started`` gets the crawler before it runs, to
     stop it later. A ``coordinator`` passed in is shared with the caller, who closes it;
     without one the run opens and closes its own."""
-    engine = Crawler(settings, store, worker_mode=True, exit_when_done=exit_when_done)
+    crawler = Crawler(settings, store, worker_mode=True, exit_when_done=exit_when_done)
     owned = coordinator is None
-    engine.coordinator = coordinator or coordinator_for(settings, store, engine.worker_id)
+    crawler.coordinator = coordinator or coordinator_for(settings, store, crawler.worker_id)
     if started is not None:
-        started(engine)
+        started(crawler)
     try:
-        return await engine.run()
+        return await crawler.run()
     finally:
         if owned:
-            await engine.coordinator.close()
+            await crawler.coordinator.close()
 
 
 class CrawlWorkers:
@@ -68,7 +68,7 @@ class CrawlWorkers:
         self.store = store
         self.count = count
         self.restart_delay = restart_delay
-        self.engines: list[Crawler] = []  # the running ones
+        self.crawlers: list[Crawler] = []  # the running ones
         self._stopping = asyncio.Event()
 
     @classmethod
@@ -83,13 +83,13 @@ class CrawlWorkers:
 
     @property
     def worker_ids(self) -> list[str]:
-        return [engine.worker_id for engine in self.engines]
+        return [crawler.worker_id for crawler in self.crawlers]
 
     def stop(self) -> None:
         """Stop every worker soon and cleanly (in-flight requests are released)."""
         self._stopping.set()
-        for engine in self.engines:
-            engine.stop()
+        for crawler in self.crawlers:
+            crawler.stop()
 
     async def run(self) -> None:
         if self.count:
@@ -105,12 +105,12 @@ class CrawlWorkers:
 
     async def _keep_running(self) -> None:
         while not self._stopping.is_set():
-            engine: Crawler | None = None
+            running: Crawler | None = None
 
             def started(crawler: Crawler) -> None:
-                nonlocal engine
-                engine = crawler
-                self.engines.append(crawler)
+                nonlocal running
+                running = crawler
+                self.crawlers.append(crawler)
                 if self._stopping.is_set():  # stop came while it was being built
                     crawler.stop()
 
@@ -123,7 +123,7 @@ class CrawlWorkers:
             except Exception:  # a bug: logged with its traceback; serve and the others go on
                 log.exception("in-process crawl worker failed; again in %g s", self.restart_delay)
             finally:
-                if engine is not None:
-                    self.engines.remove(engine)
+                if running is not None:
+                    self.crawlers.remove(running)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), self.restart_delay)

@@ -5,7 +5,7 @@
     async with SqlStore(url) as crawl_store, crawl_store.jobs() as store:
         source = await store.sources.create(SourceSpec(name="news", start_urls=[...]))
         job = await store.jobs.create(JobSpec(source_id=source.id, url=..., interval_minutes=30))
-        scheduler = Scheduler(store, EngineRunner(settings, crawl_store))
+        scheduler = Scheduler(store, CrawlRunner(settings, crawl_store))
         await scheduler.run()  # until scheduler.stop()
 
 The domain's plain parts (``records``, ``errors``, ``states``, ``buckets``, ``lifecycle``,

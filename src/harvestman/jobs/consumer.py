@@ -4,7 +4,7 @@ Each message is settled from what the store says (``ExecutionHandover.take``):
 
 - **taken** (queued) or **taken over** (its holder stopped renewing for
   ``broker_takeover_seconds``: killed, or cut off): run with the scheduler's own code path
-  (``Scheduler.adopt``: the same ``EngineRunner``, log capture, next step and ``finish``). A
+  (``Scheduler.adopt``: the same ``CrawlRunner``, log capture, next step and ``finish``). A
   resumed execution crawls the source's namespace where the former holder left it: its
   completed pages are not fetched again, the URLs it had leased come back when the crawler
   finds it dead (``crawl.liveness``), and the crawler waits for them (``worker_mode``).
@@ -210,7 +210,7 @@ async def consumer_for(
     the worker's ``coordinator`` (its Redis): the host gate that keeps every host's delay
     across workers, also between an execution and the one that resumes it elsewhere."""
     from harvestman.crawl.crawler import Crawler
-    from harvestman.jobs.runner import EngineRunner
+    from harvestman.jobs.runner import CrawlRunner
     from harvestman.jobs.wiring import worker_scheduler
 
     queue = ExecutionQueue(
@@ -223,7 +223,7 @@ async def consumer_for(
         crawler = functools.partial(
             Crawler, worker_mode=True, exit_when_done=True, coordinator=coordinator
         )
-        runner = EngineRunner(settings, store, engine_factory=crawler)
+        runner = CrawlRunner(settings, store, crawler_factory=crawler)
         scheduler = worker_scheduler(settings, job_store, runner)
         yield ExecutionConsumer(
             queue,

@@ -160,7 +160,7 @@ def _rss_bytes() -> int:
         return peak if sys.platform == "darwin" else peak * 1024
 
 
-class EngineRunner:
+class CrawlRunner:
     """Runs executions with the ``Crawler`` on ``store`` (the crawl store: the same
     database as the jobs' tables, or another)."""
 
@@ -170,13 +170,13 @@ class EngineRunner:
         store: ServiceStore,
         *,
         clock: Callable[[], float] = time.time,
-        engine_factory: Callable[..., Crawler] = Crawler,
+        crawler_factory: Callable[..., Crawler] = Crawler,
     ) -> None:
         self.settings = settings
         self.store = store
         self.start_pages = store.start_pages
         self.clock = clock
-        self.engine_factory = engine_factory
+        self.crawler_factory = crawler_factory
 
     async def run(
         self, job: Job, source: Source, execution: Execution, stop: asyncio.Event
@@ -221,25 +221,25 @@ class EngineRunner:
                         if outcome.request.url_hash in start:
                             seen[outcome.request.url_hash] = outcome
 
-                engine = self.engine_factory(
+                crawler = self.crawler_factory(
                     settings, self.store, seeds, on_pages=on_pages, clock=self.clock
                 )
                 result.metadata.update(
                     namespace=settings.crawl_name,
-                    seeds=engine.seeds,
-                    rejected_seeds=[list(pair) for pair in engine.rejected_seeds],
+                    seeds=crawler.seeds,
+                    rejected_seeds=[list(pair) for pair in crawler.rejected_seeds],
                 )
-                watcher = asyncio.create_task(_stop_on(stop, engine))
+                watcher = asyncio.create_task(_stop_on(stop, crawler))
                 try:
-                    await engine.run()
+                    await crawler.run()
                 finally:
                     watcher.cancel()
                     if url_lines is not None:
                         url_lines.close()
-                result.metadata["stopped_early"] = engine.stopped_early
+                result.metadata["stopped_early"] = crawler.stopped_early
                 result.start_hashes = await self._start_hashes(crawl_id, start, seen)
                 failed = None
-                if not engine.stopped_early:
+                if not crawler.stopped_early:
                     states = await self.start_pages.states(crawl_id, list(start))
                     failed = start_failure(start, states)
                 if failed is not None:
@@ -301,6 +301,6 @@ def start_failure(start: dict[str, str], states: dict[str, StartState]) -> str |
     return ("every start URL failed: " + "; ".join(reasons))[:2000]
 
 
-async def _stop_on(stop: asyncio.Event, engine: Crawler) -> None:
+async def _stop_on(stop: asyncio.Event, crawler: Crawler) -> None:
     await stop.wait()
-    engine.stop()
+    crawler.stop()

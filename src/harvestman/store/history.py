@@ -1,6 +1,6 @@
 """The stats history table: additive writes and time-series reads, on both stores.
 
-Rows are counters per (crawl, resolution, bucket start): ``minute`` rows come from the engines,
+Rows are counters per (crawl, resolution, bucket start): ``minute`` rows come from the crawlers,
 ``day`` rows from maintenance rolling up minute rows older than a week (``lifecycle.rollup``).
 Every write adds (``INSERT ... ON CONFLICT DO UPDATE SET n = n + excluded.n``), one atomic
 statement per row on either database, so any number of workers may add to the same row and

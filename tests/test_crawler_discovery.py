@@ -90,12 +90,12 @@ async def test_date_archives_learnt_from_seen_urls_find_unlinked_pages(
     news: NewsSite, make_settings: SettingsFactory
 ) -> None:
     settings = make_settings(discovery_archives=True, crawl_max_depth=10)
-    engine = (await crawl(settings, f"http://127.0.0.1:{news.port}/")).crawler
+    crawler = (await crawl(settings, f"http://127.0.0.1:{news.port}/")).crawler
 
     assert news.hits[MONTH] == 1
     assert news.hits[f"{MONTH}hidden.html"] == 1
     assert news.hits["/archive"] == 1  # a standard guess (a 404 here)
-    assert engine.stats["discovery/archives"] >= 3
+    assert crawler.stats["discovery/archives"] >= 3
 
 
 async def test_a_near_duplicate_is_recorded_and_its_links_are_not_followed(

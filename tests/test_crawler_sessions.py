@@ -1,4 +1,4 @@
-"""The engine's fetch features end to end: proxies, cookies, conditional re-crawls, breakers."""
+"""The crawler's fetch features end to end: proxies, cookies, conditional re-crawls, breakers."""
 
 from __future__ import annotations
 
@@ -83,12 +83,12 @@ async def test_fetches_go_through_the_proxies_and_a_dead_one_is_taken_out(
             proxy_domain_rate=1000.0,
             crawl_max_depth=1,
         )
-        engine = (await crawl(settings, [site.root])).crawler
+        crawler = (await crawl(settings, [site.root])).crawler
 
     assert site.hits["/p/1"] == 1  # every page arrived exactly once, through the live proxies
     assert proxy.requests > 0
     assert socks.connections > 0
-    assert engine.stats["proxy/failure"] == 2  # the dead proxy, twice, then out
+    assert crawler.stats["proxy/failure"] == 2  # the dead proxy, twice, then out
     used = {p for (p,) in rows(settings, "SELECT DISTINCT proxy FROM crawled_pages")}
     assert used == {proxy.url, socks.url}
     health = dict(rows(settings, "SELECT url, active FROM proxies"))
@@ -130,12 +130,12 @@ async def test_a_recrawl_sends_the_etag_and_a_304_counts_as_unchanged(
     await crawl(make_settings(crawl_max_depth=0, crawl_visited_ttl=0), [site.root])
     [(first_hash,)] = rows(make_settings(), "SELECT content_hash FROM urls WHERE depth = 0")
 
-    engine = (
+    crawler = (
         await crawl(make_settings(crawl_max_depth=0, crawl_visited_ttl=0), [site.root])
     ).crawler
 
     assert site.conditional == [None, '"v1"']
-    assert engine.stats["fetch/not_modified"] == 1
+    assert crawler.stats["fetch/not_modified"] == 1
     [(status, code, content_hash)] = rows(
         make_settings(), "SELECT status, status_code, content_hash FROM urls WHERE depth = 0"
     )
@@ -156,21 +156,21 @@ async def test_a_failing_host_opens_its_breaker_and_it_closes_after_recovery(
 
     async with SqlStore(settings.database_url) as store:
         await store.upgrade()
-        engine = Crawler(settings, store, [site.root])
-        assert engine.breakers is not None
-        report = engine.breakers.on_transition
+        crawler = Crawler(settings, store, [site.root])
+        assert crawler.breakers is not None
+        report = crawler.breakers.on_transition
 
         def on_transition(host: str, old: BreakerState, new: BreakerState) -> None:
             recover_when_open(host, old, new)
             if report is not None:
                 report(host, old, new)
 
-        engine.breakers.on_transition = on_transition
-        await engine.run()
+        crawler.breakers.on_transition = on_transition
+        await crawler.run()
 
-    assert engine.stats["breaker/open"] == 1
-    assert engine.stats["breaker/half_open"] >= 1
-    assert engine.stats["breaker/closed"] == 1
-    assert engine.stats["breaker/deferred"] >= 1
+    assert crawler.stats["breaker/open"] == 1
+    assert crawler.stats["breaker/half_open"] >= 1
+    assert crawler.stats["breaker/closed"] == 1
+    assert crawler.stats["breaker/deferred"] >= 1
     done = dict(rows(settings, "SELECT status, count(*) FROM urls WHERE kind = 'page' GROUP BY 1"))
     assert done == {"completed": 12}  # every page, the flaky ones after the breaker closed

@@ -22,7 +22,7 @@ from harvestman.store import SqlStore
 from harvestman.store.lifecycle.replay import replay
 from siteparsers import write_distribution
 from support.crawling import crawl
-from test_engine_yield import run_cli
+from test_crawler_yield import run_cli
 
 DAY = 86400.0
 COURIER = "siteparsers:LocalCourierParser"
@@ -131,9 +131,9 @@ async def test_a_parser_installed_as_an_entry_point_runs_in_the_crawl(
     monkeypatch.syspath_prepend(str(plugins))
     settings = courier_settings(make_settings, parsers=[])
 
-    engine = (await crawl(settings, [courier.root])).crawler
+    crawler = (await crawl(settings, [courier.root])).crawler
 
-    assert [parser.name for parser in engine.parsers.parsers] == ["courier-bylines"]  # type: ignore[union-attr]
+    assert [parser.name for parser in crawler.parsers.parsers] == ["courier-bylines"]  # type: ignore[union-attr]
     assert rows(
         settings,
         "SELECT page_url, parser, parser_version, record_key, kind, data FROM parsed_records"
@@ -196,7 +196,7 @@ async def test_a_raising_parser_is_recorded_and_the_crawl_goes_on(
         make_settings, parsers=["siteparsers:LocalRaisingParser", COURIER, "nowhere:Parser"]
     )
 
-    engine = (await crawl(settings, [courier.root])).crawler
+    crawler = (await crawl(settings, [courier.root])).crawler
 
     assert rows(settings, "SELECT status, count(*) FROM urls GROUP BY status") == [("completed", 3)]
     failures = rows(
@@ -214,9 +214,9 @@ async def test_a_raising_parser_is_recorded_and_the_crawl_goes_on(
     assert (lines["local-raising"]["attempts"], lines["local-raising"]["errors"]) == (3, 3)
     assert (lines["courier-article"]["attempts"], lines["courier-article"]["successes"]) == (2, 2)
     # The plugin that could not be imported was skipped, and said why.
-    assert engine.stats["parsers/load_failed"] == 1
-    assert engine.parsers is not None
-    assert [(f.source, f.reason) for f in engine.parsers.failures] == [
+    assert crawler.stats["parsers/load_failed"] == 1
+    assert crawler.parsers is not None
+    assert [(f.source, f.reason) for f in crawler.parsers.failures] == [
         ("setting nowhere:Parser", "ModuleNotFoundError: No module named 'nowhere'")
     ]
 

@@ -1,4 +1,4 @@
-"""End-to-end crawls of the local test site through the engine, on a real SQLite store."""
+"""End-to-end crawls of the local test site through the crawler, on a real SQLite store."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ async def test_crawl_of_the_test_site_ends_with_the_exact_sets(
     full_site: TestSite, make_settings: SettingsFactory
 ) -> None:
     site = full_site
-    engine, rows, pages = await crawl(make_settings(), [site.url("/")])
+    crawler, rows, pages = await crawl(make_settings(), [site.url("/")])
 
     states = by_status(site, rows)
     assert states.get("completed") == EXPECTED["completed"]
@@ -71,10 +71,10 @@ async def test_crawl_of_the_test_site_ends_with_the_exact_sets(
     # Every fetch that got as far as a request has a page row with its error, if any.
     assert set(page_by_path) == EXPECTED["completed"] | set(EXPECTED["failed"])
     assert page_by_path["/slow.html"]["error_class"] == "FetchTimeout"
-    assert engine.stats["robots/denied"] == len(EXPECTED["blocked"])
+    assert crawler.stats["robots/denied"] == len(EXPECTED["blocked"])
     # robots.txt declares /sitemap.xml: it is crawled as a sitemap and its pages are known.
     assert by_status(site, rows, "sitemap") == {"completed": {"/sitemap.xml"}}
-    assert engine.stats["sitemap/urls"] == 2
+    assert crawler.stats["sitemap/urls"] == 2
 
 
 async def test_sitemaps_can_be_turned_off(site: TestSite, make_settings: SettingsFactory) -> None:
@@ -90,10 +90,10 @@ async def test_a_second_run_fetches_nothing_already_completed(
     await crawl(settings, [site.url("/")])
     site.reset_counts()
 
-    engine, rows, _ = await crawl(settings, [site.url("/")])
+    crawler, rows, _ = await crawl(settings, [site.url("/")])
 
     assert sum(site.hits.values()) == 0  # robots.txt comes from the store's cache too
-    assert engine.stats["fetch/pages"] == 0
+    assert crawler.stats["fetch/pages"] == 0
     assert by_status(site, rows).get("completed") == site.expected["completed"]
 
 
@@ -150,10 +150,10 @@ async def test_bad_seeds_are_reported_and_good_ones_crawled(
     settings = make_settings(crawl_max_depth=0)
     async with SqlStore(settings.database_url) as store:
         await store.upgrade()
-        engine = Crawler(settings, store, ["mailto:x@example.com", "http://", site.url("/")])
-        await engine.run()
-    assert engine.rejected_seeds == [("mailto:x@example.com", "scheme"), ("http://", "no_host")]
-    assert engine.stats["fetch/pages"] == 1
+        crawler = Crawler(settings, store, ["mailto:x@example.com", "http://", site.url("/")])
+        await crawler.run()
+    assert crawler.rejected_seeds == [("mailto:x@example.com", "scheme"), ("http://", "no_host")]
+    assert crawler.stats["fetch/pages"] == 1
 
 
 async def test_garbage_pages_are_recorded_with_their_reasons_and_good_short_pages_kept(
@@ -163,7 +163,7 @@ async def test_garbage_pages_are_recorded_with_their_reasons_and_good_short_page
         crawl_max_depth=0, validate_hard_cooldown=0.1, fetch_max_retries=1, discovery_sitemaps=False
     )
     seeds = [site.url(path) for path in GARBAGE] + [site.url("/private/open.html")]
-    engine, rows, pages = await crawl(settings, seeds)
+    crawler, rows, pages = await crawl(settings, seeds)
 
     verdicts = {
         relative(site, p["url"]): (p["validation_status"], p["rejection_reason"]) for p in pages
@@ -185,7 +185,7 @@ async def test_garbage_pages_are_recorded_with_their_reasons_and_good_short_page
     assert states["/garbage/denied.html"] == ("failed", "ContentRejected")
     assert site.hits["/garbage/denied.html"] == 2
     assert states["/garbage/enable-js.html"] == ("completed", "ContentRejected")
-    assert engine.stats["validate/soft/needs_js"] == 1
+    assert crawler.stats["validate/soft/needs_js"] == 1
 
 
 async def test_a_crawler_stopped_while_it_starts_ends_without_fetching(
