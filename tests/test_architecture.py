@@ -607,6 +607,7 @@ def _missing_imports(path: Path) -> list[str]:
     return missing
 
 
+@functools.cache
 def _module_exists(module: str) -> bool:
     base = SRC.parent.joinpath(*module.split("."))
     return (
@@ -616,6 +617,7 @@ def _module_exists(module: str) -> bool:
     )
 
 
+@functools.cache
 def _is_extension(module: str) -> bool:
     """A C extension built from its source beside the modules (``_simhash.c``)."""
     return SRC.parent.joinpath(*module.split(".")).with_suffix(".c").is_file()
