@@ -21,6 +21,19 @@ from sqlalchemy import Table
 import harvestman
 
 SRC = Path(harvestman.__file__).parent
+
+
+@functools.cache
+def parse_source(source: str) -> ast.Module:
+    """``source`` parsed once per test process: every check here walks the whole package, and
+    each walk only reads the tree."""
+    return ast.parse(source)
+
+
+def parse_file(path: Path) -> ast.Module:
+    return parse_source(path.read_text(encoding="utf-8"))
+
+
 DATABASE_LIBRARIES = ("sqlalchemy", "alembic", "psycopg", "psycopg2")
 
 # Packages outside the store that still speak SQL, and why. Each entry is a debt; none is left.
@@ -74,7 +87,7 @@ def _harvestman_object(module: str, name: str | None) -> object | None:
 
 def violations(source: str, module: str, *, package: str | None = None) -> list[Violation]:
     """Where ``source`` (the text of ``module``) goes around the store."""
-    tree = ast.parse(source)
+    tree = parse_source(source)
     package = package or module.rpartition(".")[0]
     found: list[Violation] = []
     modules: dict[str, ModuleType] = {}  # local name -> one of our modules holding tables
@@ -250,7 +263,7 @@ class ModuleGraph:
         return name
 
     def _imports(self, module: str, path: Path) -> list[Import]:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parse_file(path)
         package = module if self.is_package(module) else module.rpartition(".")[0]
         found: list[Import] = []
 
@@ -394,7 +407,7 @@ def init_violations(graph: ModuleGraph) -> list[str]:
                 )
             elif not imported.target.startswith(f"{module}."):
                 found.append(f"{module}:{imported.line}: imports {imported.target}")
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        for node in parse_file(path).body:
             if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
                 found.append(f"{module}:{node.lineno}: a module __getattr__ hides its imports")
     return sorted(set(found))
@@ -519,7 +532,7 @@ ENGINE_HOLDERS: dict[str, str] = {}
 def driver_violations(source: str, module: str) -> list[Violation]:
     """Where ``source`` imports a database driver or reads an ``.engine`` attribute."""
     found: list[Violation] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse_source(source)):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and not node.level:
@@ -587,7 +600,7 @@ def _missing_imports(path: Path) -> list[str]:
     """``module:line target`` for each ``harvestman`` import in ``path`` naming no module and no
     top-level name of a module."""
     missing = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parse_file(path)):
         if isinstance(node, ast.Import):
             targets = [(alias.name, None) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -628,7 +641,7 @@ def _top_level_names(module: str) -> frozenset[str]:
     base = SRC.parent.joinpath(*module.split("."))
     path = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parse_file(path)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
