@@ -89,14 +89,10 @@ def source_settings(settings: Settings, source: Source, *, fetched_before: int =
             source.max_depth,
             DEEP_CRAWL_WARNING,
         )
-    return _derived_settings(settings, source, fetched_before)
-
-
-def _derived_settings(settings: Settings, source: Source, fetched_before: int = 0) -> Settings:
     update_: dict[str, Any] = {
         "crawl_name": namespace(source),
         "crawl_max_depth": source.effective_max_depth,
-        "crawl_max_pages": fetched_before + source.max_pages if source.max_pages else 0,
+        "crawl_max_pages": _budget(source, fetched_before),
         "crawl_allow_domains": list(source.scope.allow_domains),
         "crawl_include": list(source.scope.include),
         "crawl_exclude": list(source.scope.exclude),
@@ -108,6 +104,11 @@ def _derived_settings(settings: Settings, source: Source, fetched_before: int = 
     for option, value in source.options.given().items():
         update_[SOURCE_OPTIONS[option]] = value
     return with_values(settings, update_)
+
+
+def _budget(source: Source, fetched_before: int) -> int:
+    """``crawl_max_pages`` for a run of ``source`` (0: no limit)."""
+    return fetched_before + source.max_pages if source.max_pages else 0
 
 
 class ResourceMeter:
@@ -190,8 +191,10 @@ class CrawlRunner:
         async with ResourceMeter() as meter:
             try:
                 seeds = job_seeds(job, source)
-                # The source's URL rules (its trailing slash); source_settings warns below.
-                normalizer = UrlNormalizer.from_settings(_derived_settings(self.settings, source))
+                # The source's settings, its URL rules (trailing slash) for the seeds included;
+                # only the page budget waits for the count of what the namespace holds.
+                settings = source_settings(self.settings, source)
+                normalizer = UrlNormalizer.from_settings(settings)
                 start.update((url_hash(url), url) for url in _normalized(seeds, normalizer))
                 crawl_id = await self.store.crawls.ensure_crawl(namespace(source))
                 holders = execution.metadata.get(HOLDERS)
@@ -209,7 +212,10 @@ class CrawlRunner:
                         log.info("run asked for by hand: %d known URLs are due again", known)
                 # Counted after the start pages are due again, as the crawler counts.
                 before = (await self.store.crawls.counts(crawl_id)).fetched
-                settings = source_settings(self.settings, source, fetched_before=before)
+                if source.max_pages:
+                    settings = with_values(
+                        settings, {"crawl_max_pages": _budget(source, fetched_before=before)}
+                    )
 
                 def on_pages(outcomes: Sequence[Outcome]) -> None:
                     progress.observe(outcomes)
