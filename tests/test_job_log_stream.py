@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -23,7 +22,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from apiclient import api_settings, bearer
 from harvestman.api.app import create_app
@@ -42,6 +40,7 @@ from harvestman.jobs.records import (
 from harvestman.store import SqlStore
 from harvestman.store.jobs.db import JobStore
 from support.scheduling import make_scheduler
+from support.served import served
 
 run_log = logging.getLogger("harvestman.test.run")
 USER = bearer(Role.USER)
@@ -126,30 +125,6 @@ async def _until(check: Callable[[], bool], what: str, within: float = 30.0) -> 
         await asyncio.sleep(0.02)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.asynccontextmanager
-async def _served(app: Any) -> AsyncIterator[str]:
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    task = asyncio.create_task(server.serve())
-    while not server.started:  # uvicorn offers no event to wait on
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
-
-
 @dataclass
 class Instances:
     a: str  # runs the scheduler
@@ -194,7 +169,7 @@ async def _instances(database_url: str, tmp_path: Path) -> AsyncIterator[Instanc
                 job_store=jobs_b,
                 api_settings=api_settings(log_poll_interval=0.05),
             )
-            async with _served(app_a) as a, _served(app_b) as b:
+            async with served(app_a) as a, served(app_b) as b:
                 try:
                     yield Instances(a, b, jobs_a, runner, job.id)
                 finally:

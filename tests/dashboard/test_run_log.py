@@ -8,14 +8,10 @@ small local shop through the real scheduler and ``CrawlRunner`` before the brows
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from apiclient import SECRET, api_settings
 from conftest import SettingsFactory, serve
@@ -27,35 +23,12 @@ from harvestman.jobs.runner import CrawlRunner
 from harvestman.store import SqlStore
 from harvestman.store.jobs.db import JobStore
 from support.scheduling import Clock, make_scheduler
+from support.served import served
 from support.smallshop import Shop
 
 pytestmark = pytest.mark.timeout(90)
 
 WAIT = 15_000  # ms
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.asynccontextmanager
-async def _served(app: Any) -> AsyncIterator[str]:
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    task = asyncio.create_task(server.serve())
-    while not server.started:  # uvicorn offers no event to wait on
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
 
 
 async def test_a_past_runs_log_is_opened_filtered_searched_and_downloaded(
@@ -88,7 +61,7 @@ async def test_a_past_runs_log_is_opened_filtered_searched_and_downloaded(
                 clock.now += 7200
             scheduler.logs.uninstall()
             app = create_app(settings, sql_store=store, job_store=jobs, api_settings=api_settings())
-            async with _served(app) as api, async_playwright() as pw:
+            async with served(app) as api, async_playwright() as pw:
                 browser = await pw.chromium.launch(executable_path=str(CHROMIUM))
                 try:
                     await _read_the_first_runs_log(browser, api, job.id, base)
