@@ -10,6 +10,7 @@ output tests of commands that read a store, a tenth of a subprocess's cost.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 
@@ -40,7 +41,15 @@ def invoke_cli_sync(*args: str, env: dict[str, str] | None = None) -> tuple[int,
     """``run_cli``'s answer, from the app run in this process (the caller's thread)."""
     from harvestman.cli.app import app
 
-    result = CliRunner().invoke(app, list(args), env={"COLUMNS": COLUMNS, **(env or {})})
+    # A command configures the root logger as a process would; this process goes on after it,
+    # so the handlers it found come back (a later test's output would hold its log lines).
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        result = CliRunner().invoke(app, list(args), env={"COLUMNS": COLUMNS, **(env or {})})
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception  # a crash is the test's failure, not an exit status to compare
     return result.exit_code, result.stdout, result.stderr
