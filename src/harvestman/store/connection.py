@@ -100,7 +100,7 @@ class StoreConnection:
         itself to the code's head; a shared one (PostgreSQL) is migrated by its operator
         (``harvestman db upgrade``), so it is only checked (SchemaOutdated)."""
         if dialect.is_sqlite(self.engine):
-            await self.upgrade()
+            await self._run(migrate.upgrade_when_behind, self.engine)
         else:
             await self.check_schema()
 
