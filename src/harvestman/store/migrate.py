@@ -130,13 +130,6 @@ def check_current(engine: Engine) -> None:
         )
 
 
-def upgrade_when_behind(engine: Engine) -> None:
-    """Migrate to the head unless the database is there already (Alembic is loaded only to
-    migrate)."""
-    if current_revision(engine) != HEAD:
-        upgrade(engine)
-
-
 class Schema:
     """The migrations of one store's database (``SqlStore.schema``), for callers that hold the
     store rather than its engine: ``harvestman db``, the start-up checks."""
