@@ -2,11 +2,11 @@
 
 Migrating an empty SQLite file to the head runs every Alembic revision (25, with table
 rebuilds): importing Alembic and running them was most of the CPU of a crawl's start on a new
-database (bench/README.md, "Start-up"). The first empty database a store migrates is kept in
-``directory`` (the ``store_schema_cache`` setting) as a template named after the head and a
-digest of the migration scripts and the SQLite and SQLAlchemy versions; a later empty database
-is a copy of it (SQLite's backup API): the schema and ``alembic_version`` those migrations made.
-Alembic stays the one source of the schema.
+database (bench/README.md, "Start-up"). The first time, the migrations run into a template in
+``directory`` (the ``store_schema_cache`` setting), named after the head and a digest of the
+migration scripts (they import nothing of ours) and the SQLite and SQLAlchemy versions; every
+empty database is then a copy of it (SQLite's backup API): the schema and ``alembic_version``
+those migrations made. Alembic stays the one source of the schema.
 
 A template is migrated into a file of its own and renamed into place, so a crawl starting beside
 another never reads half of one. Whatever fails on the way (a directory that cannot be written,
