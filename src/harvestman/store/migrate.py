@@ -21,7 +21,7 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 # The code's head revision, for the start-up checks: they compare it with the database's
 # revision without loading Alembic, whose import and reading of the scripts cost every command
 # ~60 ms of its start (a crawl's 0.7 s, quiet machine). A new migration moves it; a test
-# (tests/test_migrations_drift.py) keeps it equal to the scripts' head.
+# (tests/test_store_migrate.py) keeps it equal to the scripts' head.
 HEAD = "0025"
 VERSION_TABLE = "alembic_version"  # Alembic's default, which migrations/env.py keeps
 
