@@ -43,7 +43,6 @@ from types import TracebackType
 from typing import Protocol
 
 import aiohttp
-import aiohttp_socks
 from aiohttp.abc import AbstractCookieJar
 from multidict import CIMultiDict
 from yarl import URL
@@ -183,6 +182,13 @@ class Fetcher:
         self._normalize = normalizer.normalize if normalizer is not None else normalize_url
         self._session: aiohttp.ClientSession | None = None
         self._socks_sessions: dict[str, aiohttp.ClientSession] = {}
+        # What a failed proxy raises; aiohttp-socks's own errors join once a SOCKS proxy is
+        # used (it is imported then: ~2% of a crawl's start-up imports, for a feature most
+        # crawls never use).
+        self._proxy_errors: tuple[type[Exception], ...] = (
+            aiohttp.ClientProxyConnectionError,
+            aiohttp.ClientHttpProxyError,
+        )
         self._resolver: GuardedResolver | None = None
 
     async def __aenter__(self) -> Fetcher:
@@ -217,6 +223,17 @@ class Fetcher:
     def _socks_session(self, proxy: str) -> aiohttp.ClientSession:
         session = self._socks_sessions.get(proxy)
         if session is None:
+            import aiohttp_socks
+
+            # aiohttp-socks raises its own exceptions, outside aiohttp's and OSError's
+            # hierarchies.
+            self._proxy_errors = (
+                aiohttp.ClientProxyConnectionError,
+                aiohttp.ClientHttpProxyError,
+                aiohttp_socks.ProxyConnectionError,
+                aiohttp_socks.ProxyError,
+                aiohttp_socks.ProxyTimeoutError,
+            )
             parts = URL(proxy)
             connector = aiohttp_socks.ProxyConnector(
                 host=parts.host or "",
@@ -311,11 +328,7 @@ class Fetcher:
             raise AddressRefused(f"{exc}{via}", exc.url or url, host=exc.host) from None
         except aiohttp.InvalidURL as exc:
             raise UrlError("unparsable", url, str(exc)) from None
-        except (
-            aiohttp.ClientProxyConnectionError,
-            aiohttp.ClientHttpProxyError,
-            *_SOCKS_ERRORS,
-        ) as exc:
+        except self._proxy_errors as exc:
             assert proxy is not None
             message = f"proxy {redact_proxy_url(proxy)} failed: {_describe(exc)}"
             raise NetworkError(message, url) from exc
@@ -438,14 +451,6 @@ class Fetcher:
                 f"{current} redirects to a non-http(s) URL: {target[:200]!r}", url, "scheme"
             )
         return target
-
-
-# aiohttp-socks raises its own exceptions, outside aiohttp's and OSError's hierarchies.
-_SOCKS_ERRORS = (
-    aiohttp_socks.ProxyConnectionError,
-    aiohttp_socks.ProxyError,
-    aiohttp_socks.ProxyTimeoutError,
-)
 
 
 def _to_yarl(url: str) -> URL:
