@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, select, update
+from sqlalchemy import Connection, bindparam, func, select, text, update
 
 from harvestman.errors import RobotsDenied, error_category
 from harvestman.records import NewUrl, Outcome
@@ -34,6 +34,14 @@ _PAGE_COLUMNS = (
     "main_text",
 )  # fmt: skip
 _PAGE_ROW_COLUMNS = ("crawl_id", "url_hash", *_PAGE_COLUMNS, "redirects")
+
+# SQLite's search index of pages (migrations 0006 and 0026), written by the batch writer itself.
+_DEFER_INDEX = text("INSERT INTO crawled_pages_fts_deferred (deferred) VALUES (1)")
+_RESUME_INDEX = text("DELETE FROM crawled_pages_fts_deferred")
+_INDEX_NEWER = text(
+    "INSERT INTO crawled_pages_fts (rowid, title, description, text, scope) "
+    "SELECT id, title, description, text, scope FROM crawled_pages_search WHERE id > :newest"
+)
 
 
 class OutcomeRepository(StoreConnection):
@@ -128,6 +136,9 @@ class OutcomeRepository(StoreConnection):
             index_elements=["crawl_id", "url_hash"],
             set_={name: stmt.excluded[name] for name in (*_PAGE_COLUMNS, "redirects")},
         )
+        # One row per page (the last fetch's): a row inserted here is never updated here, which
+        # its search index row, written after the upsert, relies on.
+        rows = list({row["url_hash"]: row for row in rows}.values())
         hashes = [row["url_hash"] for row in rows]
         stored = set(
             conn.execute(
@@ -136,12 +147,18 @@ class OutcomeRepository(StoreConnection):
                 )
             ).scalars()
         )
-        new_hosts = []
-        for row in rows:
-            if row["url_hash"] not in stored:
-                stored.add(row["url_hash"])
-                new_hosts.append(row["host"])
+        new_hosts = [row["host"] for row in rows if row["url_hash"] not in stored]
+        if not new_hosts:  # updates only: the update triggers re-index what changed
+            execute_many(conn, stmt, rows)
+            return new_hosts
+        # The insert trigger indexing row by row costs a search index segment per row
+        # (migration 0026): it stands aside, and the new rows, the ones past the largest id
+        # (SQLite gives a new row the largest id + 1), are indexed in one statement.
+        newest = conn.execute(select(func.max(crawled_pages.c.id))).scalar() or 0
+        conn.execute(_DEFER_INDEX)
         execute_many(conn, stmt, rows)
+        conn.execute(_RESUME_INDEX)
+        conn.execute(_INDEX_NEWER, {"newest": newest})
         return new_hosts
 
     def _finish_urls(self, conn: Connection, outcomes: Sequence[Outcome], now: float) -> None:
