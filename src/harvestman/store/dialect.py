@@ -5,6 +5,7 @@ Everything dialect-specific in the store lives here, so each of its queries exis
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -115,8 +116,15 @@ def insert(engine: Engine, table: Table) -> Upsert:
 
 
 def insert_ignore(engine: Engine, table: Table, *conflict: str) -> Upsert:
-    """INSERT ... ON CONFLICT (conflict) DO NOTHING."""
-    return insert(engine, table).on_conflict_do_nothing(index_elements=list(conflict))
+    """INSERT ... ON CONFLICT (conflict) DO NOTHING: one statement object for each dialect,
+    table and conflict (``store.bulk`` compiles a statement it has seen once)."""
+    return _insert_ignore(engine.dialect.name, table, conflict)
+
+
+@functools.cache
+def _insert_ignore(backend: str, table: Table, conflict: tuple[str, ...]) -> Upsert:
+    upsert = sqlite.insert(table) if backend == "sqlite" else postgresql.insert(table)
+    return upsert.on_conflict_do_nothing(index_elements=list(conflict))
 
 
 def json_rows(dialect: str, *columns: ColumnElement[Any]) -> ColumnElement[str | None]:

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, select, text, update
+from sqlalchemy import Connection, Engine, bindparam, func, select, text, update
 
 from harvestman.errors import RobotsDenied, error_category
 from harvestman.records import NewUrl, Outcome
@@ -34,6 +34,48 @@ _PAGE_COLUMNS = (
     "main_text",
 )  # fmt: skip
 _PAGE_ROW_COLUMNS = ("crawl_id", "url_hash", *_PAGE_COLUMNS, "redirects")
+
+# Statements built once: store.bulk compiles each once.
+_COUNT_PAGES = (
+    update(domains)
+    .where(domains.c.host == bindparam("h"))
+    .values(page_count=domains.c.page_count + bindparam("n"), updated_at=bindparam("now"))
+)
+_FINISH_URL = (
+    update(urls)
+    .where(urls.c.id == bindparam("row_id"))
+    .values(
+        status=bindparam("new_status"),
+        next_crawl_at=bindparam("new_next"),
+        attempts=bindparam("new_attempts"),
+        lease_until=None,
+        leased_by=None,
+        updated_at=bindparam("now"),
+        last_fetched_at=bindparam("fetched_at"),
+        status_code=bindparam("code"),
+        error_class=bindparam("err_class"),
+        error=bindparam("err"),
+        # A 304 carries no body: keep what the last full fetch stored.
+        content_hash=func.coalesce(bindparam("hash"), urls.c.content_hash),
+        etag=func.coalesce(bindparam("new_etag"), urls.c.etag),
+        last_modified=func.coalesce(bindparam("new_lm"), urls.c.last_modified),
+    )
+)
+_PAGE_UPSERTS: dict[str, dialect.Upsert] = {}
+
+
+def _page_upsert(engine: Engine) -> dialect.Upsert:
+    """The pages' upsert on ``engine``'s dialect, built once (26 columns: ~0.5 ms a batch)."""
+    upsert = _PAGE_UPSERTS.get(engine.dialect.name)
+    if upsert is None:
+        stmt = dialect.insert(engine, crawled_pages)
+        upsert = stmt.on_conflict_do_update(
+            index_elements=["crawl_id", "url_hash"],
+            set_={name: stmt.excluded[name] for name in (*_PAGE_COLUMNS, "redirects")},
+        )
+        _PAGE_UPSERTS[engine.dialect.name] = upsert
+    return upsert
+
 
 # SQLite's search index of pages (migrations 0006 and 0026), written by the batch writer itself.
 _DEFER_INDEX = text("INSERT INTO crawled_pages_fts_deferred (deferred) VALUES (1)")
@@ -119,11 +161,10 @@ class OutcomeRepository(StoreConnection):
         per_host = Counter(new_hosts)
         execute_many(
             conn,
-            update(domains)
-            .where(domains.c.host == bindparam("h"))
-            .values(page_count=domains.c.page_count + bindparam("n"), updated_at=now),
+            _COUNT_PAGES,
             # Host order: two workers counting pages of the same hosts must not deadlock.
             ({"h": host, "n": n} for host, n in sorted(per_host.items())),
+            shared={"now": now},
         )
 
     def _upsert_pages(
@@ -131,11 +172,7 @@ class OutcomeRepository(StoreConnection):
     ) -> list[str]:
         """Insert or replace the pages' rows (SQLite: the driver's executemany); returns the
         host of each page that had no row."""
-        stmt = dialect.insert(self.engine, crawled_pages)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["crawl_id", "url_hash"],
-            set_={name: stmt.excluded[name] for name in (*_PAGE_COLUMNS, "redirects")},
-        )
+        stmt = _page_upsert(self.engine)
         # One row per page (the last fetch's): a row inserted here is never updated here, which
         # its search index row, written after the upsert, relies on.
         rows = list({row["url_hash"]: row for row in rows}.values())
@@ -165,24 +202,7 @@ class OutcomeRepository(StoreConnection):
         """The outcomes' URL rows take their new state (SQLite: the driver's executemany)."""
         execute_many(
             conn,
-            update(urls)
-            .where(urls.c.id == bindparam("row_id"))
-            .values(
-                status=bindparam("new_status"),
-                next_crawl_at=bindparam("new_next"),
-                attempts=bindparam("new_attempts"),
-                lease_until=None,
-                leased_by=None,
-                updated_at=now,
-                last_fetched_at=bindparam("fetched_at"),
-                status_code=bindparam("code"),
-                error_class=bindparam("err_class"),
-                error=bindparam("err"),
-                # A 304 carries no body: keep what the last full fetch stored.
-                content_hash=func.coalesce(bindparam("hash"), urls.c.content_hash),
-                etag=func.coalesce(bindparam("new_etag"), urls.c.etag),
-                last_modified=func.coalesce(bindparam("new_lm"), urls.c.last_modified),
-            ),
+            _FINISH_URL,
             (
                 {
                     "row_id": o.request.id,
@@ -199,6 +219,7 @@ class OutcomeRepository(StoreConnection):
                 }
                 for o in outcomes
             ),
+            shared={"now": now},
         )
 
     def _write_errors(
