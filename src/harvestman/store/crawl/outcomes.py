@@ -84,6 +84,8 @@ _INDEX_NEWER = text(
     "INSERT INTO crawled_pages_fts (rowid, title, description, text, scope) "
     "SELECT id, title, description, text, scope FROM crawled_pages_search WHERE id > :newest"
 )
+_NEWEST_PAGE = select(func.max(crawled_pages.c.id))
+_HOSTS_NEWER = select(crawled_pages.c.host).where(crawled_pages.c.id > bindparam("newest"))
 
 
 class OutcomeRepository(StoreConnection):
@@ -153,7 +155,7 @@ class OutcomeRepository(StoreConnection):
             rows.append(row)
         # A host's page_count counts its pages, not its fetches: a re-crawl replaces its row.
         if self.is_embedded:
-            new_hosts = self._upsert_pages(conn, crawl_id, rows)
+            new_hosts = self._upsert_pages(conn, rows)
         else:
             # One row per page (the last fetch's), as one statement.
             unique = list({row["url_hash"]: row for row in rows}.values())
@@ -167,36 +169,22 @@ class OutcomeRepository(StoreConnection):
             shared={"now": now},
         )
 
-    def _upsert_pages(
-        self, conn: Connection, crawl_id: int, rows: Sequence[dict[str, Any]]
-    ) -> list[str]:
+    def _upsert_pages(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[str]:
         """Insert or replace the pages' rows (SQLite: the driver's executemany); returns the
         host of each page that had no row."""
-        stmt = _page_upsert(self.engine)
         # One row per page (the last fetch's): a row inserted here is never updated here, which
         # its search index row, written after the upsert, relies on.
         rows = list({row["url_hash"]: row for row in rows}.values())
-        hashes = [row["url_hash"] for row in rows]
-        stored = set(
-            conn.execute(
-                select(crawled_pages.c.url_hash).where(
-                    crawled_pages.c.crawl_id == crawl_id, crawled_pages.c.url_hash.in_(hashes)
-                )
-            ).scalars()
-        )
-        new_hosts = [row["host"] for row in rows if row["url_hash"] not in stored]
-        if not new_hosts:  # updates only: the update triggers re-index what changed
-            execute_many(conn, stmt, rows)
-            return new_hosts
-        # The insert trigger indexing row by row costs a search index segment per row
-        # (migration 0026): it stands aside, and the new rows, the ones past the largest id
-        # (SQLite gives a new row the largest id + 1), are indexed in one statement.
-        newest = conn.execute(select(func.max(crawled_pages.c.id))).scalar() or 0
+        # SQLite gives a new row the largest id + 1: the rows past the largest id before the
+        # upsert are the pages that had no row.
+        newest = conn.execute(_NEWEST_PAGE).scalar() or 0
+        # The insert trigger, indexing row by row, made a search index segment of each row
+        # (migration 0026): it stands aside, and the new rows are indexed in one statement.
         conn.execute(_DEFER_INDEX)
-        execute_many(conn, stmt, rows)
+        execute_many(conn, _page_upsert(self.engine), rows)
         conn.execute(_RESUME_INDEX)
         conn.execute(_INDEX_NEWER, {"newest": newest})
-        return new_hosts
+        return list(conn.execute(_HOSTS_NEWER, {"newest": newest}).scalars())
 
     def _finish_urls(self, conn: Connection, outcomes: Sequence[Outcome], now: float) -> None:
         """The outcomes' URL rows take their new state (SQLite: the driver's executemany)."""
