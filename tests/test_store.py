@@ -211,6 +211,8 @@ async def test_batches_index_their_pages_for_search(store: SqlStore) -> None:
             assert (
                 conn.execute(text("SELECT count(*) FROM crawled_pages_fts_deferred")).scalar() == 0
             )
+            # The batch's in-memory sub-journal was the batch's alone (dialect._sqlite_begin).
+            assert conn.execute(text("PRAGMA temp_store")).scalar() == 0
 
 
 async def test_leases_of_dead_or_expired_workers_return_to_pending(store: SqlStore) -> None:

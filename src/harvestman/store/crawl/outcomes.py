@@ -111,7 +111,7 @@ class OutcomeRepository(StoreConnection):
                 self._write_outcomes(conn, crawl_id, outcomes, now)
 
         report = await self._run(
-            isolation.write_batch, self._begin, _write, crawl_id, outcomes, new_urls, now
+            isolation.write_batch, self._begin_batch, _write, crawl_id, outcomes, new_urls, now
         )
         return {
             unit.request.id: message
