@@ -58,7 +58,8 @@ def execute_many(
 
 _Prepared: TypeAlias = tuple[str, dict[str, Any], Callable[[Mapping[str, Any]], Any]]
 # statement -> (dialect, driver, the rows' keys) -> its SQL, the values bound in it, the rows'
-# conversion (None: a statement SQLAlchemy runs itself).
+# conversion (None: a statement SQLAlchemy runs itself). By the dialect's name, not the engine:
+# dialect.make_engine makes every engine of a dialect alike (no serializer of its own).
 _prepared: weakref.WeakKeyDictionary[UpdateBase, dict[tuple[str, ...], _Prepared | None]] = (
     weakref.WeakKeyDictionary()
 )
