@@ -49,6 +49,10 @@ class StoreConnection:
         """A write transaction (``store.transaction``: the locking rules)."""
         return transaction(self.engine)
 
+    def _begin_batch(self) -> contextlib.AbstractContextManager[Connection]:
+        """A write transaction of many statements of a few rows each (the crawl's batches)."""
+        return transaction(self.engine, batch=True)
+
     def dispose(self) -> None:
         """Close every pooled connection: the end of a store used without ``async with``."""
         self.engine.dispose()

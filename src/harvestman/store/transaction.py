@@ -28,11 +28,13 @@ from harvestman.store.schema import urls
 
 
 @contextlib.contextmanager
-def transaction(engine: Engine) -> Iterator[Connection]:
+def transaction(engine: Engine, *, batch: bool = False) -> Iterator[Connection]:
     """A write transaction on ``engine``: IMMEDIATE on SQLite (the write lock is taken at BEGIN),
-    committed when the block ends, rolled back when it raises."""
+    committed when the block ends, rolled back when it raises. ``batch``: many statements of a
+    few rows each, as the crawl's batch writes (``dialect.batch_write_options``)."""
     with engine.connect() as conn:
-        conn.execution_options(**dialect.write_options(engine))
+        options = dialect.batch_write_options if batch else dialect.write_options
+        conn.execution_options(**options(engine))
         with conn.begin():
             yield conn
 
