@@ -217,7 +217,8 @@ class PageWorkers:
                 self.starting = asyncio.create_task(self._start(), name="page-processes")
             if not self.running:
                 return None  # still starting: this page is not held up for it
-        worker = min(self.running, key=lambda running: len(running.waiting))
+        running = self.running
+        worker = running[0] if len(running) == 1 else min(running, key=_held)
         if worker.is_gone:
             self._lost(worker)
             return None
@@ -293,6 +294,10 @@ class PageWorkers:
             log.warning(
                 "a page process ended; its pages were analyzed inline, another takes its place"
             )
+
+
+def _held(worker: _PageProcess) -> int:
+    return len(worker.waiting)
 
 
 def _child_environment() -> dict[str, str]:
