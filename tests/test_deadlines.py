@@ -31,7 +31,8 @@ async def test_blocks_that_end_in_time_are_not_cancelled_and_leave_no_timer() ->
     results = await asyncio.gather(*[_bounded(deadlines, 0) for _ in range(50)])
     assert results == ["done"] * 50
     await asyncio.sleep(0.1)  # the one timer fires, finds them all done
-    assert not deadlines._queue and deadlines._timer is None
+    assert not deadlines._queue
+    assert deadlines._timer is None
     assert await _bounded(deadlines, 0) == "done"  # and is set again for the next block
     deadlines.close()
 
