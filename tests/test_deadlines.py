@@ -11,7 +11,7 @@ from harvestman.crawl.deadlines import Deadlines
 
 async def _bounded(deadlines: Deadlines, seconds: float) -> str:
     try:
-        async with deadlines():
+        with deadlines():
             await asyncio.sleep(seconds)
     except TimeoutError:
         return "timeout"
@@ -20,9 +20,8 @@ async def _bounded(deadlines: Deadlines, seconds: float) -> str:
 
 async def test_a_block_past_its_deadline_raises_timeout_error() -> None:
     deadlines = Deadlines(0.05)
-    with pytest.raises(TimeoutError):
-        async with deadlines():
-            await asyncio.sleep(30)
+    with pytest.raises(TimeoutError), deadlines():
+        await asyncio.sleep(30)
     deadlines.close()
 
 

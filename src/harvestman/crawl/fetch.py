@@ -295,7 +295,7 @@ class Fetcher:
         started = time.perf_counter()
         via = "" if proxy is None else f" (via proxy {redact_proxy_url(proxy)})"
         try:
-            async with self._deadlines():  # asyncio.timeout(self.timeout), one timer for all
+            with self._deadlines():  # asyncio.timeout(self.timeout), one timer for all
                 hops = self.max_redirects if max_redirects is None else max_redirects
                 result = await self._follow(
                     session,
