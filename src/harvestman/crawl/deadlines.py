@@ -6,7 +6,8 @@ closed), and a crawl paid it on every fetch although a fetch almost never times 
 fetcher's timeout is the same for all its fetches, so their deadlines come in the order the
 fetches start: they wait in a queue, and one timer, set for the earliest, fires only when a
 deadline may have passed (once per ``seconds`` in a healthy crawl). A fetch that ends marks its
-deadline done; a done deadline leaves the queue when it reaches the head. Entering and leaving
+deadline done; a done deadline leaves the queue when it reaches the head (so the queue holds at
+most the deadlines of the fetches started within one timeout). Entering and leaving
 await nothing, so the block is a plain ``with`` (no coroutine either way): ~1 µs a fetch in all.
 
 What an expired deadline does is ``asyncio.timeout``'s: the task is cancelled, and the
