@@ -31,7 +31,6 @@ the fetcher opens one session per SOCKS proxy on first use and closes them all w
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 import zlib
@@ -47,6 +46,7 @@ from aiohttp.abc import AbstractCookieJar
 from multidict import CIMultiDict
 from yarl import URL
 
+from harvestman.crawl.deadlines import Deadlines
 from harvestman.errors import (
     AddressRefused,
     BodyTooLarge,
@@ -190,8 +190,10 @@ class Fetcher:
             aiohttp.ClientHttpProxyError,
         )
         self._resolver: GuardedResolver | None = None
+        self._deadlines: Deadlines | None = None
 
     async def __aenter__(self) -> Fetcher:
+        self._deadlines = Deadlines(self.timeout)
         self._resolver = self.guard.resolver() if self.guard is not None else None
         connector = aiohttp.TCPConnector(
             limit=self.max_connections,
@@ -213,7 +215,7 @@ class Fetcher:
             },
             cookie_jar=self.cookie_jar if self.cookie_jar is not None else aiohttp.DummyCookieJar(),
             auto_decompress=False,
-            # The whole-fetch deadline is ours (asyncio.timeout); aiohttp's would only overlap it.
+            # The whole-fetch deadline is ours (Deadlines); aiohttp's would only overlap it.
             timeout=aiohttp.ClientTimeout(total=None),
             # Real sites send long Set-Cookie and CSP headers; 8 KiB rejects some of them.
             max_line_size=32768,
@@ -260,6 +262,8 @@ class Fetcher:
             sessions.append(self._session)
         self._socks_sessions.clear()
         self._session = None
+        if self._deadlines is not None:
+            self._deadlines.close()
         for session in sessions:
             await session.close()
         if self._resolver is not None:  # the connector closes only a resolver it made itself
@@ -295,7 +299,7 @@ class Fetcher:
         means the proxy itself failed (unreachable, handshake or CONNECT refused).
         ValueError for a proxy URL of another scheme.
         """
-        if self._session is None:
+        if self._session is None or self._deadlines is None:
             raise RuntimeError("Fetcher.fetch() called outside 'async with Fetcher(...)'")
         if not url[:8].lower().startswith(("http://", "https://")):
             raise UrlError("scheme", url)
@@ -308,7 +312,7 @@ class Fetcher:
         started = time.perf_counter()
         via = "" if proxy is None else f" (via proxy {redact_proxy_url(proxy)})"
         try:
-            async with asyncio.timeout(self.timeout):
+            with self._deadlines():  # asyncio.timeout(self.timeout), one timer for all
                 hops = self.max_redirects if max_redirects is None else max_redirects
                 result = await self._follow(
                     session,
