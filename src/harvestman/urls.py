@@ -50,6 +50,8 @@ _DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
 # once when full. With page processes both the crawler and its page process hold one: 16,384
 # (~3.5 MB) crawled 200,000 pages with the same CPU as 32,768 and 65,536 (bench/README.md).
 MEMO_SIZE: Final = 16_384
+# Queries a normalizer remembers cleaned (an LRU cache; a query is at most a URL's length).
+QUERY_CACHE_SIZE: Final = 512
 _ABSOLUTE: Final = ("http://", "https://")
 
 # WHATWG strips leading and trailing C0 controls and spaces; we also strip Unicode white space
@@ -355,6 +357,8 @@ class UrlNormalizer:
         # or alphanumeric, so that character tells the kind of reference.
         self._memo: dict[tuple[str, str | None, str | None, str | None], str | tuple[str, str]]
         self._memo = {}
+        # Links repeat their queries (pagination, tracking parameters) more than their paths.
+        self._query = lru_cache(maxsize=QUERY_CACHE_SIZE)(self._normalize_query)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> UrlNormalizer:
@@ -469,9 +473,9 @@ class UrlNormalizer:
         reference = url.partition("#")[0] if "#" in url else url
         against = base
         if reference.startswith(_ABSOLUTE):
-            plain = _PLAIN_ABSOLUTE(reference)
-            if plain is not None:  # "/path?q" against "scheme://authority/": the parser's reading
-                against, reference = plain.group(1) + "/", plain.group(2)
+            parts = _PLAIN_ABSOLUTE(reference)
+            if parts is not None:  # "/path?q" against "scheme://authority/": the parser's reading
+                against, reference = parts.group(1) + "/", parts.group(2)
         if against is not None and _SIMPLE_REFERENCE(reference):
             _, scheme, authority, directory = _parse_base(against)
             if authority is not None and scheme in _DEFAULT_PORTS:
@@ -479,11 +483,12 @@ class UrlNormalizer:
                 # reference of these characters (no "%2e" dot segments, no "\\", no
                 # white space, no scheme); skipping it halves the cost of a new link.
                 path, _, query = reference.partition("?")
-                if path[0] != "/":
+                plain = path[0] == "/"  # of characters a path keeps as they are
+                if not plain:
                     path = directory + path
                 if "/." in path:
                     path = _remove_dot_segments(path)
-                return self._finish(url, scheme, authority, path, query)
+                return self._finish(url, scheme, authority, path, query, plain)
         return self._parse(url, base)
 
     def _parse(self, url: str, base: str | None) -> str:
@@ -516,26 +521,33 @@ class UrlNormalizer:
         path, _, query = tail.partition("?")
         return self._finish(url, scheme, rest[:slash], path, query)
 
-    def _finish(self, url: str, scheme: str, authority: str, path: str, query: str) -> str:
-        """Harvestman's rules on the parts of a parsed URL (see the class docstring)."""
+    def _finish(
+        self, url: str, scheme: str, authority: str, path: str, query: str, plain: bool = False
+    ) -> str:
+        """Harvestman's rules on the parts of a parsed URL (see the class docstring); ``plain``:
+        the path is known to hold only characters it keeps as they are."""
         try:
             host = _normalize_authority(authority)
-            if not _PATH_IS_CANONICAL(path):
+            if not plain and not _PATH_IS_CANONICAL(path):
                 path = _normalize_escapes(path, _PATH_FIX)
                 if "/." in path:
                     path = _remove_dot_segments(path)
             if self._slash_rule is not None:
                 path = _apply_slash_rule(path, self._slash_rule)
             if query:
-                if not _QUERY_IS_CANONICAL(query):
-                    query = _normalize_escapes(query, _QUERY_FIX)
-                query = self._clean_query(query)
+                query = self._query(query)
         except UrlError as exc:
             raise UrlError(exc.reason, url, exc.detail) from None
         result = f"{scheme}://{host}{path}?{query}" if query else f"{scheme}://{host}{path}"
         if len(result) > self._max_length:
             raise UrlError("too_long", url, f"{len(result)} > {self._max_length} characters")
         return result
+
+    def _normalize_query(self, query: str) -> str:
+        """A query with its escapes normalized and its parameters cleaned."""
+        if not _QUERY_IS_CANONICAL(query):
+            query = _normalize_escapes(query, _QUERY_FIX)
+        return self._clean_query(query)
 
     def _clean_query(self, query: str) -> str:
         """Drop empty and tracking parameters; sort the rest by key, then value, stably."""
