@@ -299,6 +299,20 @@ def _normalize_authority(authority: str) -> str:
     return host + port
 
 
+def _unfragmented(url: str) -> str:
+    """``url`` without its fragment, the memo's key for it: "page#a" and "page#b" have one
+    answer, kept under "page", unless white space ends "page" (inside a URL it is kept, at its
+    end stripped, so the fragment decides).
+
+    >>> _unfragmented("a.html#top"), _unfragmented("a #top")
+    ('a.html', 'a #top')
+    """
+    bare = url.partition("#")[0]
+    if not bare or bare[-1] <= " " or bare[-1].isspace():
+        return url
+    return bare
+
+
 class UrlNormalizer:
     """Turns any link into the one canonical, crawlable form of its URL, or raises ``UrlError``.
 
@@ -381,11 +395,7 @@ class UrlNormalizer:
         """
         # The fragment is dropped: "page#a" and "page#b" have one answer, kept under "page"
         # (unless white space ends "page": inside the URL it is kept, at its end stripped).
-        bare = url
-        if "#" in url:
-            bare = url.partition("#")[0]
-            if not bare or bare[-1] <= " " or bare[-1].isspace():
-                bare = url
+        bare = _unfragmented(url) if "#" in url else url
         first = bare[:1]
         if bare.startswith(_ABSOLUTE):
             key: tuple[str, str | None, str | None, str | None] = (bare, None, None, None)
@@ -431,11 +441,7 @@ class UrlNormalizer:
         for url in urls:
             # The keys of :meth:`normalize`, for the kinds of reference it remembers without
             # a look at the reference's scheme.
-            bare = url
-            if "#" in url:
-                bare = url.partition("#")[0]
-                if not bare or bare[-1] <= " " or bare[-1].isspace():
-                    bare = url
+            bare = _unfragmented(url) if "#" in url else url
             first = bare[:1]
             key: tuple[str, str | None, str | None, str | None]
             if first == "/":

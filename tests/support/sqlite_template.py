@@ -13,14 +13,13 @@ schema and the same ``alembic_version``. A test about the migrations themselves 
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import Engine
 
-from harvestman.store import dialect
+from harvestman.store import dialect, template
 
 Upgrade = Callable[..., None]
 
@@ -53,14 +52,7 @@ class SchemaTemplate:
         if revision != "head" or not dialect.is_sqlite(engine) or not _empty(engine):
             self._real_upgrade(engine, revision)
             return
-        source = sqlite3.connect(f"file:{self.path()}?mode=ro", uri=True)
-        try:
-            with engine.connect() as conn:
-                target = conn.connection.dbapi_connection
-                assert target is not None
-                source.backup(target)  # type: ignore[arg-type]
-        finally:
-            source.close()
+        template.copy_into(self.path(), engine)
         self.copies += 1
 
 

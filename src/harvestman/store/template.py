@@ -65,7 +65,7 @@ def copy_schema(engine: Engine, directory: Path) -> bool:
         template = directory.expanduser() / template_name()
         if not template.exists():
             _make(template)
-        _copy(template, engine)
+        copy_into(template, engine)
     except Exception as exc:  # a cache that fails costs the migrations, never the crawl
         log.info("no schema template in %s (%s): migrating", directory, exc)
         return False
@@ -101,7 +101,9 @@ def _make(template: Path) -> None:
                 leftover.unlink()
 
 
-def _copy(template: Path, engine: Engine) -> None:
+def copy_into(template: Path, engine: Engine) -> None:
+    """Copy the SQLite database ``template`` into the one behind ``engine`` (SQLite's backup
+    API, the template opened read-only)."""
     source = sqlite3.connect(f"file:{template}?mode=ro", uri=True)
     try:
         with engine.connect() as conn:
