@@ -45,6 +45,11 @@ class StoreConnection:
         """A write transaction (``store.transaction``: the locking rules)."""
         return transaction(self.engine)
 
+    def _begin_index_walks(self) -> contextlib.AbstractContextManager[Connection]:
+        """A write transaction of the crawl's leases and batches: planned as index walks on
+        PostgreSQL (``store.pgbatch``)."""
+        return transaction(self.engine, index_walks=True)
+
     def dispose(self) -> None:
         """Close every pooled connection: the end of a store used without ``async with``."""
         self.engine.dispose()

@@ -52,14 +52,18 @@ class OutcomeRepository(StoreConnection):
         def _write(
             conn: Connection, outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl]
         ) -> None:
-            if not self.is_embedded:
-                pgbatch.prefer_index_walks(conn)
             insert_urls(conn, crawl_id, new_urls, now)
             if outcomes:
                 self._write_outcomes(conn, crawl_id, outcomes, now)
 
         report = await self._run(
-            isolation.write_batch, self._begin, _write, crawl_id, outcomes, new_urls, now
+            isolation.write_batch,
+            self._begin_index_walks,
+            _write,
+            crawl_id,
+            outcomes,
+            new_urls,
+            now,
         )
         return {
             unit.request.id: message
