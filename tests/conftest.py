@@ -40,12 +40,20 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
 
 
+@pytest.fixture(scope="session")
+def schema_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The store's schema template directory (``store_schema_cache``) of this test process:
+    a crawl's subprocess copies its new store from there, never from the user's cache."""
+    return tmp_path_factory.mktemp("schema-cache")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, schema_cache: Path) -> None:
     """No HARVESTMAN_* variable of the caller leaks in; each test runs in its own directory."""
     for name in list(os.environ):
         if name.startswith("HARVESTMAN_"):
             monkeypatch.delenv(name)
+    monkeypatch.setenv("HARVESTMAN_STORE_SCHEMA_CACHE", str(schema_cache))
     monkeypatch.chdir(tmp_path)
 
 

@@ -14,6 +14,7 @@ from sqlalchemy import inspect, text
 from harvestman.errors import SchemaOutdated
 from harvestman.records import CrawlRequest, DomainRecord, NewUrl, Outcome, PageRecord, UrlStatus
 from harvestman.store import SqlStore, migrate
+from harvestman.store.search.targets import search_pages
 from harvestman.urls import host_key, url_hash
 
 NOW = 1_000_000.0
@@ -169,6 +170,49 @@ async def test_a_batch_with_two_outcomes_of_one_url_keeps_the_last(store: SqlSto
     assert (row["status"], row["status_code"]) == ("completed", 203)
     [page] = list(store.iter_pages(crawl))
     assert (page["title"], page["status_code"]) == ("second", 203)
+
+
+async def test_batches_index_their_pages_for_search(store: SqlStore) -> None:
+    crawl = await store.ensure_crawl("c")
+    await store.add_urls(crawl, [new(f"http://a.test/{n}") for n in ("x", "y", "z")], NOW)
+    x, y, z = sorted((await store.lease(crawl, {"a.test": 3}, NOW, NOW + 300, "w1"))[0],
+                     key=lambda r: r.url)  # fmt: skip
+
+    def fetched(request: CrawlRequest, title: str, description: str | None = None) -> Outcome:
+        page = PageRecord(
+            url=request.url, final_url=request.url, host="a.test", status_code=200,
+            content_type="text/html", content_length=10, fetched_at=NOW, crawl_duration_ms=5,
+            title=title, description=description,
+        )  # fmt: skip
+        return Outcome(request, UrlStatus.COMPLETED, NOW + 10, 0, status_code=200, page=page)
+
+    # New pages, one of them twice in the batch (the last fetch is kept, and indexed once).
+    await store.record(
+        crawl,
+        [fetched(x, "Alpha", "quartz"), fetched(y, "Bravo"), fetched(y, "Charlie", "garnet")],
+        [],
+        NOW,
+    )
+    # A re-crawl that changes a page, beside a new page in the same batch.
+    await store.record(crawl, [fetched(x, "Delta", "quartz"), fetched(z, "Echo")], [], NOW)
+
+    def found(q: str) -> list[str]:
+        return sorted(hit.requested_url for hit in search_pages(store.engine, crawl, q).hits)
+
+    assert found("alpha") == []
+    assert found("bravo") == []
+    assert found("delta") == found("quartz") == ["http://a.test/x"]
+    assert found("charlie") == found("garnet") == ["http://a.test/y"]
+    assert found("echo") == ["http://a.test/z"]
+    if store.is_embedded:  # FTS5's own check that the index and the rows agree
+        with store.engine.begin() as conn:
+            conn.execute(text("INSERT INTO crawled_pages_fts(crawled_pages_fts, rank) "
+                              "VALUES ('integrity-check', 1)"))  # fmt: skip
+            assert (
+                conn.execute(text("SELECT count(*) FROM crawled_pages_fts_deferred")).scalar() == 0
+            )
+            # The batch's in-memory sub-journal was the batch's alone (dialect._sqlite_begin).
+            assert conn.execute(text("PRAGMA temp_store")).scalar() == 0
 
 
 async def test_leases_of_dead_or_expired_workers_return_to_pending(store: SqlStore) -> None:

@@ -101,3 +101,19 @@ def test_an_expanding_parameter_is_left_to_sqlalchemy(engine: Engine) -> None:
         )
         execute_many(conn, statement, [{"ids": [1, 3]}])
     assert [row[3] for row in contents(engine)] == ["in", None, "in"]
+
+
+def test_a_statement_run_again_takes_each_runs_shared_values_and_keys(engine: Engine) -> None:
+    with engine.begin() as conn:
+        execute_many(conn, things.insert(), [{"id": n, "name": "x"} for n in (1, 2, 3)])
+    statement = (
+        update(things)
+        .where(things.c.id == bindparam("row_id"))
+        .values(note=bindparam("note_of_all"), updated_at=bindparam("at"))
+    )
+    with engine.begin() as conn:
+        execute_many(conn, statement, [{"row_id": 1}], shared={"note_of_all": "a", "at": 1.0})
+        execute_many(conn, statement, [{"row_id": 2}], shared={"note_of_all": "b", "at": 2.0})
+        # The same statement with a row's own value for what was shared before.
+        execute_many(conn, statement, [{"row_id": 3, "at": 3.0}], shared={"note_of_all": "c"})
+    assert [row[3:5] for row in contents(engine)] == [("a", 1.0), ("b", 2.0), ("c", 3.0)]

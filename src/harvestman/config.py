@@ -61,6 +61,14 @@ class StoreSettings(_Group):
     database_url: str = Field(
         "sqlite:///harvestman.db", description="SQLAlchemy URL of the store (SQLite or PostgreSQL)"
     )
+    store_schema_cache: str = Field(
+        default_factory=lambda: str(
+            Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "harvestman"
+        ),
+        description="where a new SQLite store's schema is copied from, migrated once by Alembic "
+        "(store/template.py; default $XDG_CACHE_HOME/harvestman, else ~/.cache/harvestman; '': "
+        "migrate each new store)",
+    )
     store_batch_size: int = Field(200, ge=1, le=10_000, description="writes per store transaction")
     store_flush_interval: float = Field(0.25, gt=0, le=60, description="max seconds a write waits")
     stats_history: bool = Field(True, description="keep per-minute crawl counters in the store")

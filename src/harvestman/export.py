@@ -7,7 +7,8 @@ import io
 from collections.abc import Collection
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import IO, Any
+from operator import attrgetter
+from typing import IO, Any, Final
 
 import orjson
 
@@ -181,10 +182,17 @@ def export_pages(
 
 def page_summary(outcome: Outcome, kinds: Collection[str] = PAGES_ONLY) -> bytes | None:
     """The JSONL line ``crawl --output`` writes for a stored outcome (None: no page, or one
-    whose URL is not of ``kinds``)."""
-    page = outcome.page
-    if page is None or outcome.request.kind not in kinds:
+    whose URL is not of ``kinds``): :func:`page_line`'s record of the page."""
+    page, request = outcome.page, outcome.request
+    if page is None or request.kind not in kinds:
         return None
-    values = {name: getattr(page, name, None) for name in FIELDS}
-    values["depth"], values["kind"] = outcome.request.depth, outcome.request.kind
-    return orjson.dumps(page_line(values)) + b"\n"
+    # One pass, in FIELDS' order, where page_line over a dict of getattr() took two (a crawl
+    # writes one line per page on its event loop).
+    values = (*_BEFORE_DEPTH(page), request.depth, request.kind, *_AFTER_KIND(page))
+    record = dict(zip(FIELDS, values, strict=True))
+    record["fetched_at"] = iso_time(page.fetched_at)
+    return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+
+
+_BEFORE_DEPTH: Final = attrgetter(*FIELDS[: FIELDS.index("depth")])
+_AFTER_KIND: Final = attrgetter(*FIELDS[FIELDS.index("kind") + 1 :])

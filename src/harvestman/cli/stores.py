@@ -58,11 +58,16 @@ def open_store(
     with errors_exit():
         if must_exist:
             refuse_missing_sqlite(settings.database_url)
-        store = SqlStore(settings.database_url)
+        store = SqlStore(settings.database_url, schema_template=schema_cache(settings))
         try:
             yield settings, store
         finally:
             store.dispose()
+
+
+def schema_cache(settings: Settings) -> Path | None:
+    """The directory a new SQLite store's schema is copied from (None: migrate each one)."""
+    return Path(settings.store_schema_cache) if settings.store_schema_cache else None
 
 
 @contextlib.contextmanager

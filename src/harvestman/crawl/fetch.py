@@ -31,7 +31,6 @@ the fetcher opens one session per SOCKS proxy on first use and closes them all w
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 import zlib
@@ -43,11 +42,11 @@ from types import TracebackType
 from typing import Protocol
 
 import aiohttp
-import aiohttp_socks
 from aiohttp.abc import AbstractCookieJar
 from multidict import CIMultiDict
 from yarl import URL
 
+from harvestman.crawl.deadlines import Deadlines
 from harvestman.errors import (
     AddressRefused,
     BodyTooLarge,
@@ -183,9 +182,18 @@ class Fetcher:
         self._normalize = normalizer.normalize if normalizer is not None else normalize_url
         self._session: aiohttp.ClientSession | None = None
         self._socks_sessions: dict[str, aiohttp.ClientSession] = {}
+        # What a failed proxy raises; aiohttp-socks's own errors join once a SOCKS proxy is
+        # used (it is imported then: ~2% of a crawl's start-up imports, for a feature most
+        # crawls never use).
+        self._proxy_errors: tuple[type[Exception], ...] = (
+            aiohttp.ClientProxyConnectionError,
+            aiohttp.ClientHttpProxyError,
+        )
         self._resolver: GuardedResolver | None = None
+        self._deadlines: Deadlines | None = None
 
     async def __aenter__(self) -> Fetcher:
+        self._deadlines = Deadlines(self.timeout)
         self._resolver = self.guard.resolver() if self.guard is not None else None
         connector = aiohttp.TCPConnector(
             limit=self.max_connections,
@@ -207,7 +215,7 @@ class Fetcher:
             },
             cookie_jar=self.cookie_jar if self.cookie_jar is not None else aiohttp.DummyCookieJar(),
             auto_decompress=False,
-            # The whole-fetch deadline is ours (asyncio.timeout); aiohttp's would only overlap it.
+            # The whole-fetch deadline is ours (Deadlines); aiohttp's would only overlap it.
             timeout=aiohttp.ClientTimeout(total=None),
             # Real sites send long Set-Cookie and CSP headers; 8 KiB rejects some of them.
             max_line_size=32768,
@@ -217,6 +225,17 @@ class Fetcher:
     def _socks_session(self, proxy: str) -> aiohttp.ClientSession:
         session = self._socks_sessions.get(proxy)
         if session is None:
+            import aiohttp_socks
+
+            # aiohttp-socks raises its own exceptions, outside aiohttp's and OSError's
+            # hierarchies.
+            self._proxy_errors = (
+                aiohttp.ClientProxyConnectionError,
+                aiohttp.ClientHttpProxyError,
+                aiohttp_socks.ProxyConnectionError,
+                aiohttp_socks.ProxyError,
+                aiohttp_socks.ProxyTimeoutError,
+            )
             parts = URL(proxy)
             connector = aiohttp_socks.ProxyConnector(
                 host=parts.host or "",
@@ -243,6 +262,8 @@ class Fetcher:
             sessions.append(self._session)
         self._socks_sessions.clear()
         self._session = None
+        if self._deadlines is not None:
+            self._deadlines.close()
         for session in sessions:
             await session.close()
         if self._resolver is not None:  # the connector closes only a resolver it made itself
@@ -278,7 +299,7 @@ class Fetcher:
         means the proxy itself failed (unreachable, handshake or CONNECT refused).
         ValueError for a proxy URL of another scheme.
         """
-        if self._session is None:
+        if self._session is None or self._deadlines is None:
             raise RuntimeError("Fetcher.fetch() called outside 'async with Fetcher(...)'")
         if not url[:8].lower().startswith(("http://", "https://")):
             raise UrlError("scheme", url)
@@ -291,7 +312,7 @@ class Fetcher:
         started = time.perf_counter()
         via = "" if proxy is None else f" (via proxy {redact_proxy_url(proxy)})"
         try:
-            async with asyncio.timeout(self.timeout):
+            with self._deadlines():  # asyncio.timeout(self.timeout), one timer for all
                 hops = self.max_redirects if max_redirects is None else max_redirects
                 result = await self._follow(
                     session,
@@ -311,11 +332,7 @@ class Fetcher:
             raise AddressRefused(f"{exc}{via}", exc.url or url, host=exc.host) from None
         except aiohttp.InvalidURL as exc:
             raise UrlError("unparsable", url, str(exc)) from None
-        except (
-            aiohttp.ClientProxyConnectionError,
-            aiohttp.ClientHttpProxyError,
-            *_SOCKS_ERRORS,
-        ) as exc:
+        except self._proxy_errors as exc:
             assert proxy is not None
             message = f"proxy {redact_proxy_url(proxy)} failed: {_describe(exc)}"
             raise NetworkError(message, url) from exc
@@ -438,14 +455,6 @@ class Fetcher:
                 f"{current} redirects to a non-http(s) URL: {target[:200]!r}", url, "scheme"
             )
         return target
-
-
-# aiohttp-socks raises its own exceptions, outside aiohttp's and OSError's hierarchies.
-_SOCKS_ERRORS = (
-    aiohttp_socks.ProxyConnectionError,
-    aiohttp_socks.ProxyError,
-    aiohttp_socks.ProxyTimeoutError,
-)
 
 
 def _to_yarl(url: str) -> URL:

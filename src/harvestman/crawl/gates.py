@@ -91,7 +91,9 @@ class RobotsGate:
     async def check(self, request: CrawlRequest) -> Verdict:
         run, host = self.run, request.host
         frontier = run.frontier
-        entry, asked_host = await run.robots.get(host, request.url)
+        entry, asked_host = run.robots.cached(host), False  # no coroutine while it is fresh
+        if entry is None:
+            entry, asked_host = await run.robots.get(host, request.url)
         if host not in self.delay_known:
             self.delay_known.add(host)
             if entry.crawl_delay is not None:

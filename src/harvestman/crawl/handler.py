@@ -147,9 +147,13 @@ class RequestHandler:
                 refusal = self.refusals.judge_refusal(request, result)
             hard = refusal is not None and refusal.status is VerdictStatus.HARD
             self._observe(request, result.status, ContentRejected.__name__ if hard else None)
-        exchange = Exchange(request, result, headers)
-        for step in self.exchange_steps:
-            await step.keep(exchange)
+        steps = self.exchange_steps
+        # The exchange steps' view (WARC, archive), made only when one is on.
+        exchange = None
+        if steps:
+            exchange = Exchange(request, result, headers)
+            for step in steps:
+                await step.keep(exchange)
         stats = self.run.stats
         stats.inc("fetch/responses")
         stats.inc(f"fetch/status/{result.status}")
@@ -165,17 +169,24 @@ class RequestHandler:
             self._observe(request, result.status, None)
             return outcome, []
         # An image row while images are off (queued by an earlier run): done, not a page.
-        analysis = None
-        if self.workers is not None and self.pipeline.parses(request, result):
-            analysis = await self.workers.analyze(result)
-        if result.status != 304 and self.pipeline.listings.streams(request):
-            exchange.outcome = await self.pipeline.listings.stream(request, result)
+        pipeline = self.pipeline
+        new_urls: list[NewUrl] = []
+        if result.status != 304 and pipeline.listings.streams(request):
+            outcome = await pipeline.listings.stream(request, result)
+        elif pipeline.parses(request, result):
+            analysis = None
+            if self.workers is not None:
+                analysis = await self.workers.analyze(result)
+            outcome, new_urls = pipeline.handle_page(request, result, analysis)
         else:
-            exchange.outcome, exchange.new_urls = self.pipeline.handle(request, result, analysis)
-        _not_a_page(request, exchange.outcome)
+            outcome, new_urls = pipeline.handle(request, result)
+        _not_a_page(request, outcome)
         # Told after validation: a block page served with 200 counts against the host.
-        self._observe(request, result.status, _refused(exchange.outcome))
-        for step in self.exchange_steps:
+        self._observe(request, result.status, _refused(outcome))
+        if exchange is None:
+            return outcome, new_urls
+        exchange.outcome, exchange.new_urls = outcome, new_urls
+        for step in steps:
             await step.finish(exchange)
         return exchange.outcome, exchange.new_urls
 

@@ -206,9 +206,16 @@ class PagePipeline:
             ), []
         if request.kind != "page":
             return self.listings.read(request, result)
-        record = outcomes.page_record(request, result)
         if not self.parses(request, result):
+            record = outcomes.page_record(request, result)
             return outcomes.completed(request, result, record, outcomes.visited_ttl), []
+        return self.handle_page(request, result, analysis)
+
+    def handle_page(
+        self, request: CrawlRequest, result: FetchResult, analysis: PageAnalysis | None = None
+    ) -> tuple[Outcome, list[NewUrl]]:
+        """:meth:`handle` for a response :meth:`parses` (the caller asked it already)."""
+        record = self.outcomes.page_record(request, result)
         if analysis is None:
             analysis = self._analyze(result)
         self.count("parse/pages")

@@ -13,38 +13,76 @@ list) runs through ``Connection.execute`` instead.
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypeAlias
 
 from sqlalchemy import Connection
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.dml import UpdateBase
 
 
-def execute_many(conn: Connection, statement: UpdateBase, rows: Iterable[Mapping[str, Any]]) -> int:
+def execute_many(
+    conn: Connection,
+    statement: UpdateBase,
+    rows: Iterable[Mapping[str, Any]],
+    shared: Mapping[str, Any] | None = None,
+) -> int:
     """Run ``statement`` once for each of ``rows`` (dicts, every one with the first one's keys);
     the driver's row count (-1: it cannot tell, as psycopg after an executemany). Rows are read
-    one at a time: each dict may be dropped as soon as its values are handed over."""
+    one at a time: each dict may be dropped as soon as its values are handed over. ``shared``:
+    values of the statement's other parameters, the same in every row.
+
+    A statement object run again (a module's constant) is compiled once per dialect and set
+    of keys: building and compiling the page upsert cost ~0.6 ms a batch of 200."""
     remaining = iter(rows)
     first = next(remaining, None)
     if first is None:
         return 0
-    columns = list(first)
-    compiled = statement.compile(dialect=conn.dialect, column_keys=columns)
-    assert isinstance(compiled, SQLCompiler)
-    if compiled.post_compile_params:  # expanded per execution: SQLAlchemy's to do
-        return conn.execute(statement, [first, *remaining]).rowcount
-    # Values bound in the statement itself (``updated_at=now``) are every row's.
-    fixed = {key: value for key, value in compiled.params.items() if key not in columns}
-    convert = _bind_processors(conn, compiled)
-    order = compiled.positiontup
-    to_params = _named(convert) if order is None else _positional(order, convert)
+    prepared = _prepare(conn, statement, tuple(first))
+    if prepared is None:  # expanded per execution: SQLAlchemy's to do
+        many = [
+            {**shared, **row} if shared else row for row in itertools.chain((first,), remaining)
+        ]
+        return conn.execute(statement, many).rowcount
+    sql, fixed, to_params = prepared
+    if shared:
+        fixed = {**fixed, **shared}
     params = [
         to_params({**fixed, **row} if fixed else row)
         for row in itertools.chain((first,), remaining)
     ]
-    return conn.exec_driver_sql(str(compiled), params).rowcount
+    return conn.exec_driver_sql(sql, params).rowcount
+
+
+_Prepared: TypeAlias = tuple[str, dict[str, Any], Callable[[Mapping[str, Any]], Any]]
+# statement -> (dialect, driver, the rows' keys) -> its SQL, the values bound in it, the rows'
+# conversion (None: a statement SQLAlchemy runs itself). By the dialect's name, not the engine:
+# dialect.make_engine makes every engine of a dialect alike (no serializer of its own).
+_prepared: weakref.WeakKeyDictionary[UpdateBase, dict[tuple[str, ...], _Prepared | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _prepare(conn: Connection, statement: UpdateBase, columns: tuple[str, ...]) -> _Prepared | None:
+    dialect = conn.dialect
+    known = _prepared.setdefault(statement, {})
+    key = (dialect.name, dialect.driver, *columns)
+    if key in known:
+        return known[key]
+    compiled = statement.compile(dialect=dialect, column_keys=list(columns))
+    assert isinstance(compiled, SQLCompiler)
+    prepared: _Prepared | None = None
+    if not compiled.post_compile_params:
+        # Values bound in the statement itself (``updated_at=now``) are every row's.
+        fixed = {key: value for key, value in compiled.params.items() if key not in columns}
+        convert = _bind_processors(conn, compiled)
+        order = compiled.positiontup
+        to_params = _named(convert) if order is None else _positional(order, convert)
+        prepared = (str(compiled), fixed, to_params)
+    known[key] = prepared
+    return prepared
 
 
 def _positional(

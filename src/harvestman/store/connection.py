@@ -12,13 +12,14 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from harvestman.errors import StoreError
-from harvestman.store import dialect, migrate
+from harvestman.store import dialect, migrate, template
 from harvestman.store.transaction import transaction
 
 T = TypeVar("T")
@@ -27,8 +28,11 @@ T = TypeVar("T")
 class StoreConnection:
     """The engine, the threads that run its calls, and the store's own health checks."""
 
-    def __init__(self, database_url: str, *, threads: int = 4) -> None:
+    def __init__(
+        self, database_url: str, *, threads: int = 4, schema_template: Path | None = None
+    ) -> None:
         self.database_url = database_url
+        self.schema_template = schema_template  # a new SQLite database is copied from there
         self.engine: Engine = dialect.make_engine(database_url)
         # SQLite: exactly one thread, the single writer. PostgreSQL: a few, so a heartbeat
         # never waits behind a long lease or flush (a late heartbeat reads as a dead worker).
@@ -46,9 +50,14 @@ class StoreConnection:
         return transaction(self.engine)
 
     def _begin_index_walks(self) -> contextlib.AbstractContextManager[Connection]:
-        """A write transaction of the crawl's leases and batches: planned as index walks on
-        PostgreSQL (``store.pgbatch``)."""
+        """A write transaction of the crawl's leases: planned as index walks on PostgreSQL
+        (``store.pgbatch``)."""
         return transaction(self.engine, index_walks=True)
+
+    def _begin_batch(self) -> contextlib.AbstractContextManager[Connection]:
+        """A write transaction of many statements of a few rows each (the crawl's batches),
+        planned as index walks on PostgreSQL (``store.pgbatch``)."""
+        return transaction(self.engine, batch=True, index_walks=True)
 
     def dispose(self) -> None:
         """Close every pooled connection: the end of a store used without ``async with``."""
@@ -102,10 +111,11 @@ class StoreConnection:
 
     async def prepare_schema(self) -> None:
         """Ready the schema for a crawl or the service: the embedded store (SQLite) migrates
-        itself to the code's head; a shared one (PostgreSQL) is migrated by its operator
+        itself to the code's head (a new one is a copy of ``schema_template``'s, when given:
+        ``store.template``); a shared one (PostgreSQL) is migrated by its operator
         (``harvestman db upgrade``), so it is only checked (SchemaOutdated)."""
         if dialect.is_sqlite(self.engine):
-            await self.upgrade()
+            await self._run(template.ready_schema, self.engine, self.schema_template)
         else:
             await self.check_schema()
 

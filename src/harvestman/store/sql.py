@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from harvestman.store.blocking import (
     BlockingAccounts,
@@ -47,14 +48,16 @@ from harvestman.store.interfaces import (
     StoreHealth,
     WorkerRegistry,
 )
-from harvestman.store.jobs.db import JobStore
-from harvestman.store.jobs.start_pages import StartPages
 from harvestman.store.lifecycle.repository import LifecycleRepository
 from harvestman.store.products.repository import ProductRepository
 from harvestman.store.rollouts import RolloutRepository
 from harvestman.store.search.repository import SearchRepository
 from harvestman.store.signins import SignInRepository
 from harvestman.store.users import UserRepository
+
+if TYPE_CHECKING:
+    from harvestman.store.jobs.db import JobStore
+    from harvestman.store.jobs.start_pages import StartPages
 
 __all__ = ["PRODUCTS_PARSER", "SqlStore"]
 
@@ -121,10 +124,17 @@ class SqlStore(
 
     @cached_property
     def start_pages(self) -> StartPages:
+        from harvestman.store.jobs.start_pages import StartPages
+
         return StartPages(self.engine)
 
     def jobs(self, *, clock: Callable[[], float] = time.time) -> JobStore:
-        """The jobs domain on this store's connection pool: ``async with store.jobs() as jobs``."""
+        """The jobs domain on this store's connection pool: ``async with store.jobs() as jobs``.
+
+        The jobs domain is imported here (and ``start_pages`` there), by the service and the
+        workers that use it: its records (pydantic models) cost a crawl's start ~25 ms."""
+        from harvestman.store.jobs.db import JobStore
+
         return JobStore(self.engine, clock=clock)
 
     # -- blocking doors: call from a thread -----------------------------------------------

@@ -29,9 +29,12 @@ from harvestman.store.schema import urls
 
 
 @contextlib.contextmanager
-def transaction(engine: Engine, *, index_walks: bool = False) -> Iterator[Connection]:
+def transaction(
+    engine: Engine, *, batch: bool = False, index_walks: bool = False
+) -> Iterator[Connection]:
     """A write transaction on ``engine``: IMMEDIATE on SQLite (the write lock is taken at BEGIN),
-    committed when the block ends, rolled back when it raises.
+    committed when the block ends, rolled back when it raises. ``batch``: many statements of a
+    few rows each, as the crawl's batch writes (``dialect.batch_write_options``).
 
     ``index_walks``: on PostgreSQL, its statements are planned as index walks whatever the
     statistics say (``pgbatch.INDEX_WALKS``: the crawl's leases and batch writes), set by the
@@ -41,7 +44,8 @@ def transaction(engine: Engine, *, index_walks: bool = False) -> Iterator[Connec
             yield conn
         return
     with engine.connect() as conn:
-        conn.execution_options(**dialect.write_options(engine))
+        options = dialect.batch_write_options if batch else dialect.write_options
+        conn.execution_options(**options(engine))
         with conn.begin():
             yield conn
 

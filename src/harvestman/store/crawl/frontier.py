@@ -41,6 +41,18 @@ _NEXT_DUE_SQL = (
     " WHERE crawl_id = :crawl_id AND status = 'pending' AND host = :host"
 )
 
+# SQLite: a lease marks the rows its SELECT found (store.bulk compiles this once).
+_MARK_LEASED = (
+    update(urls)
+    .where(urls.c.id == bindparam("row_id"))
+    .values(
+        status=UrlStatus.IN_PROGRESS.value,
+        lease_until=bindparam("until"),
+        leased_by=bindparam("worker"),
+        updated_at=bindparam("now"),
+    )
+)
+
 T = TypeVar("T")
 
 # Values per IN list of a lookup or UPDATE, at most.
@@ -397,16 +409,11 @@ class FrontierRepository(StoreConnection):
                     if len(found) < limit:
                         short.append(host)
                 if to_mark:
-                    conn.execute(
-                        update(urls)
-                        .where(urls.c.id == bindparam("row_id"))
-                        .values(
-                            status=UrlStatus.IN_PROGRESS.value,
-                            lease_until=lease_until,
-                            leased_by=worker_id,
-                            updated_at=now,
-                        ),
-                        [{"row_id": request.id} for request in to_mark],
+                    execute_many(
+                        conn,
+                        _MARK_LEASED,
+                        ({"row_id": request.id} for request in to_mark),
+                        shared={"until": lease_until, "worker": worker_id, "now": now},
                     )
                 # The leased rows are in progress now: what is still pending is due later.
                 dry: dict[str, float | None] = {}

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, select, update
+from sqlalchemy import Connection, Engine, bindparam, func, select, text, update
 
 from harvestman.errors import RobotsDenied, error_category
 from harvestman.records import NewUrl, Outcome
@@ -35,6 +35,58 @@ _PAGE_COLUMNS = (
 )  # fmt: skip
 _PAGE_ROW_COLUMNS = ("crawl_id", "url_hash", *_PAGE_COLUMNS, "redirects")
 
+# Statements built once: store.bulk compiles each once.
+_COUNT_PAGES = (
+    update(domains)
+    .where(domains.c.host == bindparam("h"))
+    .values(page_count=domains.c.page_count + bindparam("n"), updated_at=bindparam("now"))
+)
+_FINISH_URL = (
+    update(urls)
+    .where(urls.c.id == bindparam("row_id"))
+    .values(
+        status=bindparam("new_status"),
+        next_crawl_at=bindparam("new_next"),
+        attempts=bindparam("new_attempts"),
+        lease_until=None,
+        leased_by=None,
+        updated_at=bindparam("now"),
+        last_fetched_at=bindparam("fetched_at"),
+        status_code=bindparam("code"),
+        error_class=bindparam("err_class"),
+        error=bindparam("err"),
+        # A 304 carries no body: keep what the last full fetch stored.
+        content_hash=func.coalesce(bindparam("hash"), urls.c.content_hash),
+        etag=func.coalesce(bindparam("new_etag"), urls.c.etag),
+        last_modified=func.coalesce(bindparam("new_lm"), urls.c.last_modified),
+    )
+)
+_PAGE_UPSERTS: dict[str, dialect.Upsert] = {}
+
+
+def _page_upsert(engine: Engine) -> dialect.Upsert:
+    """The pages' upsert on ``engine``'s dialect, built once (26 columns: ~0.5 ms a batch)."""
+    upsert = _PAGE_UPSERTS.get(engine.dialect.name)
+    if upsert is None:
+        stmt = dialect.insert(engine, crawled_pages)
+        upsert = stmt.on_conflict_do_update(
+            index_elements=["crawl_id", "url_hash"],
+            set_={name: stmt.excluded[name] for name in (*_PAGE_COLUMNS, "redirects")},
+        )
+        _PAGE_UPSERTS[engine.dialect.name] = upsert
+    return upsert
+
+
+# SQLite's search index of pages (migrations 0006 and 0026), written by the batch writer itself.
+_DEFER_INDEX = text("INSERT INTO crawled_pages_fts_deferred (deferred) VALUES (1)")
+_RESUME_INDEX = text("DELETE FROM crawled_pages_fts_deferred")
+_INDEX_NEWER = text(
+    "INSERT INTO crawled_pages_fts (rowid, title, description, text, scope) "
+    "SELECT id, title, description, text, scope FROM crawled_pages_search WHERE id > :newest"
+)
+_NEWEST_PAGE = select(func.max(crawled_pages.c.id))
+_HOSTS_NEWER = select(crawled_pages.c.host).where(crawled_pages.c.id > bindparam("newest"))
+
 
 class OutcomeRepository(StoreConnection):
     """Batch writes of the crawl's outcomes."""
@@ -57,13 +109,7 @@ class OutcomeRepository(StoreConnection):
                 self._write_outcomes(conn, crawl_id, outcomes, now)
 
         report = await self._run(
-            isolation.write_batch,
-            self._begin_index_walks,
-            _write,
-            crawl_id,
-            outcomes,
-            new_urls,
-            now,
+            isolation.write_batch, self._begin_batch, _write, crawl_id, outcomes, new_urls, now
         )
         return {
             unit.request.id: message
@@ -107,7 +153,7 @@ class OutcomeRepository(StoreConnection):
             rows.append(row)
         # A host's page_count counts its pages, not its fetches: a re-crawl replaces its row.
         if self.is_embedded:
-            new_hosts = self._upsert_pages(conn, crawl_id, rows)
+            new_hosts = self._upsert_pages(conn, rows)
         else:
             # One row per page (the last fetch's), as one statement.
             unique = list({row["url_hash"]: row for row in rows}.values())
@@ -115,61 +161,34 @@ class OutcomeRepository(StoreConnection):
         per_host = Counter(new_hosts)
         execute_many(
             conn,
-            update(domains)
-            .where(domains.c.host == bindparam("h"))
-            .values(page_count=domains.c.page_count + bindparam("n"), updated_at=now),
+            _COUNT_PAGES,
             # Host order: two workers counting pages of the same hosts must not deadlock.
             ({"h": host, "n": n} for host, n in sorted(per_host.items())),
+            shared={"now": now},
         )
 
-    def _upsert_pages(
-        self, conn: Connection, crawl_id: int, rows: Sequence[dict[str, Any]]
-    ) -> list[str]:
+    def _upsert_pages(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[str]:
         """Insert or replace the pages' rows (SQLite: the driver's executemany); returns the
         host of each page that had no row."""
-        stmt = dialect.insert(self.engine, crawled_pages)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["crawl_id", "url_hash"],
-            set_={name: stmt.excluded[name] for name in (*_PAGE_COLUMNS, "redirects")},
-        )
-        hashes = [row["url_hash"] for row in rows]
-        stored = set(
-            conn.execute(
-                select(crawled_pages.c.url_hash).where(
-                    crawled_pages.c.crawl_id == crawl_id, crawled_pages.c.url_hash.in_(hashes)
-                )
-            ).scalars()
-        )
-        new_hosts = []
-        for row in rows:
-            if row["url_hash"] not in stored:
-                stored.add(row["url_hash"])
-                new_hosts.append(row["host"])
-        execute_many(conn, stmt, rows)
-        return new_hosts
+        # One row per page (the last fetch's): a row inserted here is never updated here, which
+        # its search index row, written after the upsert, relies on.
+        rows = list({row["url_hash"]: row for row in rows}.values())
+        # SQLite gives a new row the largest id + 1: the rows past the largest id before the
+        # upsert are the pages that had no row.
+        newest = conn.execute(_NEWEST_PAGE).scalar() or 0
+        # The insert trigger, indexing row by row, made a search index segment of each row
+        # (migration 0026): it stands aside, and the new rows are indexed in one statement.
+        conn.execute(_DEFER_INDEX)
+        execute_many(conn, _page_upsert(self.engine), rows)
+        conn.execute(_RESUME_INDEX)
+        conn.execute(_INDEX_NEWER, {"newest": newest})
+        return list(conn.execute(_HOSTS_NEWER, {"newest": newest}).scalars())
 
     def _finish_urls(self, conn: Connection, outcomes: Sequence[Outcome], now: float) -> None:
         """The outcomes' URL rows take their new state (SQLite: the driver's executemany)."""
         execute_many(
             conn,
-            update(urls)
-            .where(urls.c.id == bindparam("row_id"))
-            .values(
-                status=bindparam("new_status"),
-                next_crawl_at=bindparam("new_next"),
-                attempts=bindparam("new_attempts"),
-                lease_until=None,
-                leased_by=None,
-                updated_at=now,
-                last_fetched_at=bindparam("fetched_at"),
-                status_code=bindparam("code"),
-                error_class=bindparam("err_class"),
-                error=bindparam("err"),
-                # A 304 carries no body: keep what the last full fetch stored.
-                content_hash=func.coalesce(bindparam("hash"), urls.c.content_hash),
-                etag=func.coalesce(bindparam("new_etag"), urls.c.etag),
-                last_modified=func.coalesce(bindparam("new_lm"), urls.c.last_modified),
-            ),
+            _FINISH_URL,
             (
                 {
                     "row_id": o.request.id,
@@ -186,6 +205,7 @@ class OutcomeRepository(StoreConnection):
                 }
                 for o in outcomes
             ),
+            shared={"now": now},
         )
 
     def _write_errors(

@@ -9,9 +9,9 @@ _INDEX_TABLES = ("crawled_pages_fts", "products_fts")
 def include_name(name: str | None, type_: str, parent_names: dict[str, str | None]) -> bool:
     """Alembic's ``include_name`` hook: hide the search index from autogenerate comparisons.
 
-    The FTS5 tables (and their shadow tables), the SQLite indexes for filters and the
-    ``search_vector`` columns and GIN indexes exist in one dialect each, so ``schema.metadata``
-    cannot declare them.
+    The FTS5 tables (and their shadow tables, and ``crawled_pages_fts_deferred``: migration
+    0026), the SQLite indexes for filters and the ``search_vector`` columns and GIN indexes
+    exist in one dialect each, so ``schema.metadata`` cannot declare them.
     """
     if name is None:
         return True
