@@ -8,7 +8,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from harvestman.charset import decode_html, encoding_for_label
+from harvestman import charset
+from harvestman.charset import decode_html, encoding_for_label, prescan
 
 FRENCH = "<p>Café “déjà vu” — naïve façade, crème brûlée à l’œuvre.</p>"
 GERMAN = "<p>Grüße aus München: schöne Straße, Äpfel und Öl für Jürgen.</p>"
@@ -206,3 +207,71 @@ def test_utf8_round_trips_whatever_the_text(text: str) -> None:
     assume(not text.startswith("\ufeff"))
     body = text.encode("utf-8", errors="replace")
     assert decode_html(body, "utf-8") == (body.decode("utf-8"), "utf-8")
+
+
+HEAD_PIECES = st.sampled_from(
+    [
+        "<!DOCTYPE html>",
+        "<!doctype html >",
+        "<!-->",
+        "<!--->",
+        "<!-- x -->",
+        "<!-- <meta charset=koi8-r> -->",
+        "<!-- a > b -->",
+        "<html>",
+        '<html lang="en">',
+        "<HTML LANG='de' class=x>",
+        "<head>",
+        "</title>",
+        "<title>",
+        "<br/>",
+        '<link rel="stylesheet" href="/a>b.css" />',
+        '<a b c="d">',
+        '<a b="c"d>',
+        "<a\tb = 'c'>",
+        "<a/b='c'>",
+        '<meta name="viewport" content="width=device-width">',
+        '<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-2">',
+        '<meta content="text/html; charset=shift_jis" http-equiv="content-type">',
+        '<META CHARSET="UTF-8">',
+        '<meta charset="utf-8">',
+        "<meta charset='windows-1251' />",
+        "<meta charset=euc-jp>",
+        "<meta charset=utf-8/>",
+        '<meta charset="utf-8" name="x">',
+        '<meta charset="">',
+        "<meta charset=>",
+        '<meta charset="bogus">',
+        '<meta charset="utf-16le">',
+        '<meta charset=" x-user-defined ">',
+        '<meta charset = "koi8-r">',
+        "<meta/charset=gbk>",
+        '<meta charset="utf-8',
+        "<metax charset=koi8-r>",
+        "</meta charset=koi8-r>",
+        '<p title="x><meta charset=koi8-r>">',
+        "<?xml version='1.0'?>",
+        "</ x>",
+        "<a<meta charset=gbk>",
+        "text ",
+        "\n  ",
+        "<",
+        ">",
+        '"',
+        "\u00c0",
+    ]
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(pieces=st.lists(HEAD_PIECES, max_size=8), cut=st.integers(0, 300))
+def test_the_prescans_quick_reading_is_the_prescans(pieces: list[str], cut: int) -> None:
+    """The prescan reads a plain head (tags, then <meta charset>) in one match; on any head it
+    must find what the step-by-step prescan finds, the bytes cut anywhere."""
+    data = "".join(pieces).encode("utf-8")
+    for head in (data, data[:cut]):
+        try:
+            expected = charset._scan(head, raw_text=False)
+        except charset._EndOfInput:
+            expected = None
+        assert prescan(head) == expected

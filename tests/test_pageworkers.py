@@ -33,6 +33,7 @@ from harvestman.crawl.pageprocess import (
     answer_frame,
     frame,
     page_frames,
+    read_answer,
 )
 from harvestman.crawl.pageprocess import serve as serve_pages
 from harvestman.crawl.pages import ListingReader, PagePipeline
@@ -446,7 +447,7 @@ def answered(*answers: bytes) -> list[int]:
     """The page numbers answered by these answer pickles, in order (each with an analysis)."""
     numbers = []
     for answer in answers:
-        number, analysis, _ = pickle.loads(answer)
+        number, analysis, _ = read_answer(answer)
         assert isinstance(analysis, PageAnalysis)
         numbers.append(number)
     return numbers
@@ -516,14 +517,34 @@ def test_a_page_goes_out_as_its_fields_and_its_body_as_it_is() -> None:
     assert {type(name) for name, _ in items} == {str}  # not multidict's istr: a class to pickle
 
 
-def test_an_answer_loads_as_the_analysis_it_was() -> None:
-    spec = AnalysisSpec(validate_min_bytes=500, products_max_price=Decimal(1000), keep_text=True)
+PRODUCT_PAGE = (
+    b'<html><head><script type="application/ld+json">{"@context": "https://schema.org",'
+    b' "@type": "Product", "name": "Pen", "offers": {"@type": "Offer", "price": "9.50",'
+    b' "priceCurrency": "EUR"}}</script><script type="application/ld+json">{oops</script>'
+    b'</head><body><p>A pen.</p><a href="/b">b</a></body></html>'
+)
+
+
+@pytest.mark.parametrize("kind", ["page", "products", "no verdict", "failed"])
+def test_an_answer_loads_as_the_analysis_it_was(kind: str) -> None:
+    spec = AnalysisSpec(
+        validate_min_bytes=None if kind == "no verdict" else 500,
+        products_max_price=Decimal(1000),
+        keep_text=True,
+    )
     page = response(3)
-    analysis = PageAnalyzer(spec).analyze(page.final_url, 200, page.headers, page.body, None)
-    assert analysis.verdict is not None
+    body = PRODUCT_PAGE if kind == "products" else page.body
+    analysis: PageAnalysis | None = PageAnalyzer(spec).analyze(
+        page.final_url, 200, page.headers, body, None
+    )
+    assert analysis is not None
+    assert (analysis.verdict is None) == (kind == "no verdict")
     assert analysis.products is not None
+    assert bool(analysis.products.products) == (kind == "products")
     assert analysis.page.links
+    if kind == "failed":
+        analysis = None
 
     [answer] = answers_in(answer_frame(3, analysis, 0.25))
 
-    assert pickle.loads(answer) == (3, analysis, 0.25)
+    assert read_answer(answer) == (3, analysis, 0.25)

@@ -706,3 +706,106 @@ def test_simple_references_skip_the_parser_with_its_answer(
             return exc.reason
 
     assert outcome(normalizer._normalize) == outcome(normalizer._parse)
+
+
+PLAIN_HOSTS = st.sampled_from(
+    [
+        "example.com",
+        "Example.COM",
+        "example.com.",
+        "127.0.0.1",
+        "127.1",
+        "0x7f.0.0.1",
+        "010.0.0.1",
+        "999.1.1.1",
+        "1.2.3.4.5",
+        "a..b",
+        "xn--bcher-kva.de",
+        "xn--a.com",
+        "-a-.b",
+        ".",
+        "a" * 64 + ".com",
+        "localhost",
+    ]
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    scheme=st.sampled_from(["http", "https"]),
+    host=PLAIN_HOSTS,
+    port=PORTS,
+    segments=st.lists(SIMPLE_SEGMENTS, min_size=1, max_size=5),
+    query=st.none() | st.text(st.sampled_from(list("az09=&%?/:@+~")), max_size=8),
+    fragment=st.none() | st.text(URL_ALPHABET, max_size=5),
+    base=st.none() | urls_from_parts(),
+)
+def test_plain_absolute_urls_skip_the_parser_with_its_answer(
+    scheme: str,
+    host: str,
+    port: str,
+    segments: list[str],
+    query: str | None,
+    fragment: str | None,
+    base: str | None,
+) -> None:
+    """An absolute URL of a plain host and port and a path of plain characters is read as its
+    path against ``scheme://host:port/`` (a fast path); the answer must be the parser's."""
+    url = f"{scheme}://{host}{port}/" + "/".join(segments)
+    if query is not None:
+        url += "?" + query
+    if fragment is not None:
+        url += "#" + fragment
+    normalizer = UrlNormalizer()
+
+    def outcome(function: Callable[[str, str | None], str]) -> str:
+        try:
+            return function(url, base)
+        except UrlError as exc:
+            return f"{exc.reason} {exc.url == url}"
+
+    assert outcome(normalizer._normalize) == outcome(normalizer._parse)
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        "mailto:a@example.com",
+        "javascript:void(0)",
+        "tel:+1",
+        "ftp://example.com/a",
+        "FTP:x",
+        "c:\\x",
+        "http:x",
+        "HTTPS:/x",
+        "data:text/html,<p>",
+        "x+y.z-1:/a",
+    ],
+)
+@pytest.mark.parametrize(
+    "base", ["http://a.example/x/y", "https://a.example/", "ftp://a.example/x", "not a base", None]
+)
+def test_a_remembered_other_scheme_answers_as_a_fresh_normalizer(
+    reference: str, base: str | None
+) -> None:
+    """References with a scheme of their own are remembered when the base cannot matter: the
+    answer on any page must be what a normalizer that remembers nothing gives there."""
+    remembering = UrlNormalizer()
+    for current in ("http://b.example/", base, "ftp://b.example/", base):
+        assert answer(remembering, reference, current) == answer(
+            UrlNormalizer(), reference, current
+        )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    hrefs=st.lists(references() | url_like_text | urls_from_parts(), max_size=8),
+    base=urls_from_parts(),
+)
+def test_normalize_each_answers_as_normalize(hrefs: list[str], base: str) -> None:
+    """A page's links normalized together get what each gets alone, ``None`` for a failure."""
+    remembering = UrlNormalizer()
+    for _ in range(2):  # the second time from the memo
+        alone = [answer(UrlNormalizer(), href, base) for href in hrefs]
+        together = list(remembering.normalize_each(hrefs, base))
+        assert together == [url if kind == "url" else None for kind, url in alone]

@@ -204,6 +204,17 @@ _RAW_TEXT: Final = frozenset(
     {b"script", b"style", b"title", b"textarea", b"xmp", b"iframe", b"noembed", b"noframes"}
     | {b"noscript", b"plaintext"}
 )
+# The prescan's common case in one match: tags the prescan reads past (start and end tags with
+# plain attributes, doctypes, comments), then a <meta charset> with nothing after its label.
+# What it matches, the prescan reads the same way; what it does not, the prescan reads.
+_PLAIN_HEAD: Final = re.compile(
+    rb"""(?:[^<]*+(?:<!(?=--).*?-->|<!(?!--)[^>]*+>"""
+    rb"""|</?+(?!meta[\t\n\f\r /])[A-Za-z][^\t\n\f\r >]*+"""
+    rb"""(?:[\t\n\f\r ]++[A-Za-z][A-Za-z0-9_:.-]*+(?:="[^"]*+"|='[^']*+')?+)*+[\t\n\f\r /]*+>))*+"""
+    rb"""[^<]*+<meta[\t\n\f\r ]++charset=(?:"([^"]*+)"|'([^']*+)'|([^\t\n\f\r >"']++))"""
+    rb"""[\t\n\f\r /]*+>""",
+    re.S | re.I,
+).match
 _MARKUP: Final = re.compile(rb"<(script|style)\b.*?</\1\s*>|<!--.*?-->|<[^>]*>", re.S | re.I)
 
 
@@ -327,6 +338,12 @@ def prescan(data: bytes) -> str | None:
     'euc-jp'
     >>> prescan(b'<meta http-equiv="Content-Type " content="text/html; charset=iso-8859-2">')
     """
+    plain = _PLAIN_HEAD(data)
+    if plain is not None:
+        label = plain.group(1) or plain.group(2) or plain.group(3) or b""
+        charset = _get_an_encoding(label)
+        if charset is not None:  # else the prescan goes on to the next <meta>
+            return "utf-8" if charset in ("utf-16be", "utf-16le") else charset
     try:
         return _scan(data, raw_text=False)
     except _EndOfInput:

@@ -12,7 +12,6 @@ import codecs
 import contextlib
 import hashlib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -20,7 +19,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from harvestman.charset import decode_html
 from harvestman.errors import UrlError
-from harvestman.urls import UrlNormalizer, normalize_url
+from harvestman.urls import UrlNormalizer
 
 __all__ = ["Page", "parse_html"]
 
@@ -53,6 +52,7 @@ class Page:
 
 
 _UTF8_BOM: Final = codecs.BOM_UTF8
+_DEFAULT_NORMALIZER: Final = UrlNormalizer()
 # One query, answered in document order, for every element the parser reads.
 _ELEMENTS: Final = "a[href], area[href], link[href], base[href], meta[name], title"
 _LINK_RELS: Final = frozenset({"canonical", "alternate", "next", "prev"})
@@ -91,7 +91,7 @@ def parse_html(
     and ``<link rel=canonical|alternate|next|prev href>`` (rel tokens matched case-insensitively;
     ``alternate stylesheet`` and ``alternate icon`` are not pages), resolved against the first
     ``<base href>`` (itself resolved against ``url``) or else ``url``, and normalized with
-    ``normalizer`` (default: :func:`harvestman.urls.normalize_url`). A link that does not
+    ``normalizer`` (default: one with the default settings). A link that does not
     normalize (``mailto:``, ``javascript:``, any other scheme, a bad host, too long) is dropped
     silently, as is an empty or fragment-only href that points back at the page itself.
     ``max_links`` stops link collection after that many distinct links (``None``: no limit).
@@ -103,7 +103,9 @@ def parse_html(
     >>> page.title, page.links, page.text
     ('Hi', ['http://example.com/b'], 'b')
     """
-    normalize = normalizer.normalize if normalizer is not None else normalize_url
+    if normalizer is None:
+        normalizer = _DEFAULT_NORMALIZER
+    normalize = normalizer.normalize
     page_url = normalize(url)
     encoding: str | None = None
     source: str | bytes = body
@@ -165,14 +167,10 @@ def parse_html(
     if base_href is not None:
         with contextlib.suppress(UrlError):  # a broken <base> is ignored, as browsers do
             base = normalize(base_href, page_url)
-    # Canonical and feed hrefs are usually links too, and nav and footer repeat hrefs.
-    resolved: dict[str, str | None] = {}
     drop_in_page = base == page_url
-    links = _resolve(hrefs, normalize, base, drop_in_page, max_links, resolved)
-    canonical = next(
-        iter(_resolve(canonical_hrefs, normalize, base, drop_in_page, 1, resolved)), None
-    )
-    feeds = _resolve(feed_hrefs, normalize, base, drop_in_page, None, resolved)
+    links = _resolve(hrefs, normalizer, base, drop_in_page, max_links)
+    canonical = next(iter(_resolve(canonical_hrefs, normalizer, base, drop_in_page, 1)), None)
+    feeds = _resolve(feed_hrefs, normalizer, base, drop_in_page, None)
 
     root = tree.root
     lang = None
@@ -205,35 +203,25 @@ def parse_html(
 
 def _resolve(
     hrefs: list[str],
-    normalize: Callable[[str, str], str],
+    normalizer: UrlNormalizer,
     base: str,
     drop_in_page: bool,
     limit: int | None,
-    resolved: dict[str, str | None],
 ) -> list[str]:
     """The normalized URLs of ``hrefs``, without failures or duplicates, in order, up to ``limit``.
 
-    ``resolved`` remembers each href's answer (``None``: dropped) across calls. With
-    ``drop_in_page`` (the base is the page itself), an empty or fragment-only href is an
-    in-page reference, not a link. (A plain loop: this runs for every href of every page.)
+    With ``drop_in_page`` (the base is the page itself), an empty or fragment-only href is an
+    in-page reference, not a link. (Plain loops: this runs for every href of every page.)
     """
+    if drop_in_page:
+        hrefs = [
+            href
+            for href in hrefs
+            if (href and href[0] != "#" and not href[0].isspace())
+            or not _is_in_page_reference(href)
+        ]
     seen: dict[str, None] = {}
-    for href in hrefs:
-        if href in resolved:
-            url = resolved[href]
-        else:
-            if (
-                drop_in_page
-                and (not href or href[0] == "#" or href[0].isspace())
-                and _is_in_page_reference(href)
-            ):
-                url = None
-            else:
-                try:
-                    url = normalize(href, base)
-                except UrlError:
-                    url = None
-            resolved[href] = url
+    for url in normalizer.normalize_each(hrefs, base):
         if url is not None:
             seen[url] = None
             if limit is not None and len(seen) >= limit:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Final
 
@@ -50,6 +50,8 @@ _DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
 # once when full. With page processes both the crawler and its page process hold one: 16,384
 # (~3.5 MB) crawled 200,000 pages with the same CPU as 32,768 and 65,536 (bench/README.md).
 MEMO_SIZE: Final = 16_384
+# Queries a normalizer remembers cleaned (an LRU cache; a query is at most a URL's length).
+QUERY_CACHE_SIZE: Final = 512
 _ABSOLUTE: Final = ("http://", "https://")
 
 # WHATWG strips leading and trailing C0 controls and spaces; we also strip Unicode white space
@@ -70,6 +72,11 @@ _SPLIT: Final = re.compile(
 _SIMPLE_REFERENCE: Final = re.compile(
     r"(?!//)[A-Za-z0-9\-._~!$&()*+,;=@/]+(?:\?[A-Za-z0-9\-._~!$&()*+,;=:@/?%]*)?"
 ).fullmatch
+# An absolute http(s) URL whose authority is a plain host and port: its authority parses as in
+# the base "scheme://authority/", and its path and query then resolve against that base.
+_PLAIN_ABSOLUTE: Final = re.compile(r"(https?://[A-Za-z0-9.\-]+(?::[0-9]*)?)(/.*)", re.S).fullmatch
+# A scheme (RFC 3986's grammar) ending the first segment: "mailto:", "javascript:", "tel:".
+_SCHEME: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):").match
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _UNRESERVED: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _BYTE_ESCAPES: Final = tuple(f"%{b:02X}" for b in range(256))
@@ -350,6 +357,8 @@ class UrlNormalizer:
         # or alphanumeric, so that character tells the kind of reference.
         self._memo: dict[tuple[str, str | None, str | None, str | None], str | tuple[str, str]]
         self._memo = {}
+        # Links repeat their queries (pagination, tracking parameters) more than their paths.
+        self._query = lru_cache(maxsize=QUERY_CACHE_SIZE)(self._normalize_query)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> UrlNormalizer:
@@ -380,49 +389,106 @@ class UrlNormalizer:
         first = bare[:1]
         if bare.startswith(_ABSOLUTE):
             key: tuple[str, str | None, str | None, str | None] = (bare, None, None, None)
-        elif (
-            base is None
-            or not (first == "/" or first == "." or first.isalnum())
-            or (first != "/" and ":" in bare)
-        ):
-            # Not remembered: "", "?q", "#f", " x" need the base's path and query, and so
-            # does "http:?q" (a scheme, no authority, no path: browsers resolve it).
+        elif base is None or not (first == "/" or first == "." or first.isalnum()):
+            # Not remembered: "", "?q", "#f", " x" need the base's path and query.
             return self._normalize(url, base)
+        elif first != "/" and ":" in bare:
+            # "http:?q" (a scheme, no authority, no path) needs the base, as browsers resolve
+            # it. A scheme other than http(s) and the base's is read without the base, and
+            # fails: "mailto:", "javascript:", "tel:" on every page are remembered once.
+            scheme = _SCHEME(bare)
+            if (
+                scheme is None
+                or len(bare) > self._max_length
+                or (lowered := scheme.group(1).lower()) in _DEFAULT_PORTS
+                or lowered == _parse_base(base)[1]
+            ):
+                return self._normalize(url, base)
+            key = (bare, None, None, None)
         else:
             _, base_scheme, base_authority, base_directory = _parse_base(base)
             # "/path" and "//host" need the base's scheme and authority; "path", "./path",
             # "../path" its directory too; none needs the base's last segment or query. The
             # parts are the parsed base's, so "/a/../b" and "/b" are one directory.
             key = (bare, base_scheme, base_authority, None if first == "/" else base_directory)
-        memo = self._memo
-        known = memo.get(key)
+        known = self._memo.get(key)
         if known is None:
-            try:
-                known = self._normalize(url, base)
-            except UrlError as exc:
-                known = (exc.reason, exc.detail)
-            if len(memo) >= MEMO_SIZE:
-                memo.clear()
-            memo[key] = known
+            known = self._remember(key, url, base)
         if isinstance(known, str):
             return known
         raise UrlError(known[0], url, known[1])
 
+    def normalize_each(self, urls: Iterable[str], base: str) -> Iterator[str | None]:
+        """:meth:`normalize` of each of ``urls`` against ``base``, lazily, ``None`` for one that
+        raises ``UrlError``: a page's links. The same answers, for less: what the memo's keys
+        take of the base is worked out once, and a failure raises nothing.
+
+        >>> list(UrlNormalizer().normalize_each(["b#x", "mailto:a@b.c"], "http://a.org/"))
+        ['http://a.org/b', None]
+        """
+        _, scheme, authority, directory = _parse_base(base)
+        memo = self._memo
+        for url in urls:
+            # The keys of :meth:`normalize`, for the kinds of reference it remembers without
+            # a look at the reference's scheme.
+            bare = url
+            if "#" in url:
+                bare = url.partition("#")[0]
+                if not bare or bare[-1] <= " " or bare[-1].isspace():
+                    bare = url
+            first = bare[:1]
+            key: tuple[str, str | None, str | None, str | None]
+            if first == "/":
+                key = (bare, scheme, authority, None)
+            elif bare.startswith(_ABSOLUTE):
+                key = (bare, None, None, None)
+            elif (first == "." or first.isalnum()) and ":" not in bare:
+                key = (bare, scheme, authority, directory)
+            else:
+                try:
+                    yield self.normalize(url, base)
+                except UrlError:
+                    yield None
+                continue
+            known = memo.get(key)
+            if known is None:
+                known = self._remember(key, url, base)
+            yield known if isinstance(known, str) else None
+
+    def _remember(
+        self, key: tuple[str, str | None, str | None, str | None], url: str, base: str | None
+    ) -> str | tuple[str, str]:
+        """Work out ``url``'s answer (a URL, or a failure's reason and detail), remembered."""
+        try:
+            known: str | tuple[str, str] = self._normalize(url, base)
+        except UrlError as exc:
+            known = (exc.reason, exc.detail)
+        memo = self._memo
+        if len(memo) >= MEMO_SIZE:
+            memo.clear()
+        memo[key] = known
+        return known
+
     def _normalize(self, url: str, base: str | None) -> str:
-        if base is not None:
-            reference = url.partition("#")[0] if "#" in url else url
-            if _SIMPLE_REFERENCE(reference):
-                _, scheme, authority, directory = _parse_base(base)
-                if authority is not None and scheme in _DEFAULT_PORTS:
-                    # The parser would merge and remove dot segments exactly like this for a
-                    # reference of these characters (no "%2e" dot segments, no "\\", no
-                    # white space, no scheme); skipping it halves the cost of a new link.
-                    path, _, query = reference.partition("?")
-                    if path[0] != "/":
-                        path = directory + path
-                    if "/." in path:
-                        path = _remove_dot_segments(path)
-                    return self._finish(url, scheme, authority, path, query)
+        reference = url.partition("#")[0] if "#" in url else url
+        against = base
+        if reference.startswith(_ABSOLUTE):
+            parts = _PLAIN_ABSOLUTE(reference)
+            if parts is not None:  # "/path?q" against "scheme://authority/": the parser's reading
+                against, reference = parts.group(1) + "/", parts.group(2)
+        if against is not None and _SIMPLE_REFERENCE(reference):
+            _, scheme, authority, directory = _parse_base(against)
+            if authority is not None and scheme in _DEFAULT_PORTS:
+                # The parser would merge and remove dot segments exactly like this for a
+                # reference of these characters (no "%2e" dot segments, no "\\", no
+                # white space, no scheme); skipping it halves the cost of a new link.
+                path, _, query = reference.partition("?")
+                plain = path[0] == "/"  # of characters a path keeps as they are
+                if not plain:
+                    path = directory + path
+                if "/." in path:
+                    path = _remove_dot_segments(path)
+                return self._finish(url, scheme, authority, path, query, plain)
         return self._parse(url, base)
 
     def _parse(self, url: str, base: str | None) -> str:
@@ -455,26 +521,33 @@ class UrlNormalizer:
         path, _, query = tail.partition("?")
         return self._finish(url, scheme, rest[:slash], path, query)
 
-    def _finish(self, url: str, scheme: str, authority: str, path: str, query: str) -> str:
-        """Harvestman's rules on the parts of a parsed URL (see the class docstring)."""
+    def _finish(
+        self, url: str, scheme: str, authority: str, path: str, query: str, plain: bool = False
+    ) -> str:
+        """Harvestman's rules on the parts of a parsed URL (see the class docstring); ``plain``:
+        the path is known to hold only characters it keeps as they are."""
         try:
             host = _normalize_authority(authority)
-            if not _PATH_IS_CANONICAL(path):
+            if not plain and not _PATH_IS_CANONICAL(path):
                 path = _normalize_escapes(path, _PATH_FIX)
                 if "/." in path:
                     path = _remove_dot_segments(path)
             if self._slash_rule is not None:
                 path = _apply_slash_rule(path, self._slash_rule)
             if query:
-                if not _QUERY_IS_CANONICAL(query):
-                    query = _normalize_escapes(query, _QUERY_FIX)
-                query = self._clean_query(query)
+                query = self._query(query)
         except UrlError as exc:
             raise UrlError(exc.reason, url, exc.detail) from None
         result = f"{scheme}://{host}{path}?{query}" if query else f"{scheme}://{host}{path}"
         if len(result) > self._max_length:
             raise UrlError("too_long", url, f"{len(result)} > {self._max_length} characters")
         return result
+
+    def _normalize_query(self, query: str) -> str:
+        """A query with its escapes normalized and its parameters cleaned."""
+        if not _QUERY_IS_CANONICAL(query):
+            query = _normalize_escapes(query, _QUERY_FIX)
+        return self._clean_query(query)
 
     def _clean_query(self, query: str) -> str:
         """Drop empty and tracking parameters; sort the rest by key, then value, stably."""

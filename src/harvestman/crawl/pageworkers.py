@@ -28,20 +28,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import logging
 import os
-import pickle
 import sys
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, cast
+from typing import cast
 
 import harvestman
 from harvestman.crawl.analysis import AnalysisSpec, PageAnalysis
 from harvestman.crawl.fetch import FetchResult
-from harvestman.crawl.pageprocess import Frames, frame, page_frames
+from harvestman.crawl.pageprocess import Frames, frame, page_frames, read_answer
 from harvestman.stats import Stats
 
 log = logging.getLogger(__name__)
@@ -59,22 +57,6 @@ _STOP_TIMEOUT = 5.0  # seconds a process has to exit once its input ends
 # quiet 2-core machine too (pages come in bursts, and four busy threads share two cores): with
 # 0.02 s 6,976 pages went inline, with 0.05 s 467, with 0.1 s 122.
 MAX_QUEUE_WAIT = 0.1
-
-
-class _Answer(pickle.Unpickler):
-    """Loads one answer of a page process. The classes an answer names (its analysis, page,
-    verdict, product scan) are looked up once per crawl: Python 3.11's ``find_class`` runs
-    ``__import__`` for every class of every answer, ~4,000 instructions each (callgrind), and
-    an answer names five. An answer took ~6.1-8.0 µs to load with ``pickle.loads`` and
-    ~4.8-5.0 µs so, on the benchmark site's pages."""
-
-    _classes: ClassVar[dict[tuple[str, str], Any]] = {}
-
-    def find_class(self, module: str, name: str) -> Any:
-        found = self._classes.get((module, name))
-        if found is None:
-            found = self._classes[module, name] = super().find_class(module, name)
-        return found
 
 
 class _PageProcess(asyncio.SubprocessProtocol):
@@ -113,7 +95,7 @@ class _PageProcess(asyncio.SubprocessProtocol):
         frames = self.frames
         frames.feed(data)
         while (answer := frames.pop()) is not None:
-            number, analysis, self.queue_wait = _Answer(io.BytesIO(answer)).load()
+            number, analysis, self.queue_wait = read_answer(answer)
             self.answered += 1
             future = self.waiting.pop(number, None)
             if future is not None and not future.done():
