@@ -280,6 +280,41 @@ async def test_heartbeat_extends_the_workers_leases(store: SqlStore) -> None:
     assert [w[0] for w in await store.workers()] == ["w1"]
 
 
+async def test_pooled_connections_the_server_closed_are_replaced_before_use(
+    pg_schema_url: str, postgres_url: str
+) -> None:
+    """The pool does not ping each connection it hands out; one the server has closed (a
+    restart, pg_terminate_backend) is still replaced, with every connection pooled before it."""
+    async with SqlStore(pg_schema_url) as store:
+        await store.upgrade()
+        crawl = await store.ensure_crawl("c")
+        await store.add_urls(crawl, [new("http://a.test/x")], NOW)
+        with store.engine.connect() as first, store.engine.connect() as second:
+            pids = [
+                conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+                for conn in (first, second)
+            ]
+        admin = SqlStore(postgres_url)
+        with admin.engine.connect() as conn:
+            conn.execute(
+                text("SELECT pg_terminate_backend(pid) FROM unnest(:p) AS pid"), {"p": pids}
+            )
+            for _ in range(100):  # the backends end a moment after they are told to
+                alive = conn.execute(
+                    text("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(:p)"), {"p": pids}
+                ).scalar_one()
+                if not alive:
+                    break
+                await asyncio.sleep(0.05)
+        admin.dispose()
+
+        leased, _ = await store.lease(crawl, {"a.test": 1}, NOW, NOW + 300, "w1")
+        assert [r.url for r in leased] == ["http://a.test/x"]
+        assert (await store.counts(crawl)).by_status == {"in_progress": 1}
+        with store.engine.connect() as conn:
+            assert conn.execute(text("SELECT pg_backend_pid()")).scalar_one() not in pids
+
+
 def test_sqlite_migrations_go_up_and_down_and_the_check_says_what_to_run(tmp_path: Path) -> None:
     store = SqlStore(f"sqlite:///{tmp_path / 'm.db'}")
     with pytest.raises(SchemaOutdated, match="harvestman db upgrade"):

@@ -49,9 +49,15 @@ class StoreConnection:
         """A write transaction (``store.transaction``: the locking rules)."""
         return transaction(self.engine)
 
+    def _begin_index_walks(self) -> contextlib.AbstractContextManager[Connection]:
+        """A write transaction of the crawl's leases: planned as index walks on PostgreSQL
+        (``store.pgbatch``)."""
+        return transaction(self.engine, index_walks=True)
+
     def _begin_batch(self) -> contextlib.AbstractContextManager[Connection]:
-        """A write transaction of many statements of a few rows each (the crawl's batches)."""
-        return transaction(self.engine, batch=True)
+        """A write transaction of many statements of a few rows each (the crawl's batches),
+        planned as index walks on PostgreSQL (``store.pgbatch``)."""
+        return transaction(self.engine, batch=True, index_walks=True)
 
     def dispose(self) -> None:
         """Close every pooled connection: the end of a store used without ``async with``."""

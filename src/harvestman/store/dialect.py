@@ -6,6 +6,7 @@ Everything dialect-specific in the store lives here, so each of its queries exis
 from __future__ import annotations
 
 import functools
+import select
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import InterfaceError, InvalidatePoolError, OperationalError
 
 from harvestman.errors import ConfigError
 
@@ -47,8 +48,38 @@ def make_engine(database_url: str) -> Engine:
     if backend == "postgresql":
         if url.drivername == "postgresql":
             url = url.set(drivername="postgresql+psycopg")
-        return create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=8)
+        engine = create_engine(url, pool_size=8, max_overflow=8)
+        event.listen(engine, "checkout", _drop_closed_connections)
+        return engine
     raise ConfigError(f"unsupported database {backend!r}: use sqlite:/// or postgresql://")
+
+
+def _drop_closed_connections(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Make the pool replace its connections when the one it hands out was closed by the
+    server (a restart, an administrator's pg_terminate_backend), as ``pool_pre_ping`` would,
+    without its round trip on every checkout (about a third of a crawl's round trips).
+
+    An idle connection has nothing to read unless the server spoke unasked: a closed one
+    holds its last message and end of file. Only then is it pinged; a failed ping drops
+    every connection pooled before it, since a restart closed them all.
+    """
+    if not _has_input(dbapi_connection.fileno()):
+        return
+    try:  # a notice the server sent meanwhile is read by the ping; the connection is fine
+        dbapi_connection.execute("SELECT 1")
+        dbapi_connection.rollback()
+    except Exception as exc:
+        raise InvalidatePoolError(f"the server closed the connection: {exc}") from exc
+
+
+def _has_input(fd: int) -> bool:
+    """Whether ``fd`` has something to read (or was closed), without waiting."""
+    if hasattr(select, "poll"):  # not bound to descriptors below 1024, as select() is
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    readable, _, _ = select.select([fd], [], [], 0)  # Windows
+    return bool(readable)
 
 
 def unusable_database(exc: BaseException) -> str | None:

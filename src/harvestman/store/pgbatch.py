@@ -15,7 +15,7 @@ every table small. It ran the batch's UPDATE as a hash join over a sequential sc
 (locking rows in the table's order, not the batch's id order) and the lease by sorting all of
 the host's rows found through ``ix_urls_host`` (14,437 of them to lease 64: 50 ms a lease,
 auto_explain in bench/pg_cost.py --explain), not by walking ``ix_urls_ready`` in its order.
-``prefer_index_walks`` turns hash and merge joins and sorts off for the transaction, so both
+``INDEX_WALKS`` turns hash and merge joins and sorts off for the transaction, so both
 become what they are in a table of any size: a nested loop over the arrays in their order (an
 index probe per element; rows locked in the arrays' order, which the callers sort: ids for
 updates, url hashes for inserts, as ``store.transaction`` requires) and a lease that reads its
@@ -34,25 +34,24 @@ from sqlalchemy.dialects import postgresql
 from harvestman.records import CrawlRequest, NewUrl, Outcome
 from harvestman.store.schema import crawled_pages
 
-_INDEX_WALKS = (
+INDEX_WALKS = (
     "SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off',"
-    " true), set_config('enable_sort', 'off', true)"
+    " true), set_config('enable_sort', 'off', true), set_config('jit', 'off', true)"
 )
-
-
-def prefer_index_walks(conn: Connection) -> None:
-    """For the rest of the transaction, plan this module's statements as index walks whatever
-    the statistics say (see the module's docstring)."""
-    conn.exec_driver_sql(_INDEX_WALKS)
+"""The planner settings of a transaction of this module's statements (see the module's
+docstring), begun with them by ``store.transaction(engine, index_walks=True)``. ``jit`` is
+off because a plan that still needs a node turned off (a sort, a hash join) is costed
+10^10 higher, far past ``jit_above_cost``: one such statement in the transaction (a
+trigger's query with a sort, in a trial: half a second a row) would be compiled."""
 
 
 _INSERT_LINKS = """
 INSERT INTO urls (crawl_id, url_hash, url, host, status, priority, depth, next_crawl_at,
                   attempts, discovered_at, updated_at, kind, parent_id, discovered_via)
 SELECT %(crawl_id)s, h, u, host, 'pending', p, d, due, 0, %(now)s, %(now)s, k, parent, via
-FROM unnest(%(h)s::text[], %(u)s::text[], %(host)s::text[], %(p)s::smallint[],
-            %(d)s::smallint[], %(due)s::float8[], %(k)s::text[], %(parent)s::bigint[],
-            %(via)s::text[]) AS t(h, u, host, p, d, due, k, parent, via)
+FROM unnest(%(h)b::text[], %(u)b::text[], %(host)b::text[], %(p)b::smallint[],
+            %(d)b::smallint[], %(due)b::float8[], %(k)b::text[], %(parent)b::bigint[],
+            %(via)b::text[]) AS t(h, u, host, p, d, due, k, parent, via)
 ON CONFLICT (crawl_id, url_hash) DO NOTHING
 """
 
@@ -83,9 +82,9 @@ UPDATE urls SET status = v.status, next_crawl_at = v.due, attempts = v.attempts,
     content_hash = coalesce(v.hash, urls.content_hash),
     etag = coalesce(v.etag, urls.etag),
     last_modified = coalesce(v.lm, urls.last_modified)
-FROM unnest(%(id)s::bigint[], %(status)s::text[], %(due)s::float8[], %(attempts)s::smallint[],
-            %(fetched)s::float8[], %(code)s::smallint[], %(err_class)s::text[],
-            %(err)s::text[], %(hash)s::text[], %(etag)s::text[], %(lm)s::text[])
+FROM unnest(%(id)b::bigint[], %(status)b::text[], %(due)b::float8[], %(attempts)b::smallint[],
+            %(fetched)b::float8[], %(code)b::smallint[], %(err_class)b::text[],
+            %(err)b::text[], %(hash)b::text[], %(etag)b::text[], %(lm)b::text[])
     AS v(id, status, due, attempts, fetched, code, err_class, err, hash, etag, lm)
 WHERE urls.id = v.id
 """
@@ -131,7 +130,7 @@ def upsert_pages(
     ``rows`` must not repeat a url hash: one ON CONFLICT DO UPDATE cannot change a row twice.
     """
     columns = _column_types(tuple(names))
-    unnested = ", ".join(f"%({name})s::{kind}[]" for name, kind in columns)
+    unnested = ", ".join(f"%({name})b::{kind}[]" for name, kind in columns)
     updated = ", ".join(
         f"{name} = excluded.{name}" for name in names if name not in ("crawl_id", "url_hash")
     )

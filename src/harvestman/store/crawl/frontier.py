@@ -390,9 +390,7 @@ class FrontierRepository(StoreConnection):
             leased: list[CrawlRequest] = []
             to_mark: list[CrawlRequest] = []  # SQLite: found by a SELECT, marked below
             short: list[str] = []
-            with self._begin() as conn:
-                if not self.is_embedded:
-                    pgbatch.prefer_index_walks(conn)
+            with self._begin_index_walks() as conn:
                 for host, limit in wanted.items():
                     if self.is_embedded:
                         found = [

@@ -104,8 +104,6 @@ class OutcomeRepository(StoreConnection):
         def _write(
             conn: Connection, outcomes: Sequence[Outcome], new_urls: Sequence[NewUrl]
         ) -> None:
-            if not self.is_embedded:
-                pgbatch.prefer_index_walks(conn)
             insert_urls(conn, crawl_id, new_urls, now)
             if outcomes:
                 self._write_outcomes(conn, crawl_id, outcomes, now)
