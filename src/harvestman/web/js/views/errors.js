@@ -56,9 +56,12 @@ export function render(main) {
     return chosen;
   }
 
-  async function requeue(body, what) {
+  async function requeue(body) {
     try {
       const done = await api("/api/admin/dead-letter/requeue", { method: "POST", body });
+      // The noun follows what was re-queued, not the count asked about before (the list may
+      // have grown since).
+      const what = done.requeued === 1 ? "URL" : "URLs";
       say(`${num(done.requeued)} ${what} back in the frontier of ${done.crawl}, due now.`);
       load();
     } catch (exc) {
@@ -76,7 +79,7 @@ export function render(main) {
       keepLabel: "Not now",
       danger: false,
     });
-    if (sure) requeue(filters(), total === 1 ? "URL" : "URLs");
+    if (sure) requeue(filters());
   }
 
   function drawClasses() {
@@ -115,7 +118,7 @@ export function render(main) {
           key: "actions", label: "Actions",
           render: (r) => h("button", {
             type: "button", "aria-label": `Re-queue ${r.url}`,
-            onclick: () => requeue({ crawl: r.crawl || answer.crawl, ids: [r.id] }, "URL"),
+            onclick: () => requeue({ crawl: r.crawl || answer.crawl, ids: [r.id] }),
           }, "Re-queue"),
         } : null,
       ].filter(Boolean),
