@@ -70,7 +70,18 @@ export function render(main) {
   }
 
   async function requeueFiltered() {
-    const total = answer.total;
+    // Counted now by a dry run, not taken from the list as it was loaded: URLs that failed
+    // since then match too, and the question says how many will go back.
+    let total;
+    try {
+      const counted = await api("/api/admin/dead-letter/requeue", {
+        method: "POST", body: { ...filters(), dry_run: true },
+      });
+      total = counted.matched;
+    } catch (exc) {
+      say(describe(exc), "error-text");
+      return;
+    }
     const sure = await confirmAction({
       question: `Re-queue ${num(total)} failed URL${total === 1 ? "" : "s"}?`,
       detail: `Every failed URL of ${where()}${host.value.trim() ? ` on ${host.value.trim()}` : ""}`
