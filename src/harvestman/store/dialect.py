@@ -167,9 +167,13 @@ Upsert = sqlite.Insert | postgresql.Insert
 
 def insert(engine: Engine, table: Table) -> Upsert:
     """The dialect's INSERT, which knows ON CONFLICT."""
-    if is_sqlite(engine):
-        return sqlite.insert(table)
-    return postgresql.insert(table)
+    return insert_of(engine.dialect.name, table)
+
+
+def insert_of(backend: str, table: Table) -> Upsert:
+    """:func:`insert` by the dialect's name (``engine.dialect.name``), for statements built
+    once per dialect."""
+    return sqlite.insert(table) if backend == "sqlite" else postgresql.insert(table)
 
 
 def insert_ignore(engine: Engine, table: Table, *conflict: str) -> Upsert:
@@ -180,8 +184,7 @@ def insert_ignore(engine: Engine, table: Table, *conflict: str) -> Upsert:
 
 @functools.cache
 def _insert_ignore(backend: str, table: Table, conflict: tuple[str, ...]) -> Upsert:
-    upsert = sqlite.insert(table) if backend == "sqlite" else postgresql.insert(table)
-    return upsert.on_conflict_do_nothing(index_elements=list(conflict))
+    return insert_of(backend, table).on_conflict_do_nothing(index_elements=list(conflict))
 
 
 def json_rows(dialect: str, *columns: ColumnElement[Any]) -> ColumnElement[str | None]:

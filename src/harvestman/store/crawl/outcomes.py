@@ -3,12 +3,13 @@ transaction (``record``), with the URL states, pages, errors, products and parse
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, func, select, text, update
+from sqlalchemy import Connection, bindparam, func, select, text, update
 
 from harvestman.errors import RobotsDenied, error_category
 from harvestman.records import NewUrl, Outcome
@@ -61,20 +62,17 @@ _FINISH_URL = (
         last_modified=func.coalesce(bindparam("new_lm"), urls.c.last_modified),
     )
 )
-_PAGE_UPSERTS: dict[str, dialect.Upsert] = {}
 
 
-def _page_upsert(engine: Engine) -> dialect.Upsert:
-    """The pages' upsert on ``engine``'s dialect, built once (26 columns: ~0.5 ms a batch)."""
-    upsert = _PAGE_UPSERTS.get(engine.dialect.name)
-    if upsert is None:
-        stmt = dialect.insert(engine, crawled_pages)
-        upsert = stmt.on_conflict_do_update(
-            index_elements=["crawl_id", "url_hash"],
-            set_={name: stmt.excluded[name] for name in (*_PAGE_COLUMNS, "redirects")},
-        )
-        _PAGE_UPSERTS[engine.dialect.name] = upsert
-    return upsert
+@functools.cache
+def _page_upsert(backend: str) -> dialect.Upsert:
+    """The pages' upsert on the dialect named ``backend``, built once (26 columns: ~0.5 ms a
+    batch)."""
+    stmt = dialect.insert_of(backend, crawled_pages)
+    return stmt.on_conflict_do_update(
+        index_elements=["crawl_id", "url_hash"],
+        set_={name: stmt.excluded[name] for name in (*_PAGE_COLUMNS, "redirects")},
+    )
 
 
 # SQLite's search index of pages (migrations 0006 and 0026), written by the batch writer itself.
@@ -179,7 +177,7 @@ class OutcomeRepository(StoreConnection):
         # The insert trigger, indexing row by row, made a search index segment of each row
         # (migration 0026): it stands aside, and the new rows are indexed in one statement.
         conn.execute(_DEFER_INDEX)
-        execute_many(conn, _page_upsert(self.engine), rows)
+        execute_many(conn, _page_upsert(self.engine.dialect.name), rows)
         conn.execute(_RESUME_INDEX)
         conn.execute(_INDEX_NEWER, {"newest": newest})
         return list(conn.execute(_HOSTS_NEWER, {"newest": newest}).scalars())
