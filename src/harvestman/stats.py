@@ -87,36 +87,21 @@ class StatsHistory:
         counts = self._pending.setdefault(now // MINUTE * MINUTE, Counter())
         if new_urls:
             counts["new_urls"] += len(new_urls)
-        # Counted in locals, added once: a batch's outcomes are counted on the event loop.
-        pages = size = failed = robots_denied = errors = 0
-        classes = [0] * 6  # by status // 100
         for outcome in outcomes:
             page = outcome.page
             if page is not None:
-                pages += 1
-                size += page.content_length or 0
+                counts["pages"] += 1
+                counts["bytes"] += page.content_length or 0
             if outcome.status is UrlStatus.FAILED:
-                failed += 1
+                counts["failed"] += 1
             error = outcome.error_class
             if error == _ROBOTS_DENIED:
-                robots_denied += 1
+                counts["robots_denied"] += 1
             elif error is not None:
-                errors += 1
+                counts["errors"] += 1
             code = outcome.status_code
             if code is not None and 200 <= code < 600:
-                classes[code // 100] += 1
-        for name, n in (
-            ("pages", pages),
-            ("bytes", size),
-            ("failed", failed),
-            ("robots_denied", robots_denied),
-            ("errors", errors),
-        ):
-            if n:
-                counts[name] += n
-        for first_digit in range(2, 6):
-            if classes[first_digit]:
-                counts[f"status_{first_digit}xx"] += classes[first_digit]
+                counts[f"status_{code // 100}xx"] += 1
 
     def is_due(self, now: float, *, closing: bool = False) -> bool:
         """Whether pending counts should be written now (always when ``closing``)."""
