@@ -107,7 +107,7 @@ export function render(main) {
     const all = answer.by_type.reduce((sum, t) => sum + t.count, 0);
     summary.textContent = all
       ? `${num(all)} failed URL${all === 1 ? "" : "s"} in ${where()}${host.value.trim() ? ` on ${host.value.trim()}` : ""}: ${classes}.`
-      : `No failed URL in ${where()}.`;
+      : `No failed URL in ${answer.crawl || "any crawl"}${host.value.trim() ? ` on ${host.value.trim()}` : ""}.`;
     // The API re-queues within one crawl: a bulk re-queue needs one chosen.
     requeueAll.hidden = !answer.total || !answer.crawl;
     if (answer.total && !answer.crawl) summary.textContent += " Choose a crawl to re-queue all that match at once.";
