@@ -23,7 +23,7 @@ import logging
 import math
 import re
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -34,6 +34,12 @@ from harvestman.store import FrontierStore
 log = logging.getLogger(__name__)
 
 _LEASE_HOSTS_PER_CALL = 200
+# A host whose buffer ran empty while its lease was on the way (it could have sent a request
+# and had none) leases twice as many rows the next time, up to this many times the lease batch.
+# A lease waits behind the store's batch writes (30-100 ms on SQLite, 2 cores): a host without
+# a delay drains 64 rows faster than that, and the dispatcher starved on 19% of a 20,000-page
+# crawl's time. The politeness bound of ``_lease_size`` still applies.
+MAX_LEASE_GROWTH = 8
 
 _PAGINATED = re.compile(r"[?&](page|p|pg|offset|start)=\d+|/page/\d+", re.IGNORECASE)
 _ARCHIVE = re.compile(r"/(archives?|tags?|category|categories)(/|$)|/\d{4}/(\d{2}/)?$")
@@ -78,6 +84,7 @@ class HostQueue:
     work_version: int = 0  # bumped by add_work, so a racing "ran dry" answer can't erase news
     leasing: bool = False
     in_heap: bool = False
+    lease_growth: int = 1  # times the lease batch this host leases (MAX_LEASE_GROWTH)
 
 
 class Frontier:
@@ -310,10 +317,20 @@ class Frontier:
 
     def _lease_size(self, hq: HostQueue) -> int:
         # Never lease more than the host's politeness lets us fetch in half a lease period.
+        size = self.lease_batch * hq.lease_growth
         if hq.delay <= 0:
-            return self.lease_batch
+            return size
         fetchable = math.floor(self.lease_seconds / 2 / hq.delay) * self._limit(hq)
-        return max(1, min(self.lease_batch, fetchable))
+        return max(1, min(size, fetchable))
+
+    def _grow_if_starved(self, hq: HostQueue, had: int, wanted: int, got: int, now: float) -> None:
+        """Double the host's next leases if it had rows when this lease was asked for, handed
+        them all out before it came back and could have sent another, and the store had more
+        (a host that ran dry in the store would not gain)."""
+        drained = had > 0 and not hq.buffer
+        starved = drained and hq.active < self._limit(hq) and hq.next_allowed <= now
+        if starved and got >= wanted:
+            hq.lease_growth = min(MAX_LEASE_GROWTH, hq.lease_growth * 2)
 
     def _want_lease(self, hq: HostQueue, now: float) -> None:
         if hq.paused or hq.leasing or hq.due is None or hq.due > now:
@@ -360,6 +377,7 @@ class Frontier:
     async def _lease(self, hosts: list[HostQueue]) -> None:
         now = self.clock()
         wanted = {hq.host: self._lease_size(hq) for hq in hosts}
+        had = {hq.host: len(hq.buffer) for hq in hosts}
         versions = {hq.host: hq.work_version for hq in hosts}
         for hq in hosts:
             hq.leasing = True
@@ -383,6 +401,10 @@ class Frontier:
                 hq.leasing = False
         self._lease_failures = 0
         self.leased += len(leased)
+        got = Counter(request.host for request in leased)
+        returned = self.clock()
+        for hq in hosts:
+            self._grow_if_starved(hq, had[hq.host], wanted[hq.host], got[hq.host], returned)
         for request in leased:
             self._host(request.host).buffer.append(request)
         for hq in hosts:
