@@ -52,8 +52,6 @@ import codecs
 import re
 from typing import Final
 
-import charset_normalizer
-
 __all__ = ["decode_html", "encoding_for_label", "later_meta", "prescan"]
 
 # WHATWG Encoding Standard: encoding name -> (Python codec, labels). "replacement" and
@@ -529,6 +527,8 @@ def _detect(body: bytes, first_error: int) -> str | None:
     sample = _MARKUP.sub(b" ", window)
     if sample.isascii():  # the evidence sits in attributes or scripts: keep them
         sample = window
+    import charset_normalizer  # here: ~10 ms of every process's start, for the rare page
+
     try:
         results = charset_normalizer.from_bytes(
             sample, cp_isolation=_DETECTION_CODECS, preemptive_behaviour=False

@@ -32,12 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harvestman.egress import BROWSER_ARGS, REFUSED_HEADER, EgressProxy
 from harvestman.errors import HarvestmanError
 from harvestman.guard import NetworkGuard
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Playwright, Response, Route
+
+    from harvestman.egress import EgressProxy
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,7 @@ class Renderer:
             # (a redirect, a meta refresh, a script's navigation, a form): when the last one is
             # a refusal of the proxy, the DOM is that refusal, no page of the site.
             refused: list[str | None] = [None]
+            from harvestman.egress import REFUSED_HEADER  # h11's proxy: loaded to render only
 
             def note(response: Response) -> None:
                 request = response.request
@@ -160,6 +162,8 @@ class Renderer:
             if why is not None:
                 raise RenderError(why)
             from playwright.async_api import async_playwright
+
+            from harvestman.egress import BROWSER_ARGS, EgressProxy
 
             args = ["--no-sandbox", "--disable-dev-shm-usage"]
             if self.guard is not None:
