@@ -48,6 +48,19 @@ async def seeded(store: SqlStore, count: int) -> int:
     return crawl_id
 
 
+async def fast_host(store: SqlStore, count: int) -> tuple[Frontier, CountedLeases]:
+    """A frontier over ``count`` pending rows of one host without a delay, leasing 8 at a time,
+    whose requests never wait for a free slot; started."""
+    crawl_id = await seeded(store, count)
+    counted = CountedLeases(store.frontier)
+    frontier = Frontier(
+        counted, crawl_id, "w1", delay=0.0, per_host_concurrency=10_000, lease_batch=8,
+        clock=lambda: NOW,
+    )  # fmt: skip
+    await frontier.start()
+    return frontier, counted
+
+
 async def drain_while_leasing(frontier: Frontier, counted: CountedLeases) -> list[CrawlRequest]:
     """Take the first request, let the next lease start, then take the whole buffer before
     that lease comes back (no request is released: the host's slots stay free)."""
@@ -63,13 +76,7 @@ async def test_a_host_drained_before_its_lease_returns_leases_twice_as_many(
     tmp_path: Path,
 ) -> None:
     async with SqlStore(f"sqlite:///{tmp_path / 'leases.db'}") as store:
-        crawl_id = await seeded(store, 2_000)
-        counted = CountedLeases(store.frontier)
-        frontier = Frontier(
-            counted, crawl_id, "w1", delay=0.0, per_host_concurrency=10_000,
-            lease_batch=8, clock=lambda: NOW,
-        )  # fmt: skip
-        await frontier.start()
+        frontier, counted = await fast_host(store, 2_000)
         try:
             taken: list[CrawlRequest] = []
             for _ in range(6):
@@ -85,13 +92,7 @@ async def test_a_host_drained_before_its_lease_returns_leases_twice_as_many(
 
 async def test_a_host_that_keeps_rows_buffered_keeps_its_lease_size(tmp_path: Path) -> None:
     async with SqlStore(f"sqlite:///{tmp_path / 'leases.db'}") as store:
-        crawl_id = await seeded(store, 200)
-        counted = CountedLeases(store.frontier)
-        frontier = Frontier(
-            counted, crawl_id, "w1", delay=0.0, per_host_concurrency=10_000,
-            lease_batch=8, clock=lambda: NOW,
-        )  # fmt: skip
-        await frontier.start()
+        frontier, counted = await fast_host(store, 200)
         try:
             for _ in range(20):  # one at a time, each lease back before the buffer empties
                 counted.returned.clear()
