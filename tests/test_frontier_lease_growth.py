@@ -17,12 +17,16 @@ HOST = "fast.example"
 
 
 class CountedLeases:
-    """The store's frontier, with the size of each lease asked of it."""
+    """The store's frontier, with the size of each lease asked of it. While ``holding``, a
+    lease waits for ``go`` before it reaches the store (``held`` says one is waiting): the
+    test decides what happens while a lease is on the way, whatever the machine's speed."""
 
     def __init__(self, store: Any) -> None:
         self.store = store
         self.asked: list[int] = []
-        self.started = asyncio.Event()
+        self.holding = False
+        self.held = asyncio.Event()
+        self.go = asyncio.Event()
         self.returned = asyncio.Event()
 
     def __getattr__(self, name: str) -> Any:
@@ -30,7 +34,10 @@ class CountedLeases:
 
     async def lease(self, crawl_id: int, wanted: dict[str, int], *args: Any) -> Any:
         self.asked.append(wanted[HOST])
-        self.started.set()
+        if self.holding:
+            self.held.set()
+            await self.go.wait()
+            self.go.clear()
         try:
             return await self.store.lease(crawl_id, wanted, *args)
         finally:
@@ -62,13 +69,17 @@ async def fast_host(store: SqlStore, count: int) -> tuple[Frontier, CountedLease
 
 
 async def drain_while_leasing(frontier: Frontier, counted: CountedLeases) -> list[CrawlRequest]:
-    """Take the first request, let the next lease start, then take the whole buffer before
-    that lease comes back (no request is released: the host's slots stay free)."""
-    counted.started.clear()
-    taken = [await asyncio.wait_for(frontier.next(), 30)]
-    await asyncio.wait_for(counted.started.wait(), 30)
-    while frontier.hosts[HOST].buffer:
-        taken.append(await frontier.next())
+    """Take the first request, hold the lease that asks for more, take the whole buffer, then
+    let that lease go (no request is released: the host's slots stay free)."""
+    async with asyncio.timeout(30):
+        taken = [await frontier.next()]  # the lease on its way (if any) comes back first
+        counted.holding = True
+        counted.held.clear()
+        await counted.held.wait()  # the next lease is asked for, and held
+        while frontier.hosts[HOST].buffer:
+            taken.append(await frontier.next())
+    counted.holding = False
+    counted.go.set()
     return [request for request in taken if request is not None]
 
 
