@@ -47,6 +47,12 @@ export function render(main) {
     return answer.crawl ? answer.crawl : "every crawl";
   }
 
+  /** " on HOST" when the list is filtered by a host, else nothing. */
+  function onHost() {
+    const named = host.value.trim();
+    return named ? ` on ${named}` : "";
+  }
+
   /** The selector of the requeue endpoint for the current filters (of one crawl). */
   function filters() {
     const chosen = { crawl: answer.crawl };
@@ -84,7 +90,7 @@ export function render(main) {
     }
     const sure = await confirmAction({
       question: `Re-queue ${num(total)} failed URL${total === 1 ? "" : "s"}?`,
-      detail: `Every failed URL of ${where()}${host.value.trim() ? ` on ${host.value.trim()}` : ""}`
+      detail: `Every failed URL of ${where()}${onHost()}`
         + `${kind.value ? ` that failed with ${kind.value}` : ""} goes back to the frontier, due now, its retries reset.`,
       confirmLabel: `Yes, re-queue ${num(total)}`,
       keepLabel: "Not now",
@@ -106,8 +112,8 @@ export function render(main) {
     const classes = answer.by_type.map((t) => `${t.type ?? "unknown"} ${num(t.count)}`).join(", ");
     const all = answer.by_type.reduce((sum, t) => sum + t.count, 0);
     summary.textContent = all
-      ? `${num(all)} failed URL${all === 1 ? "" : "s"} in ${where()}${host.value.trim() ? ` on ${host.value.trim()}` : ""}: ${classes}.`
-      : `No failed URL in ${answer.crawl || "any crawl"}${host.value.trim() ? ` on ${host.value.trim()}` : ""}.`;
+      ? `${num(all)} failed URL${all === 1 ? "" : "s"} in ${where()}${onHost()}: ${classes}.`
+      : `No failed URL in ${answer.crawl || "any crawl"}${onHost()}.`;
     // The API re-queues within one crawl: a bulk re-queue needs one chosen.
     requeueAll.hidden = !answer.total || !answer.crawl;
     if (answer.total && !answer.crawl) summary.textContent += " Choose a crawl to re-queue all that match at once.";
