@@ -268,6 +268,8 @@ async def test_failed_urls_are_requeued_one_or_all_that_match(dashboard: Dashboa
     table = page.get_by_test_id("dead-table")
     await expect(table).to_contain_text(site.url("/status/404"))
     await expect(page.get_by_test_id("dead-summary")).to_contain_text("HttpStatusError")
+    # The log of recent errors says which URL each was about.
+    await expect(page.get_by_test_id("error-log-table")).to_contain_text(site.url("/status/500"))
     await page.screenshot(path=screenshot_path("errors"))
 
     # One URL back in the frontier.

@@ -165,11 +165,13 @@ export function render(main) {
       fill(logBox, dataTable({
         testid: "error-log-table",
         rows: log.items,
-        emptyText: "No error recorded.",
+        emptyText: "No error recorded for these filters.",
         columns: [
           { key: "created_at", label: "When", render: (e) => time(e.created_at) },
           { key: "category", label: "Category" },
           { key: "type", label: "Class", render: (e) => h("code", {}, e.type) },
+          // What failed: a crawl's URL, or the task of the service that logged it.
+          { key: "task", label: "URL or task", render: (e) => e.task || "—" },
           { key: "message", label: "Message" },
         ],
       }));
