@@ -313,6 +313,15 @@ async def test_failed_urls_are_requeued_one_or_all_that_match(dashboard: Dashboa
     await expect(table.get_by_role("columnheader", name="Crawl")).to_be_visible()
     await expect(table).to_contain_text(crawl)
     await expect(page.get_by_test_id("requeue-filtered")).to_be_hidden()
+
+    # A host with no failure: the summary says so once, with no empty table repeating it.
+    await page.get_by_label("Host").fill("nothing-failed.invalid")
+    await page.get_by_role("button", name="Show").click()
+    await expect(page.get_by_test_id("dead-summary")).to_have_text(
+        "No failed URL in any crawl on nothing-failed.invalid."
+    )
+    await expect(page.get_by_text("No failed URL")).to_have_count(1)
+    await expect(table).to_have_count(0)
     assert errors == []
 
 

@@ -118,7 +118,8 @@ export function render(main) {
     requeueAll.hidden = !answer.total || !answer.crawl;
     if (answer.total && !answer.crawl) summary.textContent += " Choose a crawl to re-queue all that match at once.";
     requeueAll.textContent = `Re-queue the ${num(answer.total)} matching`;
-    fill(box, dataTable({
+    // With nothing failed at all the summary says so; an empty table under it would repeat it.
+    fill(box, all === 0 && !answer.items.length ? null : dataTable({
       testid: "dead-table",
       rowKey: (r) => r.id,
       rows: answer.items,
