@@ -22,12 +22,12 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 # revision without loading Alembic, whose import and reading of the scripts cost every command
 # ~60 ms of its start (a crawl's 0.7 s, quiet machine). A new migration moves it; a test
 # (tests/test_store_migrate.py) keeps it equal to the scripts' head.
-HEAD = "0026"
+HEAD = "0027"
 VERSION_TABLE = "alembic_version"  # Alembic's default, which migrations/env.py keeps
 
 # How autogenerate compares the models with a database, for ``alembic`` (migrations/env.py) and
 # ``drift``: types and server defaults too, and never the search index, which lives outside
-# ``schema.metadata`` (one dialect each, migration 0006).
+# ``schema.metadata`` (one dialect each, migration 0006), nor SQLite's ix_urls_lease (0027).
 COMPARE_OPTIONS: dict[str, Any] = {
     "include_name": include_name,
     "compare_type": True,

@@ -85,9 +85,10 @@ urls = Table(
     # product page, or never re-crawled since.
     Column("recrawl_unchanged", SmallInteger),
     UniqueConstraint("crawl_id", "url_hash"),
-    # Leasing: the ready rows of one host in priority order; also serves "which hosts have
-    # pending work" and the stale-lease sweep (status = in_progress).
-    Index("ix_urls_lease", "crawl_id", "status", "host", "priority", "next_crawl_at"),
+    # SQLite only, so declared by its migrations and not here (store/search/index.py):
+    # ix_urls_lease (crawl_id, status, host, priority, next_crawl_at), covering the counts by
+    # status and host that SQLite, planning without statistics, would otherwise read the table
+    # for. PostgreSQL dropped it (migration 0027): its planner serves them from the others.
     # The API's keyset-paged frontier list (id order), unfiltered and by status or host.
     Index("ix_urls_crawl_id", "crawl_id", "id"),
     Index("ix_urls_status", "crawl_id", "status", "id"),
@@ -96,7 +97,8 @@ urls = Table(
     Index("ix_urls_parent", "crawl_id", "parent_id", "id"),
 )
 # Leasing (migration 0021): a host's pending rows in the lease's own order, so a lease reads
-# its k rows and stops instead of sorting the host's top priority group.
+# its k rows and stops instead of sorting the host's top priority group; also the hosts with
+# pending rows and the rows due.
 Index(
     "ix_urls_ready",
     urls.c.crawl_id,
@@ -106,6 +108,15 @@ Index(
     urls.c.id,
     sqlite_where=urls.c.status == "pending",
     postgresql_where=urls.c.status == "pending",
+)
+# The rows in progress (migration 0027), by the worker leasing them: the heartbeat, the release
+# of a worker's leases and the stale-lease sweep name no crawl. Partial: the leases out, not
+# the frontier; lease_until stays out so the heartbeat's update of it can be HOT.
+Index(
+    "ix_urls_leased_by",
+    urls.c.leased_by,
+    sqlite_where=urls.c.status == "in_progress",
+    postgresql_where=urls.c.status == "in_progress",
 )
 
 crawled_pages = Table(

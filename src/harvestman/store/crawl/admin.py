@@ -21,7 +21,9 @@ from harvestman.store.transaction import locked_ids, transaction
 
 def host_failures(engine: Engine, crawl: int | None, hosts: list[str]) -> dict[str, int]:
     """Failed frontier rows per host of ``hosts`` in a crawl (every crawl: None): one range
-    of ``ix_urls_lease`` (crawl, status, host) per crawl, however many URLs the hosts have."""
+    of an index per crawl, however many URLs the hosts have (``ix_urls_lease`` (crawl, status,
+    host) on SQLite; on PostgreSQL, which has no such index since migration 0027, the crawl's
+    failed rows in ``ix_urls_status``)."""
     if not hosts:
         return {}
     where = [urls.c.status == UrlStatus.FAILED.value, urls.c.host.in_(hosts)]
