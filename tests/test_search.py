@@ -653,6 +653,75 @@ def test_migration_0008_compresses_vectors_with_lz4_and_bounds_the_pending_list(
     assert names(engine, "zephyr") == ["lz4"]
 
 
+# The generated column of migration 0008, which migration 0028 made the trigger's to set.
+_RANK_VECTOR_0008 = " || ".join(
+    f"setweight(to_tsvector('simple'::regconfig, left(coalesce({name}, ''), 1000)), '{weight}')"
+    for name, weight in (("title", "A"), ("description", "B"), ("text", "D"))
+)
+
+
+def _rank_vectors(engine: Engine) -> dict[str, tuple[str, bool]]:
+    """PostgreSQL: each page's rank vector, and whether it is the one 0008's column computed."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                f"SELECT url_hash, rank_vector::text, rank_vector = ({_RANK_VECTOR_0008}) "
+                "FROM crawled_pages ORDER BY url_hash"
+            )
+        )
+        return {str(name): (str(vector), bool(same)) for name, vector, same in rows}
+
+
+def _rank_vector_generated(engine: Engine) -> bool:
+    with engine.connect() as conn:
+        generated = conn.execute(
+            text(
+                "SELECT is_generated FROM information_schema.columns WHERE table_schema = "
+                "current_schema() AND table_name = 'crawled_pages' AND column_name = 'rank_vector'"
+            )
+        )
+        return generated.scalar_one() == "ALWAYS"
+
+
+def test_the_rank_vector_is_the_search_vector_cut_to_its_first_1000_characters(
+    engine: Engine,
+) -> None:
+    if engine.dialect.name == "sqlite":
+        pytest.skip("FTS5 ranks from its own index")
+    # The trigger sets it (from the tokens it already has), the table no longer computes it.
+    assert _rank_vector_generated(engine) is False
+    write(
+        engine,
+        page("short", title="Zephyr kettle", description="steel, 1.7 l"),
+        page("long", title="Zephyr", text="kettle " * 150 + "zephyr " * 150),  # 2,100 chars
+    )
+    ranks = _rank_vectors(engine)
+    assert ranks["short"] == ("'1.7':4B 'kettle':2A 'l':5B 'steel':3B 'zephyr':1A", True)
+    vector, same = ranks["long"]
+    assert same
+    assert "'zephyr':1A" in vector
+    assert "'kettle':2,3," in vector
+    assert ":151" not in vector  # the text's first 1,000 characters: 142 words and a half
+    assert names(engine, "zephyr") == ["short", "long"]
+
+    # A re-crawl that changes a field moves the vector; one that changes none keeps it.
+    write(engine, page("short", title="Zephyr teapot", description="steel, 1.7 l"))
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE crawled_pages SET status_code = 200 WHERE url_hash = 'long'"))
+    after = _rank_vectors(engine)
+    assert after["short"] == ("'1.7':4B 'l':5B 'steel':3B 'teapot':2A 'zephyr':1A", True)
+    assert after["long"] == ranks["long"]
+
+    # Down to the generated column and back up: the same vectors.
+    migrate.downgrade(engine, "0027")
+    assert _rank_vector_generated(engine) is True
+    assert _rank_vectors(engine) == after
+    migrate.upgrade(engine)
+    assert _rank_vector_generated(engine) is False
+    write(engine, page("new", title="Zephyr", text="word " * 400))
+    assert _rank_vectors(engine) == after | {"new": (_rank_vectors(engine)["new"][0], True)}
+
+
 def test_a_phrase_with_too_many_rows_to_check_is_searched_among_the_newest(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
