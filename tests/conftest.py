@@ -13,6 +13,7 @@ import pytest
 from aiohttp import web
 
 from harvestman.config import Settings
+from harvestman.store import SqlStore
 from servicelock import MARKER, run_directory, service_lock
 from support import profiles
 from support.sqlite_template import SchemaTemplate
@@ -196,3 +197,18 @@ def pg_schema_url(postgres_url: str) -> Iterator[str]:
     """A database URL whose search_path is a fresh schema, dropped afterwards."""
     with pg_schema(postgres_url) as url:
         yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def store_on_each_database(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[SqlStore]:
+    """An open store at the head revision, on SQLite and on a fresh PostgreSQL schema."""
+
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'store.db'}"
+    else:
+        url = request.getfixturevalue("pg_schema_url")
+    async with SqlStore(url) as opened:
+        await opened.upgrade()
+        yield opened

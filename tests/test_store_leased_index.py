@@ -4,8 +4,6 @@ without it), and PostgreSQL no longer writes ``ix_urls_lease`` for every URL row
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,16 +15,9 @@ from test_store_frontier_expiry import new
 WORKER = "worker-1"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SqlStore]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'leased.db'}"
-    else:
-        url = request.getfixturevalue("pg_schema_url")
-    async with SqlStore(url) as opened:
-        await opened.upgrade()
-        yield opened
-    opened.dispose()
+@pytest.fixture
+def store(store_on_each_database: SqlStore) -> SqlStore:
+    return store_on_each_database
 
 
 def url_indexes(store: SqlStore) -> set[str]:
