@@ -204,7 +204,6 @@ async def store_on_each_database(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[SqlStore]:
     """An open store at the head revision, on SQLite and on a fresh PostgreSQL schema."""
-
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'store.db'}"
     else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,17 +23,11 @@ def new(url: str, depth: int = 1, priority: int = 2) -> NewUrl:
     return NewUrl(url, url_hash(url), host_key(url), depth, priority)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SqlStore]:
+@pytest.fixture
+def store(store_on_each_database: SqlStore) -> SqlStore:
     """The store on each database: PostgreSQL runs the batch writes and the lease as one
     statement each (``store.pgbatch``), SQLite through the driver's executemany."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 's.db'}"
-    else:
-        url = request.getfixturevalue("pg_schema_url")
-    async with SqlStore(url) as opened:
-        await opened.upgrade()
-        yield opened
+    return store_on_each_database
 
 
 async def test_lease_takes_due_rows_of_a_host_in_priority_order(store: SqlStore) -> None:

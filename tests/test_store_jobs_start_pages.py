@@ -3,9 +3,6 @@ again before a run, their content hashes read after it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from harvestman.records import NewUrl, Outcome, UrlStatus
@@ -20,15 +17,9 @@ def new(url: str) -> NewUrl:
     return NewUrl(url, url_hash(url), host_key(url), 0, 2)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SqlStore]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 's.db'}"
-    else:
-        url = request.getfixturevalue("pg_schema_url")
-    async with SqlStore(url) as opened:
-        await opened.upgrade()
-        yield opened
+@pytest.fixture
+def store(store_on_each_database: SqlStore) -> SqlStore:
+    return store_on_each_database
 
 
 async def _rows(store: SqlStore, crawl_id: int) -> dict[str, tuple[str, float, int]]:

@@ -45,8 +45,18 @@ def _all_short(row: str) -> str:
     )
 
 
-# As migration 0011 wrote it, with rank_vector set at its end.
-_TRIGGER_FUNCTION = f"""
+# Migration 0028's addition to the trigger of migration 0011: rank_vector at its end.
+_RANK = f"""    IF {_all_short("NEW.")} THEN
+        NEW.rank_vector := NEW.search_vector;
+    ELSE
+        NEW.rank_vector := {_vector(RANK_TEXT_CHARS, "NEW.")};
+    END IF;
+"""
+
+
+def _trigger_function(rank: str) -> str:
+    """The trigger function as migration 0011 wrote it, with ``rank`` before its end."""
+    return f"""
 CREATE OR REPLACE FUNCTION crawled_pages_search_vectors() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     at text[] := '{{}}';
@@ -73,25 +83,9 @@ BEGIN
         END IF;
     END LOOP;
     NEW.pair_vector := array_to_tsvector(pairs);
-    IF {_all_short("NEW.")} THEN
-        NEW.rank_vector := NEW.search_vector;
-    ELSE
-        NEW.rank_vector := {_vector(RANK_TEXT_CHARS, "NEW.")};
-    END IF;
-    RETURN NEW;
+{rank}    RETURN NEW;
 END $$
 """
-
-# As migration 0011 wrote it: the pairs and the search vector only.
-_PREVIOUS_FUNCTION = _TRIGGER_FUNCTION.replace(
-    f"""    IF {_all_short("NEW.")} THEN
-        NEW.rank_vector := NEW.search_vector;
-    ELSE
-        NEW.rank_vector := {_vector(RANK_TEXT_CHARS, "NEW.")};
-    END IF;
-""",
-    "",
-)
 
 
 def _has_lz4() -> bool:
@@ -106,13 +100,13 @@ def upgrade() -> None:
         return
     # The values stay: the column only stops being computed by the table (no rewrite).
     op.execute("ALTER TABLE crawled_pages ALTER COLUMN rank_vector DROP EXPRESSION")
-    op.execute(_TRIGGER_FUNCTION)
+    op.execute(_trigger_function(_RANK))
 
 
 def downgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    op.execute(_PREVIOUS_FUNCTION)
+    op.execute(_trigger_function(""))
     # PostgreSQL 15 cannot make a column generated again: it is added anew, as 0008 had it.
     op.execute("ALTER TABLE crawled_pages DROP COLUMN rank_vector")
     op.execute(
