@@ -162,11 +162,13 @@ export function render(main) {
 
   async function loadLog() {
     try {
-      const log = await api("/api/errors", { query: { crawl: crawl.input.value.trim(), host: host.value.trim(), limit: 20 } });
+      const query = { crawl: crawl.input.value.trim(), host: host.value.trim() };
+      const log = await api("/api/errors", { query: { ...query, limit: 20 } });
       fill(logBox, dataTable({
         testid: "error-log-table",
         rows: log.items,
-        emptyText: "No error recorded for these filters.",
+        // "for these filters" only when there are some: an empty store has recorded nothing.
+        emptyText: query.crawl || query.host ? "No error recorded for these filters." : "No error recorded.",
         columns: [
           { key: "created_at", label: "When", render: (e) => time(e.created_at) },
           { key: "category", label: "Category" },
