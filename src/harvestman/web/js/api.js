@@ -27,6 +27,18 @@ export class ApiError extends Error {
   }
 }
 
+/** A view's guard against answers that arrive out of order: each call of the returned function
+ * starts a read and returns `current()`, true until a later read starts. Filters changed twice in
+ * quick succession send two reads; the first to be asked for may answer last and must not
+ * overwrite the second's. */
+export function readOrder() {
+  let last = 0;
+  return () => {
+    const mine = ++last;
+    return () => mine === last;
+  };
+}
+
 /** Tell the page-wide banner how the API is doing: "ok", "down", "rate", "unauthorized". */
 export function report(kind, detail = {}) {
   window.dispatchEvent(new CustomEvent("api-status", { detail: { kind, ...detail } }));
