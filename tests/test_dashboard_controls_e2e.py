@@ -345,6 +345,66 @@ async def test_domain_reset_asks_first(dashboard: Dashboard) -> None:
     assert errors == []
 
 
+async def _hold(page: Any, held: str) -> asyncio.Event:
+    """Hold the page's requests whose address contains ``held`` until the returned event is
+    set; every other request goes on at once."""
+    release = asyncio.Event()
+
+    async def route(route: Any) -> None:
+        if held in route.request.url:
+            await release.wait()
+        await route.continue_()
+
+    await page.route(re.compile(r"/api/"), route)
+    return release
+
+
+async def _answered_late(page: Any, release: asyncio.Event, held: str) -> None:
+    """Let the held read answer, after the later one has been drawn, and give the view the
+    time to draw it if it would."""
+    async with page.expect_response(lambda r: held in r.url):
+        release.set()
+    await page.wait_for_timeout(300)
+
+
+async def test_a_late_answer_to_earlier_filters_does_not_replace_the_list(
+    dashboard: Dashboard,
+) -> None:
+    """Filters changed twice send two reads; the first may answer last. The view shows the
+    second's list (each filtering view asks `api.readOrder` whether a later read started)."""
+    from playwright.async_api import expect
+
+    site = dashboard.site
+    crawl = await _crawl_name(dashboard.served)
+    fetched = site.url("/about.html")  # a 200 page, completed in the frontier
+
+    page, errors = await _admin(dashboard)
+    release = await _hold(page, "status_code=200")
+    await _nav(page, "Pages").click()
+    await page.get_by_label("Crawl").select_option(crawl)
+    table = page.get_by_test_id("pages-table")
+    await expect(table).to_contain_text(fetched)
+    await page.get_by_label("HTTP status").fill("200")
+    await page.get_by_role("button", name="Search").click()  # held
+    await page.get_by_label("HTTP status").fill("404")
+    await page.get_by_role("button", name="Search").click()
+    view = page.locator("main")  # the 404s' table, or the words saying there is none yet
+    await expect(view).not_to_contain_text(fetched)
+    await _answered_late(page, release, "status_code=200")
+    await expect(view).not_to_contain_text(fetched)
+
+    # The frontier: a status chosen, then another.
+    release = await _hold(page, "status=completed")
+    await _nav(page, "Frontier").click()
+    await page.get_by_label("Crawl").select_option(crawl)
+    await page.get_by_label("Status").select_option("completed")  # held
+    async with page.expect_response(lambda r: "status=failed" in r.url):
+        await page.get_by_label("Status").select_option("failed")
+    await _answered_late(page, release, "status=completed")
+    await expect(view).not_to_contain_text(fetched)
+    assert errors == []
+
+
 async def test_the_small_things_a_person_meets(dashboard: Dashboard) -> None:
     from playwright.async_api import expect
 

@@ -1,7 +1,7 @@
 // Jobs: the list (state, next run, interval and adapted interval, last result), the
 // actions each state allows, and the create form.
 
-import { api, describe } from "../api.js";
+import { api, describe, readOrder } from "../api.js";
 import { field, fill, h } from "../dom.js";
 import { relative, span } from "../format.js";
 import { Pager } from "../pager.js";
@@ -45,6 +45,7 @@ export function lastResult(job) {
 }
 
 export function render(main) {
+  const read = readOrder(); // a filter's read drawn only if no later one started
   const pager = new Pager(50);
   const stateFilter = h("select", { name: "status" },
     h("option", { value: "" }, "any state"), STATES.map((s) => h("option", { value: s }, s)));
@@ -115,13 +116,15 @@ export function render(main) {
   }
 
   async function load() {
+    const current = read();
     try {
       const answer = await api("/api/v1/jobs", { query: { status: stateFilter.value, ...pager.params() } });
+      if (!current()) return; // the filter changed meanwhile: the later read draws
       pager.update(answer);
       rows = answer.items;
       draw();
     } catch (exc) {
-      fill(box, h("p", { class: "error-text" }, describe(exc)));
+      if (current()) fill(box, h("p", { class: "error-text" }, describe(exc)));
     }
   }
 

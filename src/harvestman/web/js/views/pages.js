@@ -3,7 +3,7 @@
 // (GET /api/search). Each title opens the page's detail; the list as filtered downloads as
 // CSV or JSONL (GET /api/pages/export).
 
-import { api } from "../api.js";
+import { api, readOrder } from "../api.js";
 import { crawlOf, emptyFor, keepInHash, scopeText } from "../crawls.js";
 import { field, fill, h } from "../dom.js";
 import { bytes, ms, time } from "../format.js";
@@ -36,6 +36,7 @@ export function marked(snippet) {
 }
 
 export function render(main, { query = new URLSearchParams() } = {}) {
+  const read = readOrder(); // a filter's read drawn only if no later one started
   const pager = new Pager(200);
   let rows = [];
   let crawls = [];
@@ -128,25 +129,30 @@ export function render(main, { query = new URLSearchParams() } = {}) {
     const name = crawl.input.value.trim();
     scope.textContent = scopeText(name);
     keepInHash({ host: host.value.trim(), status_code: code.value, validation_status: check.value });
+    const current = read();
     try {
       if (fullText.checked && q) {
         pager.limit = 50;
         const { limit, offset } = pager.params();
-        hits = await api("/api/search", {
+        const found = await api("/api/search", {
           query: { q, target: "pages", crawl: name, domain: host.value.trim(), limit, offset },
         });
+        if (!current()) return; // the filters changed meanwhile: the later read draws
+        hits = found;
         pager.update(hits);
       } else {
-        hits = null;
         pager.limit = 200;
         const filters = { crawl: name, host: host.value.trim(), status_code: code.value, validation_status: check.value };
         const answer = await api("/api/pages", { query: { ...filters, ...pager.params() } });
+        if (!current()) return;
+        hits = null;
         applied = filters;
         pager.update(answer);
         rows = answer.items;
       }
       draw();
     } catch (exc) {
+      if (!current()) return;
       fill(box, h("p", { class: "error-text" }, exc.status === 404 && !exc.details ? "Full-text search is not available on this server." : crawlProblem(exc)));
     }
   }
