@@ -132,7 +132,8 @@ export function render(main) {
         { key: "error_class", label: "Error class", render: (r) => h("code", {}, r.error_class || "unknown") },
         { key: "error", label: "Error", render: (r) => r.error },
         { key: "status_code", label: "HTTP", numeric: true },
-        { key: "attempts", label: "Attempts", numeric: true, render: (r) => num(r.attempts) },
+        // The retries its transient failures earned (a 404 fails at once: 0), not its fetches.
+        { key: "attempts", label: "Retries", numeric: true, render: (r) => num(r.attempts) },
         { key: "last_fetched_at", label: "Last try", render: (r) => time(r.last_fetched_at ?? r.updated_at) },
         isAdmin() ? {
           key: "actions", label: "Actions",

@@ -126,7 +126,7 @@ export function render(main, { match }) {
                 : link(frontier.parent_url)],
             ["Depth", num(frontier.depth)],
             ["Discovered", time(frontier.discovered_at)],
-            ["In the frontier", `${frontier.status}, next visit ${relative(frontier.next_crawl_at)}, ${num(frontier.attempts)} attempt(s)`],
+            ["In the frontier", `${frontier.status}, next visit ${relative(frontier.next_crawl_at)}, ${frontier.attempts === 1 ? "1 retry" : `${num(frontier.attempts)} retries`}`],
             ["First found on it", frontier.children ? `${num(frontier.children)} URL(s), listed below` : "no new URL: every link on it was known already"],
           ])
           : empty("Its frontier row is gone (retention removed it): how it was found is no longer known."),
