@@ -445,7 +445,7 @@ async def test_declared_length_over_cap_is_refused_at_once(
         await fetcher.fetch(f"{site}/declared-huge")
 
     # Refused on the header: the rest of the 100 MiB, 5 s away, was never waited for.
-    assert str(caught.value).startswith(f"Content-Length {100 * MiB} exceeds the")
+    assert str(caught.value).startswith(f"Content-Length {100 * MiB:,} exceeds the")
     assert handled == {"/declared-huge begun": 1}
 
 
@@ -487,7 +487,7 @@ async def test_gzip_bomb_is_aborted_at_the_cap_in_bounded_memory(
 
     # Stopped by the decoded byte count at the 10 MiB cap, not by the encoded size (~1 MiB for
     # the 1 GiB it inflates to): the work done is the cap's, whatever the machine's speed.
-    assert str(caught.value) == f"body exceeds the {10 * MiB} byte cap"
+    assert str(caught.value) == f"body exceeds the {10 * MiB:,}-byte cap"
     # The 10 MiB cap itself is held until the abort; nothing near the 1 GiB it inflates to.
     assert peak < 12 * MiB
 

@@ -235,10 +235,10 @@ async def test_product_images_are_downloaded_measured_deduplicated_and_broken_on
         ),
         ("Red Bowl", "/img/huge.png"): (
             None, None, None, None, None, None, "BodyTooLarge",
-            f"Content-Length {len(HUGE)} exceeds the {CAP} byte cap",
+            f"Content-Length {len(HUGE):,} exceeds the {CAP:,}-byte cap",
         ),
         ("Red Bowl", "/img/streamed.png"): (
-            None, None, None, None, None, None, "BodyTooLarge", f"body exceeds the {CAP} byte cap",
+            None, None, None, None, None, None, "BodyTooLarge", f"body exceeds the {CAP:,}-byte cap",
         ),
     }  # fmt: skip
 

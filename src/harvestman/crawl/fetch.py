@@ -484,7 +484,7 @@ async def _read_body(
     length = response.content_length
     if length is not None and length > raw_cap and not truncate:
         response.close()
-        raise BodyTooLarge(f"Content-Length {length} exceeds the {cap} byte cap", url)
+        raise BodyTooLarge(f"Content-Length {length:,} exceeds the {cap:,}-byte cap", url)
     if decoder is None and length is not None and length <= cap:
         # The parser never hands over more than Content-Length bytes, so this cannot overrun.
         return await response.read(), False
@@ -496,14 +496,14 @@ async def _read_body(
         if decoder is not None and raw_total > raw_cap:
             response.close()
             if not truncate:
-                raise BodyTooLarge(f"encoded body exceeds {raw_cap} bytes", url)
+                raise BodyTooLarge(f"encoded body exceeds {raw_cap:,} bytes", url)
             return b"".join(parts), True
         for piece in decoder.decode(chunk) if decoder is not None else (chunk,):
             total += len(piece)
             if total > cap:
                 response.close()
                 if not truncate:
-                    raise BodyTooLarge(f"body exceeds the {cap} byte cap", url)
+                    raise BodyTooLarge(f"body exceeds the {cap:,}-byte cap", url)
                 parts.append(piece[: len(piece) - (total - cap)])
                 return b"".join(parts), True
             parts.append(piece)
