@@ -238,7 +238,8 @@ async def test_product_images_are_downloaded_measured_deduplicated_and_broken_on
             f"Content-Length {len(HUGE):,} exceeds the {CAP:,}-byte cap",
         ),
         ("Red Bowl", "/img/streamed.png"): (
-            None, None, None, None, None, None, "BodyTooLarge", f"body exceeds the {CAP:,}-byte cap",
+            None, None, None, None, None, None, "BodyTooLarge",
+            f"body exceeds the {CAP:,}-byte cap",
         ),
     }  # fmt: skip
 
