@@ -7,8 +7,9 @@ import os
 import socket
 import subprocess
 import sys
+import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -57,25 +58,24 @@ async def sites() -> AsyncIterator[Sites]:
         yield found
 
 
-@pytest.fixture
-def service(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
-    """``harvestman serve`` on SQLite in a subprocess; the allow-list is the test's marker."""
-    allow = request.node.get_closest_marker("network_allow")
+def _start_service(db: Path, allow: str | None) -> tuple[subprocess.Popen[bytes], str]:
+    """``harvestman serve`` on SQLite in a subprocess, with ``allow`` as its network allow-list;
+    the process and its base URL once it answers."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARVESTMAN_")}
     env.update(
-        HARVESTMAN_DATABASE_URL=f"sqlite:///{tmp_path / 'serve.db'}",
+        HARVESTMAN_DATABASE_URL=f"sqlite:///{db}",
         HARVESTMAN_API_JWT_SECRET=SECRET,
         HARVESTMAN_FRONTIER_DELAY="0",
         HARVESTMAN_FETCH_TIMEOUT="5",
         HARVESTMAN_DISCOVERY_SITEMAPS="false",
     )
     if allow is not None:
-        env["HARVESTMAN_NETWORK_ALLOW"] = allow.args[0]
+        env["HARVESTMAN_NETWORK_ALLOW"] = allow
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-c", SERVE, "--port", str(port)],
         env=env,
-        cwd=tmp_path,
+        cwd=db.parent,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -84,14 +84,41 @@ def service(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
         for _ in range(400):  # the test's own timeout bounds the wait
             try:
                 httpx.get(f"{base}/health", timeout=1)
-                break
+                return proc, base
             except httpx.TransportError:
                 assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
                 subprocess.run(["sleep", "0.05"], check=True)
-        yield base
-    finally:
+        raise AssertionError(f"serve did not answer on {base}")
+    except BaseException:
         proc.terminate()
         proc.communicate(timeout=20)
+        raise
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str | None], str]]:
+    """One ``harvestman serve`` per allow-list for the module (a start costs seconds): the
+    refusal tests share it, and each names what it creates after its own case."""
+    running: dict[str | None, tuple[subprocess.Popen[bytes], str]] = {}
+
+    def service_for(allow: str | None) -> str:
+        if allow not in running:
+            running[allow] = _start_service(tmp_path_factory.mktemp("serve") / "serve.db", allow)
+        return running[allow][1]
+
+    try:
+        yield service_for
+    finally:
+        for proc, _ in running.values():
+            proc.terminate()
+            proc.communicate(timeout=20)
+
+
+@pytest.fixture
+def service(services: Callable[[str | None], str], request: pytest.FixtureRequest) -> str:
+    """The module's ``harvestman serve`` for the test's ``network_allow`` marker."""
+    allow = request.node.get_closest_marker("network_allow")
+    return services(allow.args[0] if allow is not None else None)
 
 
 ADMIN = bearer("admin")
@@ -119,9 +146,12 @@ DECODED_TO_LOOPBACK = [
 @pytest.mark.parametrize("form", DECODED_TO_LOOPBACK)
 async def test_urls_the_normalizer_decodes_to_loopback_are_refused(service: str, form: str) -> None:
     url = form.format(port=_free_port())
-    source = await _post(service, "/api/v1/sources", {"name": "s", "start_urls": [url]})
+    case = uuid.uuid4().hex[:8]  # the cases share one server: names of their own
+    source = await _post(service, "/api/v1/sources", {"name": f"s{case}", "start_urls": [url]})
     assert (source.status_code, source.json()["error"]["code"]) == (422, "url_refused")
-    good = await _post(service, "/api/v1/sources", {"name": "g", "start_urls": ["http://8.8.8.8/"]})
+    good = await _post(
+        service, "/api/v1/sources", {"name": f"g{case}", "start_urls": ["http://8.8.8.8/"]}
+    )
     assert good.status_code == 201, good.text
     job = await _post(service, "/api/v1/jobs", {"source_id": good.json()["id"], "url": url})
     assert (job.status_code, job.json()["error"]["code"]) == (422, "url_refused")
@@ -148,7 +178,8 @@ async def test_scope_rules_that_reach_private_hosts_or_backtrack_are_refused(
     response = await _post(service, "/api/v1/sources", body)
     assert (response.status_code, response.json()["error"]["code"]) == (422, code)
     allowed = {"allow_domains": ["10.1.2.3", "example.org"], "include": ["(.*.*)*X"]}
-    ok = await _post(service, "/api/v1/sources", {**body, "name": "ok", "scope": allowed})
+    name = f"ok-{uuid.uuid4().hex[:8]}"  # the cases share one server: names of their own
+    ok = await _post(service, "/api/v1/sources", {**body, "name": name, "scope": allowed})
     assert ok.status_code == 201, ok.text
 
 
