@@ -72,13 +72,15 @@ def _start_service(db: Path, allow: str | None) -> tuple[subprocess.Popen[bytes]
     if allow is not None:
         env["HARVESTMAN_NETWORK_ALLOW"] = allow
     port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "--port", str(port)],
-        env=env,
-        cwd=db.parent,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    log = db.with_suffix(".log")  # a file, not a pipe: the server outlives many requests
+    with log.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SERVE, "--port", str(port)],
+            env=env,
+            cwd=db.parent,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(400):  # the test's own timeout bounds the wait
@@ -86,12 +88,12 @@ def _start_service(db: Path, allow: str | None) -> tuple[subprocess.Popen[bytes]
                 httpx.get(f"{base}/health", timeout=1)
                 return proc, base
             except httpx.TransportError:
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
+                assert proc.poll() is None, log.read_text(errors="replace")
                 subprocess.run(["sleep", "0.05"], check=True)
         raise AssertionError(f"serve did not answer on {base}")
     except BaseException:
         proc.terminate()
-        proc.communicate(timeout=20)
+        proc.wait(timeout=20)
         raise
 
 
@@ -111,7 +113,7 @@ def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str
     finally:
         for proc, _ in running.values():
             proc.terminate()
-            proc.communicate(timeout=20)
+            proc.wait(timeout=20)
 
 
 @pytest.fixture
