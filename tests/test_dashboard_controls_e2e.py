@@ -373,7 +373,7 @@ async def test_a_late_answer_to_earlier_filters_does_not_replace_the_list(
     dashboard: Dashboard,
 ) -> None:
     """Filters changed twice send two reads; the first may answer last. The view shows the
-    second's list (each filtering view asks `api.readOrder` whether a later read started)."""
+    second's list (each filtering view reads through `api.latestOnly`)."""
     from playwright.async_api import expect
 
     site = dashboard.site

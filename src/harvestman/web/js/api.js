@@ -27,16 +27,28 @@ export class ApiError extends Error {
   }
 }
 
-/** A view's guard against answers that arrive out of order: each call of the returned function
- * starts a read and returns `current()`, true until a later read starts. Filters changed twice in
- * quick succession send two reads; the first to be asked for may answer last and must not
- * overwrite the second's. */
-export function readOrder() {
+/** A promise that never settles, made anew each time: one shared would keep every caller
+ * waiting on it (and all they hold) alive for the page's life. */
+const never = () => new Promise(() => {});
+
+/** A view's reads, answered in the order asked: `latest(promise)` settles as `promise` does,
+ * unless a later read (or `latest.drop()`) started meanwhile; then it never settles, and the
+ * caller, waiting on it, draws nothing. Filters changed twice in quick succession send two
+ * reads; the first may answer last and must not overwrite the second's. */
+export function latestOnly() {
   let last = 0;
-  return () => {
+  const latest = async (promise) => {
     const mine = ++last;
-    return () => mine === last;
+    try {
+      const value = await promise;
+      return mine === last ? value : never();
+    } catch (exc) {
+      if (mine === last) throw exc;
+      return never();
+    }
   };
+  latest.drop = () => { last += 1; };
+  return latest;
 }
 
 /** Tell the page-wide banner how the API is doing: "ok", "down", "rate", "unauthorized". */

@@ -1,7 +1,7 @@
 // Domains: a sortable, filterable table with each host's robots.txt (viewable), politeness
 // and the admin's reset and per-domain settings (domainsettings.js).
 
-import { api, describe, readOrder } from "../api.js";
+import { api, describe, latestOnly } from "../api.js";
 import { confirmAction } from "../confirm.js";
 import { crawlPicker } from "../crawls.js";
 import { field, fill, h } from "../dom.js";
@@ -43,7 +43,7 @@ async function showRobots(host) {
 }
 
 export function render(main) {
-  const read = readOrder(); // a filter's read drawn only if no later one started
+  const latest = latestOnly(); // a filter's read drawn only if no later one started
   const pager = new Pager(100);
   let sort = { key: "host", dir: "asc" };
   let rows = [];
@@ -110,16 +110,13 @@ export function render(main) {
   }
 
   async function load() {
-    const current = read();
     try {
-      const got = await api("/api/domains", { query: { host: filter.value.trim(), crawl: crawl.input.value, ...pager.params() } });
-      if (!current()) return; // the filters changed meanwhile: the later read draws
-      answer = got;
+      answer = await latest(api("/api/domains", { query: { host: filter.value.trim(), crawl: crawl.input.value, ...pager.params() } }));
       pager.update(answer);
       rows = answer.items;
       draw();
     } catch (exc) {
-      if (current()) fill(box, h("p", { class: "error-text" }, describe(exc)));
+      fill(box, h("p", { class: "error-text" }, describe(exc)));
     }
   }
 

@@ -2,7 +2,7 @@
 // filtered by host and class, re-queued one by one or all those the filters match (after a
 // confirmation that counts them); and the recent error log.
 
-import { api, describe, readOrder } from "../api.js";
+import { api, describe, latestOnly } from "../api.js";
 import { confirmAction } from "../confirm.js";
 import { field, fill, h } from "../dom.js";
 import { num, time } from "../format.js";
@@ -22,8 +22,8 @@ export function render(main) {
   const box = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   const logBox = h("div", { "data-testid": "error-log" });
   let answer = null;
-  const listRead = readOrder();
-  const logRead = readOrder();
+  const latestList = latestOnly(); // each read drawn only if no later one started
+  const latestLog = latestOnly();
 
   fill(main,
     h("h1", {}, "Errors"),
@@ -147,18 +147,14 @@ export function render(main) {
   }
 
   async function load() {
-    const current = listRead();
     try {
-      const got = await api("/api/dead-letter", {
+      answer = await latestList(api("/api/dead-letter", {
         query: { crawl: crawl.input.value.trim(), host: host.value.trim(), type: kind.value, ...pager.params() },
-      });
-      if (!current()) return; // the filters changed meanwhile: the later read draws
-      answer = got;
+      }));
       pager.update(answer);
       drawClasses();
       draw();
     } catch (exc) {
-      if (!current()) return;
       answer = null;
       summary.textContent = "";
       requeueAll.hidden = true;
@@ -168,11 +164,9 @@ export function render(main) {
   }
 
   async function loadLog() {
-    const current = logRead();
     try {
       const query = { crawl: crawl.input.value.trim(), host: host.value.trim() };
-      const log = await api("/api/errors", { query: { ...query, limit: 20 } });
-      if (!current()) return;
+      const log = await latestLog(api("/api/errors", { query: { ...query, limit: 20 } }));
       fill(logBox, dataTable({
         testid: "error-log-table",
         rows: log.items,
@@ -188,7 +182,7 @@ export function render(main) {
         ],
       }));
     } catch (exc) {
-      if (current()) fill(logBox, h("p", { class: "error-text" }, crawlProblem(exc)));
+      fill(logBox, h("p", { class: "error-text" }, crawlProblem(exc)));
     }
   }
 

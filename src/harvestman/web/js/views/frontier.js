@@ -1,7 +1,7 @@
 // Frontier: URLs of a crawl by status and host (sortable by priority and depth), its
 // figures, and seeding new URLs (admin).
 
-import { api, describe, readOrder } from "../api.js";
+import { api, describe, latestOnly } from "../api.js";
 import { field, fill, h, showFieldErrors } from "../dom.js";
 import { num, relative } from "../format.js";
 import { Pager } from "../pager.js";
@@ -31,7 +31,7 @@ export function crawlProblem(exc) {
 }
 
 export function render(main) {
-  const read = readOrder(); // a filter's read drawn only if no later one started
+  const latest = latestOnly(); // a filter's read drawn only if no later one started
   const pager = new Pager(50);
   let sort = { key: "id", dir: "asc" };
   let rows = [];
@@ -89,13 +89,11 @@ export function render(main) {
     const name = crawl.input.value.trim();
     scope.textContent = scopeText(name);
     keepInHash({ status: status.value || "any", host: host.value.trim() });
-    const current = read();
     try {
-      const [answer, stats] = await Promise.all([
+      const [answer, stats] = await latest(Promise.all([
         api("/api/frontier/urls", { query: { crawl: name, status: status.value, host: host.value.trim(), ...pager.params() } }),
         api("/api/frontier/stats", { query: { crawl: name } }),
-      ]);
-      if (!current()) return; // the filters changed meanwhile: the later read draws
+      ]));
       pager.update(answer);
       rows = answer.items;
       fill(statsBox,
@@ -103,7 +101,6 @@ export function render(main) {
           .map(([label, value]) => h("div", { class: "card" }, h("div", { class: "label" }, label), h("div", { class: "value" }, num(value)))));
       draw();
     } catch (exc) {
-      if (!current()) return;
       fill(statsBox);
       fill(box, h("p", { class: "error-text" }, crawlProblem(exc)));
     }

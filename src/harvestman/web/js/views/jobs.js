@@ -1,7 +1,7 @@
 // Jobs: the list (state, next run, interval and adapted interval, last result), the
 // actions each state allows, and the create form.
 
-import { api, describe, readOrder } from "../api.js";
+import { api, describe, latestOnly } from "../api.js";
 import { field, fill, h } from "../dom.js";
 import { relative, span } from "../format.js";
 import { Pager } from "../pager.js";
@@ -45,7 +45,7 @@ export function lastResult(job) {
 }
 
 export function render(main) {
-  const read = readOrder(); // a filter's read drawn only if no later one started
+  const latest = latestOnly(); // a filter's read drawn only if no later one started
   const pager = new Pager(50);
   const stateFilter = h("select", { name: "status" },
     h("option", { value: "" }, "any state"), STATES.map((s) => h("option", { value: s }, s)));
@@ -116,15 +116,13 @@ export function render(main) {
   }
 
   async function load() {
-    const current = read();
     try {
-      const answer = await api("/api/v1/jobs", { query: { status: stateFilter.value, ...pager.params() } });
-      if (!current()) return; // the filter changed meanwhile: the later read draws
+      const answer = await latest(api("/api/v1/jobs", { query: { status: stateFilter.value, ...pager.params() } }));
       pager.update(answer);
       rows = answer.items;
       draw();
     } catch (exc) {
-      if (current()) fill(box, h("p", { class: "error-text" }, describe(exc)));
+      fill(box, h("p", { class: "error-text" }, describe(exc)));
     }
   }
 

@@ -3,7 +3,7 @@
 // (GET /api/search). Each title opens the page's detail; the list as filtered downloads as
 // CSV or JSONL (GET /api/pages/export).
 
-import { api, readOrder } from "../api.js";
+import { api, latestOnly } from "../api.js";
 import { crawlOf, emptyFor, keepInHash, scopeText } from "../crawls.js";
 import { field, fill, h } from "../dom.js";
 import { bytes, ms, time } from "../format.js";
@@ -36,7 +36,7 @@ export function marked(snippet) {
 }
 
 export function render(main, { query = new URLSearchParams() } = {}) {
-  const read = readOrder(); // a filter's read drawn only if no later one started
+  const latest = latestOnly(); // a filter's read drawn only if no later one started
   const pager = new Pager(200);
   let rows = [];
   let crawls = [];
@@ -129,22 +129,18 @@ export function render(main, { query = new URLSearchParams() } = {}) {
     const name = crawl.input.value.trim();
     scope.textContent = scopeText(name);
     keepInHash({ host: host.value.trim(), status_code: code.value, validation_status: check.value });
-    const current = read();
     try {
       if (fullText.checked && q) {
         pager.limit = 50;
         const { limit, offset } = pager.params();
-        const found = await api("/api/search", {
+        hits = await latest(api("/api/search", {
           query: { q, target: "pages", crawl: name, domain: host.value.trim(), limit, offset },
-        });
-        if (!current()) return; // the filters changed meanwhile: the later read draws
-        hits = found;
+        }));
         pager.update(hits);
       } else {
         pager.limit = 200;
         const filters = { crawl: name, host: host.value.trim(), status_code: code.value, validation_status: check.value };
-        const answer = await api("/api/pages", { query: { ...filters, ...pager.params() } });
-        if (!current()) return;
+        const answer = await latest(api("/api/pages", { query: { ...filters, ...pager.params() } }));
         hits = null;
         applied = filters;
         pager.update(answer);
@@ -152,7 +148,6 @@ export function render(main, { query = new URLSearchParams() } = {}) {
       }
       draw();
     } catch (exc) {
-      if (!current()) return;
       fill(box, h("p", { class: "error-text" }, exc.status === 404 && !exc.details ? "Full-text search is not available on this server." : crawlProblem(exc)));
     }
   }

@@ -3,7 +3,7 @@
 // is under half the days before; rollouts of new versions beside the stable one, with
 // promote and roll back for an admin.
 
-import { api, describe, readOrder } from "../api.js";
+import { api, describe, latestOnly } from "../api.js";
 import { crawlPicker, emptyFor, scopeText } from "../crawls.js";
 import { field, fill, h } from "../dom.js";
 import { num, pct, time } from "../format.js";
@@ -17,7 +17,7 @@ function halved(rate, baseline) {
 }
 
 export function render(main) {
-  const read = readOrder(); // a filter's read drawn only if no later one started
+  const latest = latestOnly(); // a filter's read drawn only if no later one started
   let crawls = [];
   const crawl = crawlPicker({ name: "crawl", onChange: () => load() });
   crawl.input.ready.then((found) => { crawls = found; });
@@ -74,10 +74,8 @@ export function render(main) {
   async function load() {
     const name = crawl.input.value;
     scope.textContent = scopeText(name);
-    const current = read();
     try {
-      const stats = await api("/api/parsers/stats", { query: name ? { crawl: name } : {} });
-      if (!current()) return; // the crawl changed meanwhile: the later read draws
+      const stats = await latest(api("/api/parsers/stats", { query: name ? { crawl: name } : {} }));
       fill(statsBox, dataTable({
         rows: stats.items,
         testid: "parser-lines",
@@ -98,7 +96,6 @@ export function render(main) {
       }));
       fill(rolloutsBox, stats.rollouts.length ? rolloutTable(stats.rollouts) : h("p", { class: "empty" }, "No rollout: each parser runs its first loaded version."));
     } catch (exc) {
-      if (!current()) return;
       fill(statsBox, h("p", { class: "error-text" }, crawlProblem(exc)));
       fill(rolloutsBox);
     }

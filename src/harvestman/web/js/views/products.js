@@ -1,7 +1,7 @@
 // Products: stored products found by price, availability, brand, category, rating and domain
 // (GET /api/products), in the API's order; each name opens the product view.
 
-import { api, describe, readOrder } from "../api.js";
+import { api, describe, latestOnly } from "../api.js";
 import { crawlOf, crawlPicker, emptyFor, scopeText } from "../crawls.js";
 import { field, fill, h } from "../dom.js";
 import { decimal, time } from "../format.js";
@@ -25,7 +25,7 @@ export function price(offer) {
 }
 
 export function render(main) {
-  const read = readOrder(); // a filter's read drawn only if no later one started
+  const latest = latestOnly(); // a filter's read drawn only if no later one started
   const pager = new Pager(50);
   let crawls = [];
   let applied = null; // the filters of the list shown: what a download holds
@@ -70,10 +70,8 @@ export function render(main) {
       availability: availability.value, currency: currency.value.trim(),
       min_price: minPrice.value, max_price: maxPrice.value, sort, order: dir,
     };
-    const current = read();
     try {
-      const answer = await api("/api/products", { query: { ...filters, ...pager.params() } });
-      if (!current()) return; // the filters changed meanwhile: the later read draws
+      const answer = await latest(api("/api/products", { query: { ...filters, ...pager.params() } }));
       applied = filters;
       pager.update(answer);
       fill(box, dataTable({
@@ -92,7 +90,7 @@ export function render(main) {
         ].filter(Boolean),
       }), pager.controls(load));
     } catch (exc) {
-      if (current()) fill(box, h("p", { class: "error-text" }, describe(exc)));
+      fill(box, h("p", { class: "error-text" }, describe(exc)));
     }
   }
 

@@ -2,7 +2,7 @@
 // run's log — followed live while it runs, or read from the store; searched, filtered by
 // level, downloaded — with a small chart of its pages over time.
 
-import { api, describe, download, readOrder } from "../api.js";
+import { api, describe, download, latestOnly } from "../api.js";
 import { lineChart } from "../charts.js";
 import { fill, h } from "../dom.js";
 import { ms, num, pct, span, time } from "../format.js";
@@ -58,7 +58,7 @@ export function runLog(jobId, { onRunEnded = () => {} } = {}) {
   let after = 0; // the last seq read of a stored log
   let count = 0; // lines shown
   let typing = null;
-  const read = readOrder(); // a log read drawn only if no later one (or a follow) started
+  const latestLines = latestOnly(); // a log read drawn only if no later one (or a follow) started
 
   search.addEventListener("input", () => {
     clearTimeout(typing);
@@ -150,7 +150,7 @@ export function runLog(jobId, { onRunEnded = () => {} } = {}) {
     drawChart(execution);
     const filtered = Object.keys(filters()).length > 0;
     if (execution.status === "running" && !filtered) {
-      read(); // a read still on its way (the filters were just cleared) must not add its lines
+      latestLines.drop(); // a read still on its way (the filters were just cleared) adds no line
       follow(execution);
     } else readLines(false);
   }
@@ -164,13 +164,12 @@ export function runLog(jobId, { onRunEnded = () => {} } = {}) {
 
   async function readLines(further) {
     const execution = shown;
-    const current = read();
     logState.textContent = "Reading the log…";
     try {
-      const answer = await api(`/api/v1/jobs/${jobId}/logs`, {
+      const answer = await latestLines(api(`/api/v1/jobs/${jobId}/logs`, {
         query: { execution_id: execution.id, after: further ? after : 0, limit: PAGE, ...filters() },
-      });
-      if (closed || execution !== shown || !current()) return;
+      }));
+      if (closed || execution !== shown) return;
       answer.lines.forEach(appendLine);
       if (answer.lines.length) after = answer.lines[answer.lines.length - 1].seq;
       more.hidden = answer.next_after === null || answer.next_after === undefined;
@@ -180,7 +179,7 @@ export function runLog(jobId, { onRunEnded = () => {} } = {}) {
         ? `${num(count)} ${count === 1 ? "line" : "lines"}${filtered ? (count === 1 ? " matches" : " match") : ""}${more.hidden ? "." : " so far."}`
         : filtered ? "No line matches." : "This run logged nothing.") + still;
     } catch (exc) {
-      if (current()) logState.textContent = describe(exc);
+      logState.textContent = describe(exc);
     }
   }
 

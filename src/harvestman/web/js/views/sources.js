@@ -2,7 +2,7 @@
 // form to create, edit or clone one, and delete with a confirmation. Creating an enabled
 // source makes its job at once: the notice names it, with a link.
 
-import { api, describe, readOrder } from "../api.js";
+import { api, describe, latestOnly } from "../api.js";
 import { confirmAction } from "../confirm.js";
 import { viewLink } from "../crawls.js";
 import { field, fill, h, showFieldErrors } from "../dom.js";
@@ -113,7 +113,7 @@ function savedText(source, mode) {
 }
 
 export function render(main) {
-  const read = readOrder(); // a filter's read drawn only if no later one started
+  const latest = latestOnly(); // a filter's read drawn only if no later one started
   const pager = new Pager(50);
   const notice = h("p", { role: "status", "data-testid": "sources-status" });
   const formBox = h("div");
@@ -193,15 +193,13 @@ export function render(main) {
   }
 
   async function load() {
-    const current = read();
     try {
-      const answer = await api("/api/v1/sources", { query: { name: search.value.trim(), ...pager.params() } });
-      if (!current()) return; // the search changed meanwhile: the later read draws
+      const answer = await latest(api("/api/v1/sources", { query: { name: search.value.trim(), ...pager.params() } }));
       pager.update(answer);
       rows = answer.items;
       draw();
     } catch (exc) {
-      if (current()) fill(box, h("p", { class: "error-text" }, describe(exc)));
+      fill(box, h("p", { class: "error-text" }, describe(exc)));
     }
   }
 
