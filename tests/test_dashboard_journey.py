@@ -93,6 +93,12 @@ async def test_a_new_user_crawls_a_shop_sees_its_results_and_a_price_change(
     await page.get_by_role("button", name="Sign in").click()
     await page.get_by_role("heading", name="Overview").wait_for()
 
+    # Before any crawl the lists say they are empty, not that filters hid something.
+    await _nav(page, "Pages").click()
+    await expect(page.locator("main")).to_contain_text("No page stored in any crawl.")
+    await _nav(page, "Frontier").click()
+    await expect(page.locator("main")).to_contain_text("No pending URL in any crawl.")
+
     # A source for the shop, made in the dashboard: the notice names the job it made.
     await _nav(page, "Sources").click()
     await page.get_by_role("button", name="New source").click()

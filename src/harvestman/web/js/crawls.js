@@ -77,14 +77,16 @@ export function crawlPicker({ name = "crawl", onChange = null } = {}) {
   return { input: select, list: null };
 }
 
-/** What an empty list says: which crawl it looked at, and that others hold data. */
-export function emptyFor(what, crawl, crawls = []) {
-  if (!crawl) return `No ${what} in any crawl for these filters.`;
+/** What an empty list says: which crawl it looked at, and that others hold data;
+ * "for these filters" only when a filter besides the crawl is set (`filtered`). */
+export function emptyFor(what, crawl, crawls = [], filtered = false) {
+  const these = filtered ? " for these filters" : "";
+  if (!crawl) return `No ${what} in any crawl${these}.`;
   const others = crawls.filter((c) => c.name !== crawl).map((c) => c.name);
   const elsewhere = others.length
     ? ` ${num(others.length)} other crawl${others.length === 1 ? "" : "s"} exist${others.length === 1 ? "s" : ""} (${others.slice(0, 5).join(", ")}${others.length > 5 ? ", …" : ""}): choose “All crawls” to see them.`
     : "";
-  return `No ${what} in the crawl “${crawl}” for these filters.${elsewhere}`;
+  return `No ${what} in the crawl “${crawl}”${these}.${elsewhere}`;
 }
 
 /** The crawl a row belongs to, when the API says it (lists of all crawls do). */

@@ -109,7 +109,8 @@ export function render(main, { query = new URLSearchParams() } = {}) {
       sort,
       onSort: (next) => { sort = next; draw(); },
       caption: needle ? `${shown.length} of the ${rows.length} pages loaded match “${text.value.trim()}” (downloads hold every page of the other filters).` : null,
-      emptyText: rows.length ? "No loaded page matches: load the next rows or change the filters." : emptyFor("page stored", applied?.crawl || "", crawls),
+      emptyText: rows.length ? "No loaded page matches: load the next rows or change the filters." : emptyFor("page stored", applied?.crawl || "", crawls,
+        Boolean(applied && (applied.host || applied.status_code || applied.validation_status))),
       columns: [
         { key: "fetched_at", label: "Fetched", sortable: true, render: (p) => time(p.fetched_at) },
         { key: "status_code", label: "Status", numeric: true, sortable: true },

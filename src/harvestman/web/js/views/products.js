@@ -77,7 +77,8 @@ export function render(main) {
       fill(box, dataTable({
         testid: "products-table",
         rows: answer.items,
-        emptyText: emptyFor("stored product", filters.crawl, crawls),
+        emptyText: emptyFor("stored product", filters.crawl, crawls,
+          Object.entries(filters).some(([key, value]) => !["crawl", "sort", "order"].includes(key) && value)),
         columns: [
           { key: "name", label: "Product", render: (p) => h("a", { href: `#/products/${p.id}` }, p.name || `#${p.id}`) },
           { key: "price", label: "Price", numeric: true, render: (p) => price(p.offers[0]) },
