@@ -227,6 +227,17 @@ async def test_an_admin_watches_the_crawl_and_steers_jobs(dashboard: Dashboard) 
     await page.get_by_label("Crawl").select_option(f"testsite-{served.source_id}")
     await expect(page.get_by_test_id("pages-table")).to_contain_text(site.url("/"))
     assert page.url.endswith(f"#/pages?crawl=testsite-{served.source_id}")
+    # A page whose fetch failed says why in its row, not just a blank status: once the crawl
+    # has stored the bomb's failure, the list drawn again shows its error.
+    crawl_name = f"testsite-{served.source_id}"
+    for _ in range(200):
+        listed = await _api(served, "GET", f"/api/pages?crawl={crawl_name}&limit=100")
+        if any(p["url"].endswith("/bomb.html") for p in listed.json()["items"]):
+            break
+        await asyncio.sleep(0.1)
+    await page.get_by_role("button", name="Search", exact=True).click()
+    bomb = page.get_by_test_id("pages-table").get_by_role("row").filter(has_text="/bomb.html")
+    await expect(bomb).to_contain_text("BodyTooLarge")
     await page.screenshot(path=screenshot_path("pages"), full_page=True)
 
     # Scheduler: the slots and a rebalance preview.
