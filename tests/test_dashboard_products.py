@@ -97,13 +97,15 @@ async def test_the_product_list_filters_and_a_product_shows_its_price_history(
     await expect(table.locator("tbody tr")).to_have_count(2)  # 0 has no price
     await expect(table.locator("tbody tr").first).to_contain_text("Product 4")
     await expect(table.locator("tbody tr").first).to_contain_text("4.25 EUR")
+    # Availability reads as the filter names it, not as the stored enum.
+    await expect(table.locator("tbody tr").first).to_contain_text("in stock")
     await page.screenshot(path=screenshot_path("products"), full_page=True)
 
     await table.get_by_role("link", name="Product 4").click()
     await expect(page.get_by_test_id("product-name")).to_have_text("Product 4")
     history = page.get_by_test_id("history-table")
     await expect(history.locator("tbody tr")).to_have_count(3)
-    await expect(history.locator("tbody tr").first).to_contain_text("out_of_stock")
+    await expect(history.locator("tbody tr").first).to_contain_text("out of stock")
     chart = page.locator("svg[data-testid=price-chart]")
     await expect(chart.locator("path.line")).to_have_count(1)
     # A step: 25 until the second change, then 19.5 held (the third changed availability alone).

@@ -21,6 +21,11 @@ export function decimal(value, digits = 2) {
   return value === null || value === undefined ? "—" : withDigits(digits).format(value);
 }
 
+/** A stored enum value as words ("in_stock" -> "in stock"), as the filters name them. */
+export function words(value) {
+  return value === null || value === undefined ? value : String(value).replaceAll("_", " ");
+}
+
 export function pct(ratio) {
   return ratio === null || ratio === undefined ? "—" : `${decimal(ratio * 100, 1)}%`;
 }

@@ -3,7 +3,7 @@
 
 import { api, describe, latestOnly } from "../api.js";
 import { field, fill, h, showFieldErrors } from "../dom.js";
-import { num, relative } from "../format.js";
+import { num, relative, words } from "../format.js";
 import { Pager } from "../pager.js";
 import { isAdmin } from "../session.js";
 import { dataTable } from "../table.js";
@@ -42,7 +42,7 @@ export function render(main) {
   const asked = hashQuery().get("status");
   const wanted = asked === "any" ? "" : asked || "pending";
   const status = h("select", { name: "status" },
-    h("option", { value: "" }, "any status"), URL_STATES.map((v) => h("option", { value: v, selected: v === wanted }, v)));
+    h("option", { value: "" }, "any status"), URL_STATES.map((v) => h("option", { value: v, selected: v === wanted }, words(v))));
   const host = h("input", { name: "host", type: "search", placeholder: "exact host, e.g. example.com" });
   const statsBox = h("div", { class: "cards", "data-testid": "frontier-stats" });
   const box = h("div", {}, h("p", { class: "muted" }, "Loading…"));
@@ -75,7 +75,7 @@ export function render(main) {
         { key: "url", label: "URL", url: true, sortable: true },
         rows.some(crawlOf) && !crawl.input.value ? { key: "crawl", label: "Crawl", sortable: true, value: crawlOf, render: crawlOf } : null,
         { key: "host", label: "Host", sortable: true },
-        { key: "status", label: "Status", sortable: true },
+        { key: "status", label: "Status", sortable: true, render: (u) => words(u.status) },
         { key: "priority", label: "Priority", sortable: true, render: (u) => PRIORITY[u.priority] || u.priority },
         { key: "depth", label: "Depth", numeric: true, sortable: true },
         { key: "next_crawl_at", label: "Due", sortable: true, render: (u) => relative(u.next_crawl_at) },

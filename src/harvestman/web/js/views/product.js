@@ -4,7 +4,7 @@
 import { api, describe } from "../api.js";
 import { crawlNames, viewLink } from "../crawls.js";
 import { empty, fill, h } from "../dom.js";
-import { time, timeAxis } from "../format.js";
+import { time, timeAxis, words } from "../format.js";
 import { lineChart } from "../charts.js";
 import { dataTable } from "../table.js";
 import { price } from "./products.js";
@@ -63,7 +63,7 @@ export function render(main, { match }) {
       const crawl = crawls.find((c) => c.id === product.crawl_id)?.name;
       const offer = product.offers[0] || {};
       const facts = [
-        ["Price", price(offer)], ["Availability", offer.availability], ["Condition", offer.condition],
+        ["Price", price(offer)], ["Availability", words(offer.availability)], ["Condition", words(offer.condition)],
         ["Brand", product.brand], ["Category", product.category], ["SKU", product.sku], ["GTIN", product.gtin],
         ["Rating", product.rating], ["Domain", product.domain], ["Page", link(product.seen.page_url)],
         ["Crawl", crawl ? h("a", { href: viewLink("/products", crawl) }, crawl) : `#${product.crawl_id}`],
@@ -88,7 +88,7 @@ export function render(main, { match }) {
             columns: [
               { key: "changed_at", label: "When", render: (c) => time(c.changed_at) },
               { key: "price", label: "Price", numeric: true, render: (c) => price(c) },
-              { key: "availability", label: "Availability" },
+              { key: "availability", label: "Availability", render: (c) => words(c.availability) },
             ],
           }))),
         h("section", { class: "panel" },

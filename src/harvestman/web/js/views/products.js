@@ -4,7 +4,7 @@
 import { api, describe, latestOnly } from "../api.js";
 import { crawlOf, crawlPicker, emptyFor, scopeText } from "../crawls.js";
 import { field, fill, h } from "../dom.js";
-import { decimal, time } from "../format.js";
+import { decimal, time, words } from "../format.js";
 import { Pager } from "../pager.js";
 import { dataTable } from "../table.js";
 import { downloadButtons } from "../downloads.js";
@@ -41,7 +41,7 @@ export function render(main) {
   const minPrice = h("input", { name: "min_price", type: "number", min: "0", step: "any" });
   const maxPrice = h("input", { name: "max_price", type: "number", min: "0", step: "any" });
   const availability = h("select", { name: "availability" },
-    h("option", { value: "" }, "any"), AVAILABILITY.map((v) => h("option", { value: v }, v.replaceAll("_", " "))));
+    h("option", { value: "" }, "any"), AVAILABILITY.map((v) => h("option", { value: v }, words(v))));
   const order = h("select", { name: "order" },
     [["changed:desc", "last changed first"], ["price:asc", "cheapest first"], ["price:desc", "dearest first"],
       ["rating:desc", "best rated first"]].map(([value, label]) => h("option", { value }, label)));
@@ -82,7 +82,7 @@ export function render(main) {
         columns: [
           { key: "name", label: "Product", render: (p) => h("a", { href: `#/products/${p.id}` }, p.name || `#${p.id}`) },
           { key: "price", label: "Price", numeric: true, render: (p) => price(p.offers[0]) },
-          { key: "availability", label: "Availability", render: (p) => p.offers[0]?.availability },
+          { key: "availability", label: "Availability", render: (p) => words(p.offers[0]?.availability) },
           { key: "brand", label: "Brand" },
           { key: "rating", label: "Rating", numeric: true },
           { key: "domain", label: "Domain" },
