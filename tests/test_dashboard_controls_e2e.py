@@ -446,7 +446,7 @@ async def test_the_small_things_a_person_meets(dashboard: Dashboard) -> None:
     )
     assert snippet == ["Steel Kettle 1.7L & lid <b>", 2]
 
-    # The price chart's time labels never overlap, whatever the span.
+    # The price chart's time labels never overlap nor repeat, whatever the span.
     overlaps = await page.evaluate(
         """async () => {
             const { priceChart } = await import("/dashboard/js/views/product.js");
@@ -459,12 +459,14 @@ async def test_the_small_things_a_person_meets(dashboard: Dashboard) -> None:
                 box.style.width = "420px";
                 box.append(priceChart(changes, now));
                 document.body.append(box);
-                const labels = [...box.querySelectorAll("text")]
-                    .filter((t) => t.getAttribute("y") === String(220 - 6))
-                    .map((t) => t.getBoundingClientRect());
+                const texts = [...box.querySelectorAll("text")]
+                    .filter((t) => t.getAttribute("y") === String(220 - 6));
+                const labels = texts.map((t) => t.getBoundingClientRect());
                 for (let i = 1; i < labels.length; i += 1) {
                     if (labels[i].left < labels[i - 1].right) found.push(span);
                 }
+                const names = texts.map((t) => t.textContent);
+                if (new Set(names).size < names.length) found.push(`${span}: ${names}`);
                 box.remove();
             }
             return found;

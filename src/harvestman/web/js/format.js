@@ -84,6 +84,10 @@ export function timeAxis(x0, x1) {
     return (epoch) => new Date(epoch * 1000).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
   }
   if (x1 - x0 <= 86400) return clock;
+  // Up to a few days, ticks fall within a day of each other: the day alone would repeat.
+  if (x1 - x0 <= 5 * 86400) {
+    return (epoch) => new Date(epoch * 1000).toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+  }
   const long = x1 - x0 > 300 * 86400;
   return (epoch) => new Date(epoch * 1000).toLocaleDateString(undefined, long
     ? { year: "numeric", month: "short" }
