@@ -59,7 +59,7 @@ export async function editDomainSettings(host, onSaved) {
       }
     },
   },
-    field("Paused (its URLs stay pending)", paused),
+    h("div", { class: "field", "data-field": "paused" }, h("label", { class: "check" }, paused, "Paused (its URLs stay pending)")),
     field("Crawl delay (s)", delay, "Empty: robots.txt's or the crawl's; never below robots.txt's."),
     field("Concurrency", concurrency, "Requests in flight to this host; empty: the crawl's."),
     field("Re-crawl interval (s)", recrawl, "Empty: the crawl's visited TTL."),
