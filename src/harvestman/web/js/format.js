@@ -69,7 +69,8 @@ export function span(seconds) {
   if (s < 60) return `${s} s`;
   if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 ? ` ${s % 60} s` : ""}`;
   if (s < 86400) return `${Math.floor(s / 3600)} h${s % 3600 >= 60 ? ` ${Math.floor((s % 3600) / 60)} min` : ""}`;
-  return `${decimal(s / 86400, 1)} d`;
+  // A tenth of a day is worth saying in a day or two, not in a year ("1,110 d", not "1,109.8 d").
+  return s < 10 * 86400 ? `${decimal(s / 86400, 1)} d` : `${num(Math.round(s / 86400))} d`;
 }
 
 export function ms(value) {
