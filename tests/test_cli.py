@@ -158,6 +158,17 @@ def test_every_command_shows_its_help() -> None:
     assert len(shown) > 20
     assert set(shown.values()) == {(0, True)}, shown
     assert CONFIG_ENV == config.CONFIG_ENV  # --config names the variable the settings read
+    # A group's list gives each command one summary, wrapped by the screen, not by the source.
+    summaries = {
+        path: command.short_help
+        for path in paths(get_command(app))
+        for command in [get_command(app).commands[path[0]]]
+        if len(path) == 1 and not isinstance(command, TyperGroup)
+    }
+    assert summaries
+    assert all(text and "\n" not in text for text in summaries.values()), summaries
+    listing = " ".join(runner.invoke(app, ["--help"]).stdout.split())
+    assert "streaming; WARC from the raw archive." in listing
     assert f"env var: {CONFIG_ENV}" in runner.invoke(app, ["stats", "--help"]).stdout
 
 

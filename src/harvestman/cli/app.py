@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import inspect
 
 import typer
 
@@ -51,7 +52,22 @@ def _register() -> None:
     app.command()(products.products)
 
 
+def _one_line_summaries(group: typer.Typer) -> None:
+    """Each command's entry in its group's ``--help`` list: the first paragraph of its help on
+    one line. Rich help keeps a docstring's line breaks there, so an entry broke where the
+    source wrapped ("streaming; WARC from the" / "raw archive.") instead of where the screen
+    does; the command's own ``--help`` keeps the whole text."""
+    for info in group.registered_commands:
+        text = info.help or (info.callback.__doc__ if info.callback else None)
+        if info.short_help is None and text:
+            info.short_help = " ".join(inspect.cleandoc(text).split("\n\n")[0].split())
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _one_line_summaries(sub.typer_instance)
+
+
 _register()
+_one_line_summaries(app)
 
 
 def main() -> None:
