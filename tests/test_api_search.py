@@ -88,7 +88,12 @@ async def test_filters_by_crawl_domain_and_dates(api: Api) -> None:
         page("two", text="zephyr", host="b.test", at=300.0, crawl=2),
     )
 
-    assert sorted(names(await search(api, q="zephyr"))) == ["elsewhere", "new", "old", "two"]
+    every = await search(api, q="zephyr")
+    assert sorted(names(every)) == ["elsewhere", "new", "old", "two"]
+    # Over every crawl each hit says whose it is: one page stored by two crawls is two hits.
+    assert {(h["requested_url"].rsplit("/", 1)[1], h["crawl_id"], h["crawl"])
+            for h in every["items"]} == {("elsewhere", 1, "one"), ("new", 1, "one"),
+                                         ("old", 1, "one"), ("two", 2, "two")}  # fmt: skip
     assert sorted(names(await search(api, q="zephyr", crawl="one", domain="b.test"))) == [
         "new", "old"
     ]  # fmt: skip
@@ -202,13 +207,14 @@ async def test_product_hits_carry_the_product_record_and_every_availability_filt
         "rating_count",
         "sources",
         "confidence",
+        "crawl",
     )
     assert {k: hit[k] for k in fields} == {
         "name": "anvil aggregate", "sku": "0446310786", "mpn": "925872",
         "gtin": "09506000134352", "condition": "used", "low_price": "119.99",
         "high_price": "199.99", "offer_count": 5, "rating": "4.4", "best_rating": None,
         "review_count": 89, "rating_count": None, "sources": ["json-ld", "microdata"],
-        "confidence": 0.75,
+        "confidence": 0.75, "crawl": "one",
     }  # fmt: skip
     plain = await search(api, q="anvil", target="products", availability="in_stock")
     assert [(i["name"], i["sources"], i["confidence"]) for i in plain["items"]] == [

@@ -36,7 +36,22 @@ async def test_search_a_crawled_store(site: TestSite, tmp_path: Path) -> None:
     assert "1-2 of 2 matches" in out
 
     code, out, _ = await invoke_cli("search", "malformed", "--db", db, "--domain", "elsewhere.test")
-    assert (code, out.strip()) == (0, "none of 0 matches")
+    assert (code, out.strip()) == (0, "no match")
+
+    # A second crawl of the same site: over every crawl each hit says which crawl stored it.
+    code, _, err = await run_cli(
+        "crawl", site.url("/malformed.html"), "--db", db, "--name", "again", "--max-depth", "0",
+        *FAST, env={"HARVESTMAN_STORE_TEXT": "true"},
+    )  # fmt: skip
+    assert code == 0, err
+    code, out, err = await invoke_cli("search", "malformed", "--db", db)
+    assert code == 0, err
+    assert "1-3 of 3 matches" in out
+    assert (out.count("crawl default"), out.count("crawl again")) == (2, 1)
+    code, out, err = await invoke_cli("search", "malformed", "--db", db, "--json")
+    assert sorted(json.loads(line)["crawl"] for line in out.splitlines()) == [
+        "again", "default", "default"
+    ]  # fmt: skip
 
 
 async def test_a_bad_search_exits_2_with_the_reason(tmp_path: Path) -> None:

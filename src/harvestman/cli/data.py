@@ -293,10 +293,11 @@ def search(
                 availability=availability, limit=limit, offset=offset, since=since_at,
                 until=until_at,
             )  # fmt: skip
+        crawls = {crawl: name for name, crawl in store.reports.crawl_ids().items()}
     if as_json:
         import orjson
 
         for hit in result.hits:
-            sys.stdout.buffer.write(orjson.dumps(hit_record(hit)) + b"\n")
+            sys.stdout.buffer.write(orjson.dumps(hit_record(hit, crawls)) + b"\n")
     else:
-        Console().print(render_hits(result, offset))
+        Console().print(render_hits(result, offset, None if name else crawls))

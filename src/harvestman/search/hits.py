@@ -26,6 +26,7 @@ class PageHit:
     rank: float
     fetched_at: float
     host: str
+    crawl_id: int  # results of every crawl can hold one page twice: each its crawl's
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,7 @@ class ProductHit:
     rating_count: int | None = None
     sources: tuple[str, ...] = field(default=())
     confidence: float | None = None
+    crawl_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,10 +19,13 @@ from harvestman.search.hits import PageHit, ProductHit, SearchResult
 MARK_STYLE = "bold yellow"
 
 
-def hit_record(hit: PageHit | ProductHit) -> dict[str, Any]:
+def hit_record(hit: PageHit | ProductHit, crawls: dict[int, str] | None = None) -> dict[str, Any]:
     """One hit as a JSON-ready dict: the snippet without marks, ``highlights`` the marked
-    ``[start, end)`` spans of it, a price as a decimal string."""
+    ``[start, end)`` spans of it, a price as a decimal string, ``crawl`` the name of its crawl
+    when ``crawls`` (id -> name) is given."""
     record = asdict(hit)
+    if crawls is not None:
+        record["crawl"] = crawls.get(hit.crawl_id) if hit.crawl_id is not None else None
     record["snippet"], spans = to_plain(hit.snippet)
     record["highlights"] = [list(span) for span in spans]
     if isinstance(hit, ProductHit) and hit.price is not None:
@@ -30,18 +33,29 @@ def hit_record(hit: PageHit | ProductHit) -> dict[str, Any]:
     return record
 
 
-def render_hits(result: SearchResult[Any], offset: int) -> Group:
-    """A table of the hits, numbered from ``offset + 1``, and a line saying how many matched."""
+def render_hits(
+    result: SearchResult[Any], offset: int, crawls: dict[int, str] | None = None
+) -> Group:
+    """A table of the hits, numbered from ``offset + 1``, and a line saying how many matched.
+    With ``crawls`` (id -> name: the search went over every crawl), each hit says its crawl
+    when the store holds more than one: one page stored by two crawls is two hits."""
+    named = crawls if crawls is not None and len(crawls) > 1 else None
     table = Table(show_lines=True, expand=False)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("rank", justify="right", no_wrap=True)
     table.add_column("match", overflow="fold", ratio=2)
     table.add_column("snippet", overflow="fold", ratio=3)
     for number, hit in enumerate(result.hits, offset + 1):
-        table.add_row(str(number), f"{hit.rank:.3g}", _heading(hit), _snippet(hit.snippet))
-    shown = f"{offset + 1}-{offset + len(result.hits)}" if result.hits else "none"
+        heading = _heading(hit)
+        if named is not None and hit.crawl_id is not None:
+            heading.append(f"\ncrawl {named.get(hit.crawl_id, hit.crawl_id)}", style="dim")
+        table.add_row(str(number), f"{hit.rank:.3g}", heading, _snippet(hit.snippet))
     bound = "" if result.total_is_exact else "more than "
-    lines = [Text(f"{shown} of {bound}{result.total:,} matches")]
+    if not result.total:
+        lines = [Text("no match")]
+    else:
+        shown = f"{offset + 1}-{offset + len(result.hits)}" if result.hits else "none"
+        lines = [Text(f"{shown} of {bound}{result.total:,} matches")]
     if result.ignored:
         lines.append(Text(f"left out (in most documents): {', '.join(result.ignored)}"))
     return Group(table, *lines) if result.hits else Group(*lines)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
-from harvestman.api.context import context_of
-from harvestman.api.crawls import CrawlQuery
+from harvestman.api.context import ApiContext, context_of
+from harvestman.api.crawls import CrawlQuery, name_rows
 from harvestman.api.crawls import crawl_id as one_crawl_or_all
 from harvestman.api.errors import ApiError
 from harvestman.api.params import User
@@ -54,6 +54,8 @@ class PageHitOut(BaseModel):
     rank: float = Field(description="higher is better; compares within one result only")
     fetched_at: float
     host: str
+    crawl_id: int
+    crawl: str | None = Field(description="the crawl's name: a page stored by two is listed twice")
 
 
 class ProductHitOut(BaseModel):
@@ -84,6 +86,8 @@ class ProductHitOut(BaseModel):
         default_factory=list, description="the structured data forms that agree on it"
     )
     confidence: float | None = Field(None, description="0..1: how far those forms agree")
+    crawl_id: int | None = None
+    crawl: str | None = Field(None, description="the crawl's name")
 
 
 class SearchOut(BaseModel):
@@ -131,7 +135,8 @@ async def search(
             lambda: store.search.search_pages(crawl_id, q, domain=domain, since=since, until=until,
                                  limit=limit, offset=offset)
         )  # fmt: skip
-        items = [_page_out(hit) for hit in pages.hits]
+        names = await ctx.read(lambda: _crawl_names(ctx, pages.hits))
+        items = [_page_out(hit, names[hit.crawl_id]) for hit in pages.hits]
     else:
         result = products = await ctx.read(
             lambda: store.search.search_products(
@@ -141,7 +146,8 @@ async def search(
                 currency=currency, availability=availability, limit=limit, offset=offset,
             )
         )  # fmt: skip
-        items = [_product_out(hit) for hit in products.hits]
+        names = await ctx.read(lambda: _crawl_names(ctx, products.hits))
+        items = [_product_out(hit, names[hit.crawl_id]) for hit in products.hits]
     end = offset + len(result.hits)
     more = len(result.hits) == limit and end < min(result.total, RANK_WINDOW)
     return SearchOut(
@@ -180,14 +186,24 @@ def _check_filters(
         raise ApiError(422, "min_price is above max_price", code="invalid_query")
 
 
-def _page_out(hit: PageHit) -> PageHitOut:
+def _crawl_names(
+    ctx: ApiContext, hits: Sequence[PageHit | ProductHit]
+) -> dict[int | None, str | None]:
+    """The names of the hits' crawls (on the store's thread, as ``name_rows`` is)."""
+    rows: list[dict[str, Any]] = [{"crawl_id": hit.crawl_id} for hit in hits]
+    name_rows(ctx, rows)
+    return {None: None} | {row["crawl_id"]: row["crawl"] for row in rows}
+
+
+def _page_out(hit: PageHit, crawl: str | None) -> PageHitOut:
     return PageHitOut(
         url=hit.url, requested_url=hit.requested_url, title=hit.title,
         snippet=to_html(hit.snippet), rank=hit.rank, fetched_at=hit.fetched_at, host=hit.host,
+        crawl_id=hit.crawl_id, crawl=crawl,
     )  # fmt: skip
 
 
-def _product_out(hit: ProductHit) -> ProductHitOut:
+def _product_out(hit: ProductHit, crawl: str | None) -> ProductHitOut:
     return ProductHitOut(
         name=hit.name, brand=hit.brand, price=hit.price, currency=hit.currency,
         availability=hit.availability, url=hit.url, page_url=hit.page_url,
@@ -196,5 +212,5 @@ def _product_out(hit: ProductHit) -> ProductHitOut:
         low_price=hit.low_price, high_price=hit.high_price, offer_count=hit.offer_count,
         rating=hit.rating, best_rating=hit.best_rating, worst_rating=hit.worst_rating,
         review_count=hit.review_count, rating_count=hit.rating_count,
-        sources=list(hit.sources), confidence=hit.confidence,
+        sources=list(hit.sources), confidence=hit.confidence, crawl_id=hit.crawl_id, crawl=crawl,
     )  # fmt: skip

@@ -55,7 +55,7 @@ def search_pages(
         # Pages fetched before a date are among the oldest rows, not the newest.
         filters.append(Filter("p.fetched_at < :until", {"until": until}, narrow=True))
     query = parse_query(q)
-    columns = "id, final_url, url, title, description, text, fetched_at, host"
+    columns = "id, crawl_id, final_url, url, title, description, text, fetched_at, host"
     ranked, rows = _run(engine, PAGES, query, filters, limit, offset, window, columns)
     hits = [
         PageHit(
@@ -66,6 +66,7 @@ def search_pages(
             rank=score,
             fetched_at=row.fetched_at,
             host=row.host,
+            crawl_id=row.crawl_id,
         )
         for row, score in rows
     ]
@@ -129,7 +130,7 @@ def search_products(
     columns = (
         "id, name, brand, price, currency, availability, product_url, page_url, description, "
         "updated_at, sku, gtin, mpn, condition, low_price, high_price, offer_count, rating, "
-        "best_rating, worst_rating, review_count, rating_count, sources, confidence"
+        "best_rating, worst_rating, review_count, rating_count, sources, confidence, crawl_id"
     )
     ranked, rows = _run(engine, PRODUCTS, query, filters, limit, offset, window, columns)
     hits = [
@@ -159,6 +160,7 @@ def search_products(
             rating_count=row.rating_count,
             sources=tuple(json.loads(row.sources)) if row.sources else (),
             confidence=row.confidence,
+            crawl_id=row.crawl_id,
         )
         for row, score in rows
     ]

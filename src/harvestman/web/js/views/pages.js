@@ -87,10 +87,12 @@ export function render(main, { query = new URLSearchParams() } = {}) {
       emptyText: `No page matches “${text.value.trim()}”.`,
       columns: [
         { key: "title", label: "Title", render: (p) => p.title || "(no title)" },
+        // Over every crawl one page can match twice, once in each crawl that stored it.
+        crawl.input.value.trim() ? null : { key: "crawl", label: "Crawl", render: crawlOf },
         { key: "url", label: "URL", url: true, render: (p) => link(p.url) },
         { key: "snippet", label: "Snippet", render: (p) => marked(p.snippet || "") },
         { key: "fetched_at", label: "Fetched", render: (p) => time(p.fetched_at) },
-      ],
+      ].filter(Boolean),
     }), pager.controls(load));
   }
 
