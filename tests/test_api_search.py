@@ -94,6 +94,10 @@ async def test_filters_by_crawl_domain_and_dates(api: Api) -> None:
     assert {(h["requested_url"].rsplit("/", 1)[1], h["crawl_id"], h["crawl"])
             for h in every["items"]} == {("elsewhere", 1, "one"), ("new", 1, "one"),
                                          ("old", 1, "one"), ("two", 2, "two")}  # fmt: skip
+    # And which stored page it is.
+    for hit in every["items"]:
+        detail = await api.get(f"/api/pages/{hit['page_id']}")
+        assert (detail.status_code, detail.json()["url"]) == (200, hit["requested_url"])
     assert sorted(names(await search(api, q="zephyr", crawl="one", domain="b.test"))) == [
         "new", "old"
     ]  # fmt: skip

@@ -27,6 +27,7 @@ class PageHit:
     fetched_at: float
     host: str
     crawl_id: int  # results of every crawl can hold one page twice: each its crawl's
+    page_id: int  # the stored page (GET /api/pages/{page_id})
 
 
 @dataclass(frozen=True, slots=True)

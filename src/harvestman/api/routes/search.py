@@ -56,6 +56,7 @@ class PageHitOut(BaseModel):
     host: str
     crawl_id: int
     crawl: str | None = Field(description="the crawl's name: a page stored by two is listed twice")
+    page_id: int = Field(description="the stored page: GET /api/pages/{page_id}")
 
 
 class ProductHitOut(BaseModel):
@@ -199,7 +200,7 @@ def _page_out(hit: PageHit, crawl: str | None) -> PageHitOut:
     return PageHitOut(
         url=hit.url, requested_url=hit.requested_url, title=hit.title,
         snippet=to_html(hit.snippet), rank=hit.rank, fetched_at=hit.fetched_at, host=hit.host,
-        crawl_id=hit.crawl_id, crawl=crawl,
+        crawl_id=hit.crawl_id, crawl=crawl, page_id=hit.page_id,
     )  # fmt: skip
 
 

@@ -67,6 +67,7 @@ def search_pages(
             fetched_at=row.fetched_at,
             host=row.host,
             crawl_id=row.crawl_id,
+            page_id=row.id,
         )
         for row, score in rows
     ]

@@ -86,7 +86,7 @@ export function render(main, { query = new URLSearchParams() } = {}) {
       caption: `${hits.total}${hits.total_is_exact ? "" : "+"} ${hits.total === 1 ? "match" : "matches"}, best first.`,
       emptyText: `No page matches “${text.value.trim()}”.`,
       columns: [
-        { key: "title", label: "Title", render: (p) => p.title || "(no title)" },
+        { key: "title", label: "Title", render: (p) => h("a", { href: `#/pages/${p.page_id}`, "data-testid": "page-link" }, p.title || "(no title)") },
         // Over every crawl one page can match twice, once in each crawl that stored it.
         crawl.input.value.trim() ? null : { key: "crawl", label: "Crawl", render: crawlOf },
         { key: "url", label: "URL", url: true, render: (p) => link(p.url) },
