@@ -447,6 +447,18 @@ async def test_the_small_things_a_person_meets(dashboard: Dashboard) -> None:
     )
     assert snippet == ["Steel Kettle 1.7L & lid <b>", 2]
 
+    # A job whose time has come is due, not "12 s ago"; a paused one's time is only a time.
+    due = await page.evaluate(
+        """async () => {
+            const { whenDue } = await import("/dashboard/js/views/jobs.js");
+            const now = 1_800_000_000;
+            return [["scheduled", now - 12], ["pending", now - 7200], ["scheduled", now + 90],
+                    ["paused", now - 12]].map(([status, at]) =>
+                whenDue({ status, next_run_at: at }, now));
+        }"""
+    )
+    assert due == ["due now", "overdue by 2 h", "in 1 min 30 s", "12 s ago"]
+
     # The price chart's time labels never overlap nor repeat, whatever the span.
     overlaps = await page.evaluate(
         """async () => {

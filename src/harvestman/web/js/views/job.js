@@ -5,18 +5,18 @@ import { api, describe } from "../api.js";
 import { confirmAction } from "../confirm.js";
 import { viewLink } from "../crawls.js";
 import { fill, h } from "../dom.js";
-import { relative, time } from "../format.js";
+import { time } from "../format.js";
 import { isAdmin, leaveNotice } from "../session.js";
 import { jobActions } from "./jobactions.js";
 import { jobForm } from "./jobform.js";
-import { adaptedText, intervalText, lastResult, stateBadge } from "./jobs.js";
+import { adaptedText, intervalText, lastResult, stateBadge, whenDue } from "./jobs.js";
 import { runLog } from "./runlog.js";
 
 /** When the job runs next; a cancelled or finished job has no next run. */
 function nextRunText(job) {
   if (job.status === "cancelled") return "none: cancelled (resume it or run it now)";
   if (job.next_run_at === null || job.next_run_at === undefined) return "none";
-  return `${time(job.next_run_at)} (${relative(job.next_run_at)})`;
+  return `${time(job.next_run_at)} (${whenDue(job)})`;
 }
 
 /** A job's crawl and the views opened on it: where its results are, one click away. */

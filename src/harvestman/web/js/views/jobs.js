@@ -34,7 +34,21 @@ export function adaptedText(job) {
 function nextRun(job) {
   if (job.status === "cancelled") return "none";
   if (job.status === "running") return "after this run";
-  return relative(job.next_run_at);
+  return whenDue(job);
+}
+
+/**
+ * When a job waiting to run is due, relative to `now`: one whose time has come is "due now"
+ * (the scheduler takes it at its next poll) or "overdue by 2 h", not "12 s ago"; a paused
+ * job's time is only a time.
+ */
+export function whenDue(job, now = Date.now() / 1000) {
+  const waiting = job.status === "scheduled" || job.status === "pending";
+  if (!waiting || job.next_run_at === null || job.next_run_at === undefined || job.next_run_at > now) {
+    return relative(job.next_run_at, now);
+  }
+  const late = now - job.next_run_at;
+  return late < 60 ? "due now" : `overdue by ${span(late)}`;
 }
 
 export function lastResult(job) {
