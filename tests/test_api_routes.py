@@ -254,6 +254,21 @@ async def test_private_urls_are_refused(api: Api, url: str, refused: bool) -> No
         assert response.status_code == 201, response.text
 
 
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("not a url", "scheme: only http:// and https:// addresses are crawled"),
+        ("ftp://example.com/", "scheme: ftp: is not http(s)"),
+        ("http://example.com:99999/", "bad_port: the port is not a number up to 65535"),
+        ("", "empty: nothing was given"),
+    ],
+)
+async def test_a_refused_url_says_why_in_words(api: Api, url: str, reason: str) -> None:
+    answer = await api.post("/api/v1/sources", json={"name": "a", "start_urls": [url]})
+    assert (answer.status_code, answer.json()["error"]["code"]) == (422, "url_refused")
+    assert answer.json()["error"]["details"]["reason"] == f"not a crawlable URL ({reason})"
+
+
 async def test_allow_list_by_host_name(make_settings: SettingsFactory) -> None:
     async with running_api(make_settings(), allow_networks=["intranet.example"]) as api:
         bad = await api.post(

@@ -33,10 +33,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TRACKING_PARAMS",
     "MAX_URL_LENGTH",
+    "REFUSAL_REASONS",
     "Scope",
     "UrlNormalizer",
     "host_key",
     "normalize_url",
+    "refusal",
     "robots_url",
     "url_hash",
 ]
@@ -45,6 +47,25 @@ DEFAULT_TRACKING_PARAMS: tuple[str, ...] = ("utm_*", "ref", "source", "fbclid", 
 MAX_URL_LENGTH = 2048
 
 _DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
+
+# What each ``UrlError.reason`` of the normalizer means, for a person who typed the URL.
+REFUSAL_REASONS: Final = {
+    "empty": "nothing was given",
+    "scheme": "only http:// and https:// addresses are crawled",
+    "no_host": "the address has no host",
+    "bad_host": "the host is not a valid name or IP address",
+    "bad_port": "the port is not a number up to 65535",
+    "too_long": f"it is longer than {MAX_URL_LENGTH:,} characters once normalized",
+    "unparsable": "it cannot be read as a URL",
+}
+
+
+def refusal(exc: UrlError) -> str:
+    """Why a URL was refused, for a person: the reason token and what it means here
+    ("scheme: ftp: is not http(s)")."""
+    why = exc.detail or REFUSAL_REASONS.get(exc.reason, "")
+    return f"{exc.reason}: {why}" if why else exc.reason
+
 
 # Answers a normalizer remembers (see the module docstring); ~200 bytes each, dropped all at
 # once when full. With page processes both the crawler and its page process hold one: 16,384

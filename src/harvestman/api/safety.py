@@ -24,7 +24,7 @@ from harvestman.api.errors import ApiError
 from harvestman.errors import AddressRefused, ConfigError, PatternError, UrlError
 from harvestman.guard import NetworkGuard, allow_entry, resolve_addresses
 from harvestman.patterns import compile_pattern
-from harvestman.urls import Scope, UrlNormalizer
+from harvestman.urls import Scope, UrlNormalizer, refusal
 
 
 class UrlGuard:
@@ -46,7 +46,7 @@ class UrlGuard:
         try:
             normalized = self.normalizer.normalize(url)
         except UrlError as exc:
-            raise _refused(field, f"not a crawlable URL ({exc.reason})") from None
+            raise _refused(field, f"not a crawlable URL ({refusal(exc)})") from None
         if not normalized.startswith(("http://", "https://")):
             raise _refused(field, "only http and https URLs with a host are accepted")
         try:

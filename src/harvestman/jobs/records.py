@@ -22,7 +22,7 @@ from harvestman.errors import PatternError, UrlError
 from harvestman.jobs.errors import InvalidSpec
 from harvestman.jobs.states import JobStatus
 from harvestman.patterns import compile_pattern
-from harvestman.urls import normalize_url
+from harvestman.urls import normalize_url, refusal
 
 log = logging.getLogger(__name__)
 
@@ -403,7 +403,7 @@ def _http_url(name: str, url: object) -> str:
     try:
         normalized = normalize_url(url.strip())
     except UrlError as exc:
-        raise InvalidSpec(name, f"not a crawlable URL ({exc.reason}): {url[:200]!r}") from None
+        raise InvalidSpec(name, f"not a crawlable URL ({refusal(exc)}): {url[:200]!r}") from None
     if not normalized.startswith(("http://", "https://")):
         raise InvalidSpec(name, f"only http and https URLs are crawled: {url[:200]!r}")
     return normalized
