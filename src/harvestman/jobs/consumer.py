@@ -77,7 +77,9 @@ class ExecutionConsumer:
         self.counters = {"taken": 0, "taken_over": 0, "dropped": 0, "requeued": 0, "waited": 0}
         self._stopping = asyncio.Event()
         self.clock = scheduler.clock
-        self.outage = Outage("worker: the job store", self.clock)
+        # One store, one outage: the scheduler's runs report into it too, so a worker says
+        # once that the store went away and once that it came back.
+        self.outage = scheduler.outage = Outage("worker: the job store", self.clock)
 
     def stop(self) -> None:
         """Stop consuming; runs in progress end as the scheduler's do when it stops."""

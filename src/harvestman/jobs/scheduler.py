@@ -30,7 +30,7 @@ import traceback
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from harvestman.errors import HarvestmanError, StoreError
 from harvestman.jobs.events import SourceEvents
@@ -60,6 +60,10 @@ log = logging.getLogger(__name__)
 
 # What a forced run's execution says from its start, kept in its final record.
 FORCED_MARKS = (FORCED, FORCED_PLANNED)
+# How often a run starting while the store is away asks it again (a local read each time).
+STORE_RETRY_SECONDS = 0.5
+
+_T = TypeVar("_T")
 
 
 class Runner(Protocol):
@@ -274,7 +278,9 @@ class Scheduler:
         job, execution = claim.job, claim.execution
         try:
             # A run taken up again (a redelivery) numbers its lines after those stored.
-            after = await self.store.executions.last_log_seq(execution.id)
+            after = await self._through_outage(
+                run, lambda: self.store.executions.last_log_seq(execution.id)
+            )
             with (
                 self.logs.capture(execution.id, after=after),
                 self.progress.track(execution.id, execution.started_at) as progress,
@@ -292,8 +298,12 @@ class Scheduler:
                 )
                 try:
                     if job.is_forced:  # the mark moves to this run's execution
-                        await self.store.jobs.take_forced(job, execution)
-                    source = await self.store.sources.get(job.source_id)
+                        await self._through_outage(
+                            run, lambda: self.store.jobs.take_forced(job, execution)
+                        )
+                    source = await self._through_outage(
+                        run, lambda: self.store.sources.get(job.source_id)
+                    )
                     result = await self.runner.run(job, source, execution, run.stop)
                 except Exception as exc:
                     log.exception("job %d: the run failed", job.id)
@@ -324,6 +334,25 @@ class Scheduler:
             if self.logs.is_capturing(execution.id):  # the flush above did not happen
                 with contextlib.suppress(HarvestmanError):
                     await self.log_writer.flush(ending=execution.id)
+
+    async def _through_outage(self, run: _Run, step: Callable[[], Awaitable[_T]]) -> _T:
+        """``step`` (a read, or a write that can be repeated), taken again while the store is
+        away, until it answers or the run is stopped. A run that starts as the store goes away
+        waits for it, as its lock's renewals do, rather than ending unrecorded and leaving its
+        job to the lock's expiry."""
+        while True:
+            try:
+                answer = await step()
+            except StoreError as exc:
+                self.outage.failed(exc)
+                if run.stop.is_set():
+                    raise
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(STORE_RETRY_SECONDS):
+                        await run.stop.wait()
+                continue
+            self.outage.recovered()
+            return answer
 
     async def _hand_back(self, run: _Run) -> bool:
         """Return a stopped run's execution to the broker's queue, unfinished, for another
