@@ -46,6 +46,7 @@ class ProductHit:
     rank: float
     updated_at: float
     host: str
+    crawl_id: int
     sku: str | None = None
     gtin: str | None = None
     mpn: str | None = None
@@ -60,7 +61,6 @@ class ProductHit:
     rating_count: int | None = None
     sources: tuple[str, ...] = field(default=())
     confidence: float | None = None
-    crawl_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ def hit_record(hit: PageHit | ProductHit, crawls: dict[int, str] | None = None) 
     when ``crawls`` (id -> name) is given."""
     record = asdict(hit)
     if crawls is not None:
-        record["crawl"] = crawls.get(hit.crawl_id) if hit.crawl_id is not None else None
+        record["crawl"] = crawls.get(hit.crawl_id)
     record["snippet"], spans = to_plain(hit.snippet)
     record["highlights"] = [list(span) for span in spans]
     if isinstance(hit, ProductHit) and hit.price is not None:
@@ -47,7 +47,7 @@ def render_hits(
     table.add_column("snippet", overflow="fold", ratio=3)
     for number, hit in enumerate(result.hits, offset + 1):
         heading = _heading(hit)
-        if named is not None and hit.crawl_id is not None:
+        if named is not None:
             heading.append(f"\ncrawl {named.get(hit.crawl_id, hit.crawl_id)}", style="dim")
         table.add_row(str(number), f"{hit.rank:.3g}", heading, _snippet(hit.snippet))
     bound = "" if result.total_is_exact else "more than "

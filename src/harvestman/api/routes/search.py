@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
@@ -44,6 +44,9 @@ Domain = Annotated[
 ]
 Time = Annotated[float | None, Query(ge=0, le=1e11, allow_inf_nan=False)]
 Price = Annotated[float | None, Query(ge=0, le=1e12, allow_inf_nan=False)]
+
+
+_R = TypeVar("_R", bound=SearchResult[Any])
 
 
 class PageHitOut(BaseModel):
@@ -87,8 +90,8 @@ class ProductHitOut(BaseModel):
         default_factory=list, description="the structured data forms that agree on it"
     )
     confidence: float | None = Field(None, description="0..1: how far those forms agree")
-    crawl_id: int | None = None
-    crawl: str | None = Field(None, description="the crawl's name")
+    crawl_id: int
+    crawl: str | None = Field(description="the crawl's name")
 
 
 class SearchOut(BaseModel):
@@ -132,22 +135,22 @@ async def search(
     items: list[PageHitOut] | list[ProductHitOut]
     result: SearchResult[PageHit] | SearchResult[ProductHit]
     if target == "pages":
-        result = pages = await ctx.read(
-            lambda: store.search.search_pages(crawl_id, q, domain=domain, since=since, until=until,
-                                 limit=limit, offset=offset)
+        pages, names = await ctx.read(
+            lambda: _named(ctx, store.search.search_pages(crawl_id, q, domain=domain, since=since,
+                                                          until=until, limit=limit, offset=offset))
         )  # fmt: skip
-        names = await ctx.read(lambda: _crawl_names(ctx, pages.hits))
+        result = pages
         items = [_page_out(hit, names[hit.crawl_id]) for hit in pages.hits]
     else:
-        result = products = await ctx.read(
-            lambda: store.search.search_products(
+        products, names = await ctx.read(
+            lambda: _named(ctx, store.search.search_products(
                 crawl_id, q, domain=domain, since=since, until=until,
                 min_price=None if min_price is None else Decimal(str(min_price)),
                 max_price=None if max_price is None else Decimal(str(max_price)),
                 currency=currency, availability=availability, limit=limit, offset=offset,
-            )
+            ))
         )  # fmt: skip
-        names = await ctx.read(lambda: _crawl_names(ctx, products.hits))
+        result = products
         items = [_product_out(hit, names[hit.crawl_id]) for hit in products.hits]
     end = offset + len(result.hits)
     more = len(result.hits) == limit and end < min(result.total, RANK_WINDOW)
@@ -187,13 +190,12 @@ def _check_filters(
         raise ApiError(422, "min_price is above max_price", code="invalid_query")
 
 
-def _crawl_names(
-    ctx: ApiContext, hits: Sequence[PageHit | ProductHit]
-) -> dict[int | None, str | None]:
-    """The names of the hits' crawls (on the store's thread, as ``name_rows`` is)."""
-    rows: list[dict[str, Any]] = [{"crawl_id": hit.crawl_id} for hit in hits]
+def _named(ctx: ApiContext, result: _R) -> tuple[_R, dict[int, str | None]]:
+    """``result`` and the names of its hits' crawls, looked up on the store's thread in the
+    same hop as the search (``name_rows``: known names come from the context's cache)."""
+    rows: list[dict[str, Any]] = [{"crawl_id": hit.crawl_id} for hit in result.hits]
     name_rows(ctx, rows)
-    return {None: None} | {row["crawl_id"]: row["crawl"] for row in rows}
+    return result, {row["crawl_id"]: row["crawl"] for row in rows}
 
 
 def _page_out(hit: PageHit, crawl: str | None) -> PageHitOut:

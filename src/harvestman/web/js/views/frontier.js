@@ -70,7 +70,7 @@ export function render(main) {
       sort,
       onSort: (next) => { sort = next; draw(); },
       caption: "Sorting applies to the rows shown.",
-      emptyText: emptyFor(status.value ? `${status.value.replace("_", " ")} URL` : "URL", crawl.input.value, crawls, Boolean(host.value.trim())),
+      emptyText: emptyFor(status.value ? `${words(status.value)} URL` : "URL", crawl.input.value, crawls, Boolean(host.value.trim())),
       columns: [
         { key: "url", label: "URL", url: true, sortable: true },
         rows.some(crawlOf) && !crawl.input.value ? { key: "crawl", label: "Crawl", sortable: true, value: crawlOf, render: crawlOf } : null,
