@@ -131,6 +131,9 @@ async def test_a_new_user_crawls_a_shop_sees_its_results_and_a_price_change(
     listed = await _download(page, "Download this list as CSV")
     rows = list(csv.DictReader(io.StringIO(listed)))
     assert {row["url"] for row in rows} >= {shop.url("/"), shop.url("/p/kettle"), shop.url("/js")}
+    # A page the check rejected says the check's verdict in its row, not an error class.
+    app_row = pages.get_by_role("row").filter(has_text=shop.url("/js"))
+    await expect(app_row).to_contain_text("soft: needs_js")
     # One page in detail: its check, how it was found, the product on it.
     await pages.get_by_role("link", name="Steel Kettle").click()
     await expect(page.get_by_test_id("page-title")).to_have_text("Steel Kettle")

@@ -122,10 +122,11 @@ export function render(main, { query = new URLSearchParams() } = {}) {
         { key: "content_type", label: "Type" },
         { key: "content_length", label: "Size", numeric: true, sortable: true, render: (p) => bytes(p.content_length) },
         { key: "crawl_duration_ms", label: "Took", numeric: true, sortable: true, render: (p) => ms(p.crawl_duration_ms) },
-        // A fetch that failed has no check: its error is what the row has to say.
-        { key: "validation_status", label: "Check", render: (p) => p.error_class
-          ? h("span", { class: "error-text", title: p.error || "" }, p.error_class)
-          : p.rejection_reason ? `${p.validation_status}: ${p.rejection_reason}` : p.validation_status },
+        // A check's own verdict first ("hard: needs_js"); a fetch that failed has none, and
+        // its error is what the row has to say.
+        { key: "validation_status", label: "Check", render: (p) => p.rejection_reason
+          ? `${p.validation_status}: ${p.rejection_reason}`
+          : p.error_class ? h("span", { class: "error-text", title: p.error || "" }, p.error_class) : p.validation_status },
       ].filter((column) => column && (column.key !== "crawl" || rows.some(crawlOf))),
     }), pager.controls(load));
   }
