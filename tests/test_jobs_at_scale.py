@@ -22,7 +22,15 @@ from harvestman.errors import StoreError
 from harvestman.jobs.broker import Delivery, ExecutionMessage, ExecutionQueue
 from harvestman.jobs.consumer import ExecutionConsumer
 from harvestman.jobs.dispatch import Dispatcher
-from harvestman.jobs.records import ExecutionStatus, Job, JobSpec, SourceSpec
+from harvestman.jobs.records import (
+    Execution,
+    ExecutionResult,
+    ExecutionStatus,
+    Job,
+    JobSpec,
+    Source,
+    SourceSpec,
+)
 from harvestman.jobs.states import Action, JobStatus
 from harvestman.jobs.wiring import worker_scheduler
 from harvestman.store import dialect, migrate
@@ -30,7 +38,7 @@ from harvestman.store.jobs.db import JobStore
 from support.fleet import BROKER_URL, delete_queue
 from support.scheduling import make_scheduler
 from support.tcpgate import tcp_gate
-from test_jobs_scheduler import NOW, Clock, ScriptedRunner
+from test_jobs_scheduler import NOW, Clock, ScriptedRunner, crawl_log
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -256,6 +264,63 @@ async def test_a_worker_waits_out_a_store_outage_and_keeps_its_runs(
     lines = [r.getMessage() for r in caplog.records if r.name == "harvestman.jobs.outage"]
     assert sum("unreachable" in line for line in lines) == 2, lines
     assert sum("reachable again" in line for line in lines) == 2, lines
+
+
+class EndingRunner(ScriptedRunner):
+    """A run that ends on its own, completed, once ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    async def run(
+        self, job: Job, source: Source, execution: Execution, stop: asyncio.Event
+    ) -> ExecutionResult:
+        self.calls.append((job.id, execution.execution_number, execution.retry_attempt))
+        crawl_log.info("crawling %s", job.url)
+        self.started.set()
+        await self.release.wait()
+        crawl_log.info("the run's last line")
+        return ExecutionResult(status=ExecutionStatus.COMPLETED, items_crawled=3)
+
+
+async def test_a_run_that_ends_while_the_store_is_away_is_recorded_when_it_is_back(
+    pg_schema_url: str, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    direct = dialect.make_engine(pg_schema_url)
+    migrate.upgrade(direct)
+    direct.dispose()
+    async with tcp_gate("127.0.0.1", 5432) as gate, contextlib.AsyncExitStack() as stack:
+        engine = dialect.make_engine(pg_schema_url.replace(":5432/", f":{gate.port}/", 1))
+        stack.callback(engine.dispose)
+        store = await stack.enter_async_context(JobStore(engine, clock=Clock()))
+        job = await new_job(store, "ending")
+        queue = await stack.enter_async_context(ExecutionQueue(BROKER_URL, prefix))
+        assert await Dispatcher(store, queue, instance_id="leader").dispatch(job.id)
+        runner = EndingRunner()
+        await stack.enter_async_context(consuming(store, queue, runner, "worker-a"))
+        await until(lambda: is_held_by(store, job.id, "worker-a"))
+        await runner.started.wait()
+
+        await gate.cut()
+        runner.release.set()  # the run ends, and finds the store away
+        outage = "harvestman.jobs.outage"
+        await until_true(lambda: any(r.name == outage for r in caplog.records))
+        for _ in range(40):  # a few of the run's tries to record its end
+            await asyncio.sleep(0.02)
+        await gate.restore()
+        await until(lambda: final(store, [job.id]))
+        [execution] = (await store.executions.list(job.id)).items
+        lines = [line.message for line in await store.executions.logs(execution.id)]
+        after = await store.jobs.get(job.id)
+
+    # Recorded by the worker that ran it, whole: no lock left to expire, no second run.
+    assert (execution.status, execution.items_crawled) == (ExecutionStatus.COMPLETED, 3)
+    assert "the run's last line" in lines
+    assert (after.status, after.locked_by, after.last_error) == (JobStatus.SCHEDULED, None, None)
+    assert len(runner.calls) == 1
+    assert not [r for r in caplog.records if "could not record" in r.getMessage()]
 
 
 async def is_held_by(store: JobStore, job_id: int, holder: str) -> bool:

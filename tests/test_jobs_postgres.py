@@ -16,6 +16,7 @@ from harvestman.jobs.records import (
     ExecutionStatus,
     Job,
     JobSpec,
+    LogLine,
     Source,
     SourceSpec,
 )
@@ -128,6 +129,40 @@ async def test_racing_claims_take_one_job_of_a_source_at_a_time(
     await stores[0].locks.finish(claim, ExecutionResult(status=ExecutionStatus.COMPLETED), step)
     [following] = await stores[1].locks.claim_due("late", 10, only=ids)  # the next, once ended
     assert following.job.id != claim.job.id
+
+
+async def test_a_finish_repeated_after_its_commit_changes_nothing(
+    stores: tuple[JobStore, JobStore],
+) -> None:
+    """What a worker does when the answer to its finish was lost: it finishes again (the
+    scheduler waits out the outage). The lock is already released, so the second finish
+    leaves the execution and the job as the first left them, not cancelled."""
+    [claim] = await stores[0].locks.claim_due("worker", 1)
+    result = ExecutionResult(status=ExecutionStatus.COMPLETED, items_crawled=7)
+    step = NextStep(JobStatus.SCHEDULED, NOW + 3600, 0, (JobStatus.SCHEDULED,))
+    first = await stores[0].locks.finish(claim, result, step)
+    again = await stores[1].locks.finish(claim, result, step)
+    execution = await stores[0].executions.latest(claim.job.id)
+    job = await stores[0].jobs.get(claim.job.id)
+    assert (first, again) == (JobStatus.SCHEDULED, JobStatus.SCHEDULED)
+    assert execution is not None
+    assert (execution.status, execution.items_crawled) == (ExecutionStatus.COMPLETED, 7)
+    assert (job.status, job.next_run_at, job.lock_token) == (JobStatus.SCHEDULED, NOW + 3600, None)
+
+
+async def test_a_log_line_holding_nul_is_stored_without_it(
+    stores: tuple[JobStore, JobStore],
+) -> None:
+    """PostgreSQL refuses text holding NUL; one such line (a page's text in an error message)
+    would have every line of its flush refused with it."""
+    [claim] = await stores[0].locks.claim_due("worker", 1)
+    lines = [
+        LogLine(claim.execution.id, 1, NOW, "INFO", "x", "before"),
+        LogLine(claim.execution.id, 2, NOW, "WARNING", "x", "title Ket\x00tle"),
+    ]
+    await stores[0].executions.append_logs(lines)
+    stored = await stores[0].executions.logs(claim.execution.id)
+    assert [line.message for line in stored] == ["before", "title Kettle"]
 
 
 async def test_one_leader_at_a_time_on_postgres(stores: tuple[JobStore, JobStore]) -> None:

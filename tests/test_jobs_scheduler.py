@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, insert, select
 
-from harvestman.errors import StoreError
+from harvestman.errors import StoreError, StoreRejected
 from harvestman.jobs.logs import LogCapture, LogWriter
 from harvestman.jobs.outcome import INTERRUPTED
 from harvestman.jobs.records import (
@@ -467,28 +467,52 @@ async def test_a_run_taken_up_again_numbers_its_lines_after_the_stored_ones(
 
 
 class RefusingLogs:
-    """A log store that refuses the first ``refusals`` writes (the database away)."""
+    """A log store that fails the first ``refusals`` writes with ``error``: StoreError, the
+    database away; StoreRejected, a refusal no retry helps."""
 
-    def __init__(self, refusals: int) -> None:
+    def __init__(self, refusals: int, error: type[StoreError] = StoreError) -> None:
         self.refusals = refusals
+        self.error = error
         self.stored: list[LogLine] = []
 
     async def append_logs(self, lines: Sequence[LogLine]) -> None:
         if self.refusals:
             self.refusals -= 1
-            raise StoreError("the store is away")
+            raise self.error("the store is away")
         self.stored += lines
+
+
+async def test_lines_wait_out_the_store_however_long_it_is_away() -> None:
+    capture = LogCapture()
+    capture.install()
+    store = RefusingLogs(refusals=5)
+    writer = LogWriter(capture, store, max_tries=2)
+    try:
+        with capture.capture(1):
+            crawl_log.info("first")
+        for _ in range(3):  # more flushes than max_tries
+            with pytest.raises(StoreError):
+                await writer.flush()
+        with capture.capture(1):
+            crawl_log.info("second")
+        for _ in range(2):
+            with pytest.raises(StoreError):
+                await writer.flush(ending=1)
+        await writer.flush()  # back: the ended execution's lines go too
+    finally:
+        capture.uninstall()
+    assert [(line.seq, line.message) for line in store.stored] == [(1, "first"), (2, "second")]
 
 
 async def test_lines_the_store_refused_go_with_the_next_flush_then_are_dropped() -> None:
     capture = LogCapture()
     capture.install()
-    store = RefusingLogs(refusals=1)
+    store = RefusingLogs(refusals=1, error=StoreRejected)
     writer = LogWriter(capture, store, max_tries=2)
     try:
         with capture.capture(1):
             crawl_log.info("first")
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreRejected):
             await writer.flush()
         with capture.capture(1):
             crawl_log.info("second")
@@ -499,9 +523,9 @@ async def test_lines_the_store_refused_go_with_the_next_flush_then_are_dropped()
         with capture.capture(2):
             crawl_log.info("lost")
         for _ in range(2):
-            with pytest.raises(StoreError):
+            with pytest.raises(StoreRejected):
                 await writer.flush()
-        await writer.flush(ending=2)  # the store is back: nothing left to send
+        await writer.flush(ending=2)  # the store takes lines again: nothing left to send
     finally:
         capture.uninstall()
     assert [line.message for line in store.stored] == ["first", "second"]

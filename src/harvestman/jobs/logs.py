@@ -25,7 +25,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harvestman.errors import HarvestmanError
+from harvestman.errors import HarvestmanError, StoreRejected
 from harvestman.jobs.records import LogLine
 
 log = logging.getLogger(__name__)
@@ -186,8 +186,10 @@ class LogStore(Protocol):
 
 class LogWriter:
     """Stores the lines ``capture`` holds, one flush at a time, so they are committed in
-    ``seq`` order: a reader that saw line 7 never finds a line 5 stored after it. Lines the
-    store refused go again with the next flush, ``max_tries`` times at most."""
+    ``seq`` order: a reader that saw line 7 never finds a line 5 stored after it. Lines go
+    again with the next flush while the store is away, however long (they are the capture's,
+    at most ``max_lines`` an execution), and ``max_tries`` times at most when it refused them
+    (StoreRejected)."""
 
     def __init__(self, capture: LogCapture, store: LogStore, *, max_tries: int = 3) -> None:
         self.capture = capture
@@ -207,12 +209,15 @@ class LogWriter:
                 lines += self.capture.end(ending)
             try:
                 await self.store.append_logs(lines)
-            except HarvestmanError:
+            except StoreRejected:
                 self._tries += 1
                 if self._tries < self.max_tries:
                     self._unsent = lines
                 else:
                     self._tries = 0
                     log.warning("dropped %d job log lines the store refused", len(lines))
+                raise
+            except HarvestmanError:  # away: every line waits (the capture bounds them)
+                self._unsent = lines
                 raise
             self._tries = 0

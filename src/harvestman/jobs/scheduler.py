@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from harvestman.errors import HarvestmanError, StoreError
+from harvestman.errors import HarvestmanError, StoreError, StoreRejected
 from harvestman.jobs.events import SourceEvents
 from harvestman.jobs.logs import LogCapture, LogWriter
 from harvestman.jobs.outage import Outage
@@ -322,10 +322,13 @@ class Scheduler:
                     step.status.value,
                 )
             # Every line first, then the end: a reader ends its stream once the execution is
-            # final and it has read the stored lines, so none may come after.
-            await self.log_writer.flush(ending=execution.id)
-            await self.store.locks.finish(claim, result, step)
-        except HarvestmanError as exc:  # the store is away: the lock expires and is swept
+            # final and it has read the stored lines, so none may come after. Both wait out
+            # an outage: lines are stored once by (execution, seq), and a finish repeated
+            # after a commit whose answer was lost finds its lock already released and
+            # changes nothing.
+            await self._through_outage(run, lambda: self.log_writer.flush(ending=execution.id))
+            await self._through_outage(run, lambda: self.store.locks.finish(claim, result, step))
+        except HarvestmanError as exc:  # stopped in an outage: the lock expires and is swept
             log.error("job %d: could not record execution %d: %s", job.id, execution.id, exc)
         except Exception:  # a bug; the lock expires and the sweep records the run as failed
             log.exception("job %d: execution %d could not be recorded", job.id, execution.id)
@@ -337,12 +340,15 @@ class Scheduler:
 
     async def _through_outage(self, run: _Run, step: Callable[[], Awaitable[_T]]) -> _T:
         """``step`` (a read, or a write that can be repeated), taken again while the store is
-        away, until it answers or the run is stopped. A run that starts as the store goes away
-        waits for it, as its lock's renewals do, rather than ending unrecorded and leaving its
-        job to the lock's expiry."""
+        away, until it answers or the run is stopped. A run that starts or ends as the store
+        goes away waits for it, as its lock's renewals do, rather than ending unrecorded and
+        leaving its job to the lock's expiry (and another run). A refusal (StoreRejected) is
+        raised at once: no wait makes it pass."""
         while True:
             try:
                 answer = await step()
+            except StoreRejected:
+                raise
             except StoreError as exc:
                 self.outage.failed(exc)
                 if run.stop.is_set():

@@ -19,10 +19,11 @@ from typing import Any, Self, TypeVar
 from sqlalchemy import Connection, Engine, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from harvestman.errors import StoreError
+from harvestman.errors import StoreError, StoreRejected
 from harvestman.store import dialect
 from harvestman.store.jobs import tables as tables  # its tables join the store's metadata
 from harvestman.store.transaction import transaction
+from harvestman.store.transient import is_transient
 
 T = TypeVar("T")
 
@@ -54,14 +55,18 @@ class JobDatabase:
             self.engine.dispose()
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` on the store's thread; database errors become StoreError."""
+        """Run ``fn(*args)`` on the store's thread; database errors become StoreError, and
+        StoreRejected when the same call can never succeed (``store.transient``: a broken
+        constraint, a value the database cannot hold), so a caller waiting out an outage
+        does not wait on a refusal."""
         if self._executor is None:
             raise StoreError("the job store is not open: use `async with JobStore(...)`")
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._executor, fn, *args)
         except SQLAlchemyError as exc:
-            raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+            error = StoreError if is_transient(exc) else StoreRejected
+            raise error(f"{type(exc).__name__}: {exc}") from exc
 
     async def ping(self) -> None:
         """One round trip to the database: StoreError while it cannot be reached."""

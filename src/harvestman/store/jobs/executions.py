@@ -22,6 +22,7 @@ from harvestman.jobs.records import (
 from harvestman.store import dialect, keyset
 from harvestman.store.jobs.tables import execution_logs, job_executions, jobs
 from harvestman.store.keyset import Keyset
+from harvestman.store.values import rule_for
 
 if TYPE_CHECKING:
     from harvestman.store.jobs.database import JobDatabase
@@ -170,10 +171,13 @@ class ExecutionRepository:
 
     async def append_logs(self, lines: Sequence[LogLine]) -> None:
         """Store log lines; a line already stored (same execution and ``seq``: a write that
-        committed but whose answer was lost, written again) is left as it is."""
+        committed but whose answer was lost, written again) is left as it is. A message is
+        fitted to its column first (a NUL from a page's text would have PostgreSQL refuse
+        every line of the flush)."""
         if not lines:
             return
         engine = self._store.engine
+        fit = rule_for(execution_logs.c.message).check
 
         def _append() -> None:
             with self._store.begin() as conn:
@@ -186,7 +190,7 @@ class ExecutionRepository:
                             "created_at": line.created_at,
                             "level": line.level,
                             "logger": line.logger[:100],
-                            "message": line.message,
+                            "message": fit(line.message)[0],
                         }
                         for line in lines
                     ],
