@@ -458,6 +458,30 @@ async def test_the_small_things_a_person_meets(dashboard: Dashboard) -> None:
         }"""
     )
     assert due == ["due now", "overdue by 2 h", "in 1 min 30 s", "12 s ago"]
+    # A running job's next run comes after this run, not at the time it was due.
+    running = await page.evaluate(
+        """async () => {
+            const { nextRunText } = await import("/dashboard/js/views/job.js");
+            return nextRunText({ status: "running", next_run_at: 1_800_000_000 });
+        }"""
+    )
+    assert running == "after this run"
+
+    # The success rate says which runs it is over: those that completed or failed.
+    success = await page.evaluate(
+        """async () => {
+            const { successText } = await import("/dashboard/js/views/runlog.js");
+            return [{ by_status: { running: 1 } },
+                    { by_status: { completed: 1 }, success_rate: 1 },
+                    { by_status: { completed: 4, failed: 1, cancelled: 2 }, success_rate: 0.8 }]
+                .map(successText);
+        }"""
+    )
+    assert success == [
+        "No run has ended yet.",
+        "1 of 1 run completed (100,0%).",
+        "4 of 5 runs completed (80,0%); 2 cancelled, not counted.",
+    ]
 
     # The price chart's time labels never overlap nor repeat, whatever the span.
     overlaps = await page.evaluate(

@@ -301,6 +301,10 @@ async def test_a_user_sees_no_refused_action_a_polling_fallback_and_the_rate_lim
     await expect(page.get_by_role("heading", name="Seed URLs")).to_have_count(0)
     await _nav(page, "Domains").click()
     await expect(page.get_by_test_id("domains-table")).to_be_visible()
+    # A host's state in words (the circuit breaker's "closed" read as the opposite).
+    await expect(
+        page.locator("[data-testid=domains-table] td[data-label=State]").first
+    ).to_have_text(re.compile("^(crawling|resting after errors|trying again|paused|disabled)$"))
     await expect(page.get_by_role("button", name=re.compile("^Reset"))).to_have_count(0)
     await expect(page.get_by_role("button", name=re.compile("^Settings of"))).to_have_count(0)
     await _nav(page, "Scheduler").click()

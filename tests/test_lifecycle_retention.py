@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import doctest
 import gzip
 import io
 import sqlite3
@@ -14,6 +15,7 @@ import orjson
 import pytest
 from sqlalchemy import Engine, insert
 
+from harvestman.store.lifecycle import retention as retention_module
 from harvestman.store.lifecycle.compaction import compact
 from harvestman.store.lifecycle.retention import RetentionRules, apply_retention
 from harvestman.store.schema import crawled_pages, error_logs, urls, workers
@@ -162,9 +164,15 @@ def test_old_error_logs_are_archived_whole_as_gzip_jsonl(engine: Engine, tmp_pat
 
 def test_a_second_run_finds_nothing_and_writes_no_file(engine: Engine, tmp_path: Path) -> None:
     arrange_ages(engine)
-    apply_retention(engine, rules(tmp_path), NOW)
+    first = apply_retention(engine, rules(tmp_path), NOW)
 
     again = apply_retention(engine, rules(tmp_path), NOW + 60)
+
+    # The service logs each run as one line of what went where, not the report's fields.
+    said = first.summary()
+    assert said.startswith("2 completed URLs deleted; 2 failed URLs deleted (2 exported to "), said
+    assert f"pages deleted ({first.pages_exported} exported to {first.pages_file})" in said
+    assert again.summary().startswith("nothing past its retention (")
 
     assert (again.completed_deleted, again.failed_deleted, again.pages_deleted) == (0, 0, 0)
     assert (again.failed_file, again.pages_file, again.errors_file) == (None, None, None)
@@ -311,3 +319,8 @@ def test_many_gzip_members_read_as_one_file(big_sqlite: Engine, tmp_path: Path) 
     assert members == 20  # one per batch of 100 ids
     lines = io.BytesIO(gzip.decompress(data)).read().splitlines()
     assert len(lines) == 1600
+
+
+def test_the_summary_examples_hold() -> None:
+    failures, tried = doctest.testmod(retention_module)
+    assert (failures, tried > 0) == (0, True)

@@ -102,7 +102,7 @@ class Retention:
             log.exception("the data retention failed")
             return None
         self.scheduler.counters["retention_runs"] += 1
-        log.info("retention: %s", report)
+        log.info("retention: %s", report.summary())
         return report
 
     async def close(self) -> None:

@@ -170,6 +170,41 @@ class RetentionReport:
     compaction: CompactionReport | None = None
     skipped: list[str] = field(default_factory=list)
 
+    def summary(self) -> str:
+        """One line for the service's log: what left the store and where it went, or that
+        nothing was past its retention.
+
+        >>> RetentionReport(seconds=0.026).summary()
+        'nothing past its retention (0.03 s)'
+        >>> RetentionReport(pages_exported=3, pages_deleted=3, pages_file=Path("p.jsonl.gz"),
+        ...                 completed_deleted=1200, seconds=1.5).summary()
+        '1,200 completed URLs deleted; 3 pages deleted (3 exported to p.jsonl.gz) (1.50 s)'
+        """
+        removed = (
+            ("completed URLs", self.completed_deleted, 0, None),
+            ("failed URLs", self.failed_deleted, self.failed_exported, self.failed_file),
+            ("pages", self.pages_deleted, self.pages_exported, self.pages_file),
+            ("products", self.products_deleted, self.products_exported, self.products_file),
+            ("error rows", self.errors_deleted, self.errors_exported, self.errors_file),
+        )
+        parts = [
+            f"{deleted:,} {what} deleted" + (f" ({exported:,} exported to {file})" if file else "")
+            for what, deleted, exported, file in removed
+            if deleted or exported
+        ]
+        if self.archive_objects_deleted:
+            parts.append(f"{self.archive_objects_deleted:,} archived bodies deleted")
+        if self.archive_objects_failed:
+            parts.append(f"{self.archive_objects_failed:,} archived bodies not deleted")
+        if self.stats_minutes_rolled:
+            parts.append(
+                f"{self.stats_minutes_rolled:,} minutes of stats rolled into "
+                f"{self.stats_days_added:,} days"
+            )
+        if self.skipped:
+            parts.append("skipped: " + ", ".join(self.skipped))
+        return f"{'; '.join(parts) or 'nothing past its retention'} ({self.seconds:.2f} s)"
+
 
 def apply_retention(engine: Engine, rules: RetentionRules, now: float) -> RetentionReport:
     """Apply ``rules`` to the store behind ``engine`` as of ``now`` (epoch seconds).

@@ -4,7 +4,8 @@
 import { empty, h } from "./dom.js";
 
 /**
- * columns: [{key, label, numeric, sortable, value(row), render(row)}]
+ * columns: [{key, label, numeric, sortable, nowrap, value(row), render(row)}]; nowrap: a name
+ * that must read whole ("shop-12", not "shop-" over "12")
  * sort: {key, dir: "asc" | "desc"} sorts the given rows in place of the caller.
  */
 export function dataTable({ columns, rows, caption, emptyText, sort, onSort, rowKey, testid }) {
@@ -39,7 +40,7 @@ export function dataTable({ columns, rows, caption, emptyText, sort, onSort, row
       const content = column.render ? column.render(row) : row[column.key];
       return h("td", {
         "data-label": column.label,
-        class: [column.numeric ? "num" : "", column.url ? "url" : ""].join(" ").trim() || null,
+        class: [column.numeric ? "num" : "", column.url ? "url" : "", column.nowrap ? "nowrap" : ""].join(" ").trim() || null,
       }, content === null || content === undefined || content === "" ? "—" : content);
     })));
   return h("div", { class: "table-wrap" }, h("table", { class: "stack", "data-testid": testid || null },

@@ -17,6 +17,23 @@ function breaker(row) {
   return row.allowed === false ? "disabled" : "allowed";
 }
 
+// What each state means to a person: the circuit breaker's own words ("closed" for a host
+// that is fine) read as the opposite of what they say.
+const STATES = {
+  allowed: ["crawling", "ok", "Requests to this host go through."],
+  closed: ["crawling", "ok", "Requests to this host go through (its circuit breaker is closed)."],
+  open: ["resting after errors", "bad", "Failures in a row: no request to this host until the breaker's wait is over (circuit breaker open)."],
+  half_open: ["trying again", "warn", "The wait after errors is over: a few requests test the host before it is crawled as before (circuit breaker half-open)."],
+  paused: ["paused", "bad", "Paused by an admin: change it in Settings."],
+  disabled: ["disabled", "bad", "Crawling this host is not allowed."],
+};
+
+function stateBadge(row) {
+  const state = breaker(row);
+  const [word, tone, meaning] = STATES[state] || [state, "bad", ""];
+  return h("span", { class: `badge ${tone}`, title: meaning || null }, word);
+}
+
 async function showRobots(host) {
   const body = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   const close = h("button", { type: "button", onclick: () => dialog.close() }, "Close");
@@ -93,7 +110,7 @@ export function render(main) {
       hasErrors ? { key: "errors", label: "Errors", numeric: true, sortable: true, value: (r) => r.errors ?? r.error_count, render: (r) => num(r.errors ?? r.error_count) } : null,
       { key: "crawl_delay", label: "Crawl delay", numeric: true, sortable: true, render: (r) => (r.crawl_delay === null ? "default" : `${r.crawl_delay} s`) },
       { key: "robots_status", label: "robots.txt", sortable: true, render: (r) => h("button", { type: "button", onclick: () => showRobots(r.host), "aria-label": `View robots.txt of ${r.host}` }, r.robots_status ? `${r.robots_status} · view` : "view") },
-      { key: "breaker", label: "State", sortable: true, value: breaker, render: (r) => h("span", { class: `badge ${breaker(r) === "allowed" || breaker(r) === "closed" ? "ok" : "bad"}` }, breaker(r)) },
+      { key: "breaker", label: "State", sortable: true, value: breaker, render: stateBadge },
       { key: "next_allowed_at", label: "Next allowed", sortable: true, render: (r) => relative(r.next_allowed_at) },
       isAdmin() ? { key: "actions", label: "Actions", render: (r) => h("span", {},
         h("button", { type: "button", onclick: () => editDomainSettings(r.host, load), "aria-label": `Settings of ${r.host}` }, "Settings"), " ",

@@ -128,7 +128,7 @@ export function render(main) {
       emptyText: "No failed URL for these filters.",
       columns: [
         { key: "url", label: "URL", url: true },
-        answer.crawl ? null : { key: "crawl", label: "Crawl", render: (r) => h("code", {}, r.crawl) },
+        answer.crawl ? null : { key: "crawl", label: "Crawl", nowrap: true, render: (r) => h("code", {}, r.crawl) },
         { key: "error_class", label: "Error class", render: (r) => h("code", {}, r.error_class || "unknown") },
         { key: "error", label: "Error", render: (r) => r.error },
         { key: "status_code", label: "HTTP", numeric: true },

@@ -73,7 +73,7 @@ export function render(main) {
       emptyText: emptyFor(status.value ? `${words(status.value)} URL` : "URL", crawl.input.value, crawls, Boolean(host.value.trim())),
       columns: [
         { key: "url", label: "URL", url: true, sortable: true },
-        rows.some(crawlOf) && !crawl.input.value ? { key: "crawl", label: "Crawl", sortable: true, value: crawlOf, render: crawlOf } : null,
+        rows.some(crawlOf) && !crawl.input.value ? { key: "crawl", label: "Crawl", nowrap: true, sortable: true, value: crawlOf, render: crawlOf } : null,
         { key: "host", label: "Host", sortable: true },
         { key: "status", label: "Status", sortable: true, render: (u) => words(u.status) },
         { key: "priority", label: "Priority", sortable: true, render: (u) => PRIORITY[u.priority] || u.priority },

@@ -13,8 +13,10 @@ import { adaptedText, intervalText, lastResult, stateBadge, whenDue } from "./jo
 import { runLog } from "./runlog.js";
 
 /** When the job runs next; a cancelled or finished job has no next run. */
-function nextRunText(job) {
+export function nextRunText(job) {
   if (job.status === "cancelled") return "none: cancelled (resume it or run it now)";
+  // The time it was due is past: the next one is set when this run ends.
+  if (job.status === "running") return "after this run";
   if (job.next_run_at === null || job.next_run_at === undefined) return "none";
   return `${time(job.next_run_at)} (${whenDue(job)})`;
 }

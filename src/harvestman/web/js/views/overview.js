@@ -104,7 +104,10 @@ export function render(main) {
     const minuteAgo = frontierHistory.find(([t]) => t >= now - 60) || frontierHistory[0];
     const elapsed = now - minuteAgo[0];
     const trend = elapsed > 0 ? ((stats.frontier_size - minuteAgo[1]) / elapsed) * 60 : 0;
+    // Leased URLs are not pending: a crawl in full swing can show 0 here, so say what is out.
+    const leased = stats.urls?.in_progress ?? 0;
     fill(cards.frontier.sub,
+      leased ? h("span", { "data-testid": "frontier-in-progress" }, `${num(leased)} in progress · `) : null,
       h("span", { "data-testid": "frontier-trend" },
         elapsed > 0 ? `${trend >= 0 ? "+" : ""}${decimal(trend, 0)}/min` : "trend after the next update"),
       sparkline(frontierHistory.map(([, v]) => v), { title: "Frontier size, last 10 minutes" }));
@@ -124,7 +127,7 @@ export function render(main) {
         { key: "id", label: "Worker" },
         { key: "hostname", label: "Machine", render: (w) => `${w.hostname} (pid ${w.pid})` },
         { key: "current_host", label: "Current host" },
-        { key: "crawl", label: "Crawl" },
+        { key: "crawl", label: "Crawl", nowrap: true },
         { key: "pages", label: "Pages", numeric: true, render: (w) => num(w.pages) },
         { key: "rate", label: "Pages/s", numeric: true, render: (w) => decimal(w.rate ?? 0, 2) },
         { key: "heartbeat_at", label: "Heartbeat", render: (w) => relative(w.heartbeat_at, now) },

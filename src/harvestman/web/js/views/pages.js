@@ -88,7 +88,7 @@ export function render(main, { query = new URLSearchParams() } = {}) {
       columns: [
         { key: "title", label: "Title", render: (p) => h("a", { href: `#/pages/${p.page_id}`, "data-testid": "page-link" }, p.title || "(no title)") },
         // Over every crawl one page can match twice, once in each crawl that stored it.
-        crawl.input.value.trim() ? null : { key: "crawl", label: "Crawl", render: crawlOf },
+        crawl.input.value.trim() ? null : { key: "crawl", label: "Crawl", nowrap: true, render: crawlOf },
         { key: "url", label: "URL", url: true, render: (p) => link(p.url) },
         { key: "snippet", label: "Snippet", render: (p) => marked(p.snippet || "") },
         { key: "fetched_at", label: "Fetched", render: (p) => time(p.fetched_at) },
@@ -117,7 +117,7 @@ export function render(main, { query = new URLSearchParams() } = {}) {
         { key: "fetched_at", label: "Fetched", sortable: true, render: (p) => time(p.fetched_at) },
         { key: "status_code", label: "Status", numeric: true, sortable: true },
         { key: "title", label: "Title", sortable: true, render: (p) => h("a", { href: `#/pages/${p.id}`, "data-testid": "page-link" }, p.title || "(no title)") },
-        applied?.crawl ? null : { key: "crawl", label: "Crawl", sortable: true, value: crawlOf, render: crawlOf },
+        applied?.crawl ? null : { key: "crawl", label: "Crawl", nowrap: true, sortable: true, value: crawlOf, render: crawlOf },
         { key: "url", label: "URL", url: true, sortable: true, render: (p) => link(p.url) },
         { key: "content_type", label: "Type" },
         { key: "content_length", label: "Size", numeric: true, sortable: true, render: (p) => bytes(p.content_length) },

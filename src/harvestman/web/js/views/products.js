@@ -86,7 +86,7 @@ export function render(main) {
           { key: "brand", label: "Brand" },
           { key: "rating", label: "Rating", numeric: true },
           { key: "domain", label: "Domain" },
-          !filters.crawl && answer.items.some(crawlOf) ? { key: "crawl", label: "Crawl", render: crawlOf } : null,
+          !filters.crawl && answer.items.some(crawlOf) ? { key: "crawl", label: "Crawl", nowrap: true, render: crawlOf } : null,
           { key: "changed", label: "Changed", render: (p) => time(p.seen.changed_at) },
         ].filter(Boolean),
       }), pager.controls(load));

@@ -19,6 +19,17 @@ const LEVELS = [
 ];
 const PAGE = 1000; // lines per read of a stored log
 
+/** The job's success rate, said as the runs it is taken from: those that completed or
+ * failed (a cancelled or running one counts for neither). */
+export function successText(stats) {
+  const by = stats.by_status || {};
+  const completed = by.completed ?? 0;
+  const done = completed + (by.failed ?? 0);
+  if (!done) return "No run has ended yet.";
+  const cancelled = by.cancelled ? `; ${num(by.cancelled)} cancelled, not counted` : "";
+  return `${num(completed)} of ${num(done)} ${done === 1 ? "run" : "runs"} completed (${pct(stats.success_rate ?? null)})${cancelled}.`;
+}
+
 /**
  * `runLog(jobId, { onRunEnded })` -> { runsPanel, logPanel, refresh(running), close() }.
  * `refresh(running)`: look at the runs again (the job page's 5 s tick); while a run goes
@@ -82,8 +93,7 @@ export function runLog(jobId, { onRunEnded = () => {} } = {}) {
       if (closed) return;
       pager.update(answer);
       if (stats) {
-        fill(statsBox, h("p", { class: "muted" },
-          `Success rate ${pct(stats.success_rate ?? null)} over ${num(stats.total ?? answer.total)} kept runs.`));
+        fill(statsBox, h("p", { class: "muted", "data-testid": "run-success" }, successText(stats)));
       }
       runsLive = answer.items.some((e) => e.status === "running");
       if (pager.page === 0) latest = answer.items[0] || null;

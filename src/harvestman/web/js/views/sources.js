@@ -178,7 +178,7 @@ export function render(main) {
       columns: [
         { key: "name", label: "Source", render: (src) => h("span", {}, h("strong", {}, src.name), h("span", { class: "muted" }, ` #${src.id}`)) },
         { key: "start_urls", label: "Start URLs", url: true, render: (src) => src.start_urls.join("\n") },
-        { key: "namespace", label: "Crawl", render: (src) => h("a", { href: viewLink("/pages", namespaceOf(src)), title: "Its pages" }, h("code", {}, namespaceOf(src))) },
+        { key: "namespace", label: "Crawl", nowrap: true, render: (src) => h("a", { href: viewLink("/pages", namespaceOf(src)), title: "Its pages" }, h("code", {}, namespaceOf(src))) },
         { key: "jobs", label: "Jobs", render: jobLinks },
         { key: "enabled", label: "Enabled", render: (src) => (src.enabled ? "yes" : "no") },
         isAdmin() ? {
