@@ -295,6 +295,14 @@ async def test_workers_are_listed_by_their_last_beat_until_it_expires(
     assert await board.impl.workers() == [status("w2", 5)]
 
 
+async def test_a_worker_that_left_is_listed_no_more(board: Case[WorkerBoard]) -> None:
+    await board.impl.beat(status("w1", 1), 60.0)
+    await board.impl.beat(status("w2", 2), 60.0)
+    await board.impl.leave("w1")
+    await board.impl.leave("never-beat")  # nothing to remove: no error
+    assert await board.impl.workers() == [status("w2", 2)]
+
+
 # --- the breaker board ---------------------------------------------------------------------------
 
 

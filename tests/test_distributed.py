@@ -272,6 +272,36 @@ async def run(*command: str) -> int:
     return await process.wait()
 
 
+async def test_a_crawl_that_ended_leaves_the_worker_board(
+    tmp_path: Path, redis_url: str, make_settings: object, site: object
+) -> None:
+    """A job's run that ended had stayed on the dashboard's workers, with its host and
+    pages/s, until its beat expired."""
+    from harvestman.coord.redis import RedisCoordinator
+    from harvestman.crawl.crawler import Crawler
+
+    # 0.3 s between a host's requests: the crawl outlasts its first beat (1 s in).
+    settings = make_settings(crawl_max_pages=8, frontier_delay=0.3)  # type: ignore[operator]
+    prefix = f"test-{uuid.uuid4().hex[:8]}"
+    async with SqlStore(settings.database_url) as store:
+        await store.upgrade()
+        coordinator = RedisCoordinator(redis_url, store.hosts, prefix=prefix)
+        seed = site.url()  # type: ignore[attr-defined]
+        try:
+            crawling = asyncio.create_task(
+                Crawler(settings, store, [seed], coordinator=coordinator).run()
+            )
+            async with asyncio.timeout(20):
+                while not await coordinator.workers():
+                    assert not crawling.done(), "the crawl ended before its first beat"
+                    await asyncio.sleep(0.05)
+            await crawling
+            after = await coordinator.workers()
+        finally:
+            await coordinator.close()
+    assert after == []
+
+
 async def test_a_breaker_opened_by_one_worker_holds_for_the_others(
     tmp_path: Path, redis_url: str, make_settings: object
 ) -> None:

@@ -99,10 +99,15 @@ class RobotsShare(Protocol):
 class WorkerBoard(Protocol):
     """Who is alive: each worker's last heartbeat, kept for ``ttl`` seconds.
 
-    Contract: ``workers`` lists the last status of every worker whose beat has not expired, in
-    no particular order."""
+    Contract: ``workers`` lists the last status of every worker whose beat has not expired and
+    that has not left, in no particular order."""
 
     async def beat(self, status: WorkerStatus, ttl: float) -> None: ...
+
+    async def leave(self, worker_id: str) -> None:
+        """The worker stopped: it is listed no more (a job's run that ended had stayed on the
+        dashboard, with its host and pages/s, until its beat expired)."""
+        ...
 
     async def workers(self) -> list[WorkerStatus]: ...
 

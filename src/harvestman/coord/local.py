@@ -130,6 +130,9 @@ class LocalWorkerBoard(WorkerBoard):
     async def beat(self, status: WorkerStatus, ttl: float) -> None:
         self._beats[status.worker_id] = (replace(status), self.clock() + ttl)
 
+    async def leave(self, worker_id: str) -> None:
+        self._beats.pop(worker_id, None)
+
     async def workers(self) -> list[WorkerStatus]:
         now = self.clock()
         for worker_id in [w for w, (_, until) in self._beats.items() if until <= now]:
@@ -204,6 +207,9 @@ class LocalCoordinator(Coordinator):
 
     async def beat(self, status: WorkerStatus, ttl: float) -> None:
         await self.board.beat(status, ttl)
+
+    async def leave(self, worker_id: str) -> None:
+        await self.board.leave(worker_id)
 
     async def workers(self) -> list[WorkerStatus]:
         return await self.board.workers()

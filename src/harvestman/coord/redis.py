@@ -214,6 +214,14 @@ class RedisCoordinator(Coordinator):
         except RedisError as exc:
             self._failed(exc)
 
+    async def leave(self, worker_id: str) -> None:
+        if not self.available:
+            return
+        try:
+            await self.redis.delete(self._key("worker", worker_id))
+        except RedisError as exc:
+            self._failed(exc)  # the beat expires by itself
+
     async def workers(self) -> list[WorkerStatus]:
         try:
             keys = [key async for key in self.redis.scan_iter(self._key("worker", "*"), count=500)]

@@ -51,6 +51,9 @@ class StoreCoordinator(Coordinator):
     async def beat(self, status: WorkerStatus, ttl: float) -> None:
         return None  # the crawler's heartbeat writes the workers table
 
+    async def leave(self, worker_id: str) -> None:
+        return None  # the crawler's own leaving removes its row
+
     async def workers(self) -> list[WorkerStatus]:
         return []
 

@@ -215,7 +215,7 @@ class Crawler:
             finally:
                 await frontier.close()
                 await wiring.session.save()
-                await liveness.leave()
+                await liveness.leave(self.coordinator)
                 if wiring.render is not None:
                     await wiring.render.close()
 

@@ -145,9 +145,10 @@ class Liveness:
             except StoreError as exc:  # the store is away; the flusher waits for it too
                 log.warning("heartbeat failed: %s", exc)
 
-    async def leave(self) -> None:
+    async def leave(self, coordinator: Coordinator) -> None:
         """Give this worker's leases back and leave (best effort when the store is gone)."""
         store = self.run.store
+        await coordinator.leave(self.worker_id)
         try:
             released = await store.frontier.release(self.worker_id, self.run.clock())
             await store.registry.unregister_workers([self.worker_id])
