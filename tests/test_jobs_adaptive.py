@@ -3,6 +3,7 @@ crawled by the real Crawler through the CrawlRunner."""
 
 from __future__ import annotations
 
+import doctest
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -221,7 +222,7 @@ async def test_the_interval_grows_while_the_start_page_stays_and_resets_when_it_
     assert first.metadata["namespace"] == "news-1"  # the source's crawl, named after it
     lines = [line.message for line in await service.store.executions.logs(first.id)]
     assert lines[0] == "job 1: execution 1 started (attempt 0)"
-    assert "job 1: start pages unchanged 0 times, next interval 1800s" in lines
+    assert "job 1: start pages changed or new: next run in 30 min" in lines
 
 
 async def test_a_not_modified_start_page_counts_as_unchanged(
@@ -283,3 +284,10 @@ def test_source_settings_carry_the_sources_crawl_rules(
     plain = Source(id=8, name="x", start_urls=["http://a.test/"], created_at=NOW, updated_at=NOW)
     default = source_settings(make_settings(), plain)
     assert (default.crawl_max_depth, default.crawl_max_pages, default.frontier_delay) == (3, 0, 0.0)
+
+
+def test_intervals_are_said_in_their_largest_unit() -> None:
+    from harvestman.jobs import outcome
+
+    failures, tried = doctest.testmod(outcome)
+    assert (failures, tried > 0) == (0, True)

@@ -81,10 +81,24 @@ async def _interval(
     except HarvestmanError as exc:
         log.warning("job %d: adaptive state unavailable, fixed interval: %s", job.id, exc)
         return baseline
-    log.info(
-        "job %d: start pages unchanged %d times, next interval %ds",
-        job.id,
-        state.unchanged_count,
-        state.current_interval or baseline,
-    )
-    return state.current_interval or baseline
+    interval = state.current_interval or baseline
+    if state.unchanged_count:
+        log.info(
+            "job %d: start pages unchanged for %d runs in a row: next run in %s",
+            job.id, state.unchanged_count, spoken(interval),
+        )  # fmt: skip
+    else:
+        log.info("job %d: start pages changed or new: next run in %s", job.id, spoken(interval))
+    return interval
+
+
+def spoken(seconds: float) -> str:
+    """An interval as a person says it, in its largest unit.
+
+    >>> spoken(21600), spoken(129600), spoken(1800), spoken(45)
+    ('6 h', '1.5 d', '30 min', '45 s')
+    """
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.3g} s"
