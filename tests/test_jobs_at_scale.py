@@ -37,7 +37,7 @@ from harvestman.store import dialect, migrate
 from harvestman.store.jobs.db import JobStore
 from support.fleet import BROKER_URL, delete_queue
 from support.scheduling import make_scheduler
-from support.tcpgate import tcp_gate
+from support.tcpgate import TcpGate, tcp_gate
 from test_jobs_scheduler import NOW, Clock, ScriptedRunner, crawl_log
 
 pytestmark = pytest.mark.timeout(60)
@@ -211,20 +211,27 @@ async def lock_of(store: JobStore, job_id: int) -> tuple[str | None, float | Non
     return job.locked_by, job.lock_acquired_at
 
 
+async def store_behind(
+    gate: TcpGate, pg_schema_url: str, stack: contextlib.AsyncExitStack, clock: Clock
+) -> JobStore:
+    """A migrated job store that reaches PostgreSQL only through ``gate`` (on this loop: only
+    from the store's threads): cutting the gate takes the store away."""
+    direct = dialect.make_engine(pg_schema_url)
+    migrate.upgrade(direct)
+    direct.dispose()
+    engine = dialect.make_engine(pg_schema_url.replace(":5432/", f":{gate.port}/", 1))
+    stack.callback(engine.dispose)
+    return await stack.enter_async_context(JobStore(engine, clock=clock))
+
+
 async def test_a_worker_waits_out_a_store_outage_and_keeps_its_runs(
     pg_schema_url: str, prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
     clock = Clock()
-    direct = dialect.make_engine(pg_schema_url)
-    migrate.upgrade(direct)
-    direct.dispose()
     async with tcp_gate("127.0.0.1", 5432) as gate, contextlib.AsyncExitStack() as stack:
-        # Both workers reach PostgreSQL through the gate (on this loop: only from the store's
-        # threads); cut, it is away for both.
-        engine = dialect.make_engine(pg_schema_url.replace(":5432/", f":{gate.port}/", 1))
-        stack.callback(engine.dispose)
-        store = await stack.enter_async_context(JobStore(engine, clock=clock))
+        # Both workers share the store behind the gate: cut, it is away for both.
+        store = await store_behind(gate, pg_schema_url, stack, clock)
         job = await new_job(store, "outage")
         async with ExecutionQueue(BROKER_URL, prefix) as leader:
             assert await Dispatcher(store, leader, instance_id="leader").dispatch(job.id)
@@ -288,13 +295,8 @@ async def test_a_run_that_ends_while_the_store_is_away_is_recorded_when_it_is_ba
     pg_schema_url: str, prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    direct = dialect.make_engine(pg_schema_url)
-    migrate.upgrade(direct)
-    direct.dispose()
     async with tcp_gate("127.0.0.1", 5432) as gate, contextlib.AsyncExitStack() as stack:
-        engine = dialect.make_engine(pg_schema_url.replace(":5432/", f":{gate.port}/", 1))
-        stack.callback(engine.dispose)
-        store = await stack.enter_async_context(JobStore(engine, clock=Clock()))
+        store = await store_behind(gate, pg_schema_url, stack, Clock())
         job = await new_job(store, "ending")
         queue = await stack.enter_async_context(ExecutionQueue(BROKER_URL, prefix))
         assert await Dispatcher(store, queue, instance_id="leader").dispatch(job.id)
