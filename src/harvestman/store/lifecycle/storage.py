@@ -2,10 +2,12 @@
 
 PostgreSQL: the tables and indexes of the store's schema, sized by ``pg_total_relation_size``
 (table, indexes, TOAST), ``pg_relation_size`` (the table's main fork) and ``pg_indexes_size``;
-rows are the planner's estimate (``reltuples``, exact enough for a report and free), counted
-only for a table never analyzed. SQLite: every table's rows counted, and its pages and each
-index's from the ``dbstat`` virtual table; a SQLite built without it reports the file's pages
-only (``page_count`` and ``freelist_count``).
+rows are the planner's estimate (``reltuples``, exact enough for a report and free) for a
+table over ``COUNT_BELOW_BYTES``, counted for a smaller one (an estimate taken while it was
+empty said "~0" for a crawl of hundreds of pages) or one never analyzed. SQLite: every
+table's rows counted, and its pages and each index's from the ``dbstat`` virtual table; a
+SQLite built without it reports the file's pages only (``page_count`` and
+``freelist_count``).
 
 Pages per day come from the stats history (minute and day rows added up per UTC day); a store
 without history counts its pages' ``fetched_at`` per day instead.
@@ -22,6 +24,8 @@ from harvestman.store.dialect import is_sqlite
 from harvestman.store.schema import crawled_pages, crawls, stats_history
 
 DAY = 86400.0
+# Tables up to this size are counted (a scan of a few ms), larger ones estimated.
+COUNT_BELOW_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +121,7 @@ def _postgres_sizes(conn: Connection) -> StoreSizes:
     quote = conn.dialect.identifier_preparer.quote
     tables = []
     for name, estimate, own, indexes, total in relations:
-        estimated = estimate is not None and estimate >= 0
+        estimated = estimate is not None and estimate >= 0 and own > COUNT_BELOW_BYTES
         rows = (
             int(estimate)
             if estimated
