@@ -122,6 +122,13 @@ async def test_a_new_user_crawls_a_shop_sees_its_results_and_a_price_change(
     await expect(runs.locator("tbody tr").first).to_contain_text("completed", timeout=RUN_WAIT)
     await page.screenshot(path=screenshot_path("journey-job"), full_page=True)
 
+    # Its source, from the job's page: the sources view, filtered on it.
+    await page.get_by_test_id("job-source").click()
+    await expect(page.get_by_label("Filter by name")).to_have_value("shop")
+    assert page.url.endswith("#/sources?name=shop")
+    await expect(page.locator("main table")).to_contain_text(shop.url("/"))
+    await page.go_back()
+
     # Its pages, from the job's page: the view opens on the job's crawl.
     await page.get_by_test_id("job-pages").click()
     pages = page.get_by_test_id("pages-table")

@@ -61,7 +61,7 @@ export function render(main, { match }) {
     fill(facts, h("dl", { class: "facts" },
       h("dt", {}, "URL"), h("dd", {}, job.url),
       h("dt", {}, "State"), h("dd", {}, stateBadge(job.status)),
-      h("dt", {}, "Source"), h("dd", {}, h("a", { href: "#/sources" }, source ? `${source.name} (#${job.source_id})` : `#${job.source_id}`)),
+      h("dt", {}, "Source"), h("dd", {}, h("a", { href: source ? `#/sources?name=${encodeURIComponent(source.name)}` : "#/sources", "data-testid": "job-source" }, source ? `${source.name} (#${job.source_id})` : `#${job.source_id}`)),
       job.crawl ? [h("dt", {}, "Crawl"), h("dd", { "data-testid": "job-crawl" }, resultLinks(job.crawl))] : null,
       h("dt", {}, "Next run"), h("dd", { "data-testid": "job-next-run" }, nextRunText(job)),
       h("dt", {}, "Interval"), h("dd", {}, `${intervalText(job)}${job.adaptive_scheduling ? ", adaptive" : ""}`),

@@ -112,12 +112,13 @@ function savedText(source, mode) {
     ` (${job.status}), crawling into ${namespaceOf(source)}.`];
 }
 
-export function render(main) {
+export function render(main, { query } = {}) {
   const latest = latestOnly(); // a filter's read drawn only if no later one started
   const pager = new Pager(50);
   const notice = h("p", { role: "status", "data-testid": "sources-status" });
   const formBox = h("div");
-  const search = h("input", { name: "name", type: "search", placeholder: "part of a name" });
+  // #/sources?name=shop: a job's page links to its source this way.
+  const search = h("input", { name: "name", type: "search", placeholder: "part of a name", value: query?.get("name") || "" });
   const box = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   let rows = [];
   let timer = null;
