@@ -68,6 +68,23 @@ def test_text_lines_are_readable_and_the_level_is_a_floor() -> None:
     assert line.endswith(" WARNING harvestman.crawl.liveness: heartbeat failed: the store is away")
 
 
+def test_alembics_plugin_lines_show_at_debug_only() -> None:
+    plugins, migration = (
+        logging.getLogger(n) for n in ("alembic.runtime.plugins", "alembic.runtime.migration")
+    )
+    out = io.StringIO()
+    configure_logging("text", "INFO", stream=out)
+    plugins.info("setup plugin alembic.autogenerate.schemas")
+    migration.info("Running upgrade  -> 0001, initial schema")
+    assert [line.split(": ", 1)[1] for line in out.getvalue().splitlines()] == [
+        "Running upgrade  -> 0001, initial schema"
+    ]
+    debug = io.StringIO()
+    configure_logging("text", "DEBUG", stream=debug)
+    plugins.info("setup plugin alembic.autogenerate.schemas")
+    assert "setup plugin" in debug.getvalue()
+
+
 def test_a_second_configuration_replaces_the_first() -> None:
     first, second = io.StringIO(), io.StringIO()
     configure_logging("text", "INFO", stream=first)

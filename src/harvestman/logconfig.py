@@ -32,6 +32,9 @@ TEXT_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # uvicorn's loggers carry their own handlers only when uvicorn configures logging; these are
 # the ones it creates, emptied so their records reach the root handler once.
 UVICORN_LOGGERS: Final = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
+# Alembic announces each of its plugins at INFO whenever it migrates: seven lines of its
+# internals before the first "Running upgrade" of a new store's serve. Shown at DEBUG only.
+CHATTY_LOGGERS: Final = ("alembic.runtime.plugins",)
 # Attributes every LogRecord has: anything else was passed with ``extra=`` and is written out.
 # uvicorn's ``color_message`` repeats the message with terminal colours: left out.
 _STANDARD: Final = frozenset(logging.makeLogRecord({}).__dict__) | {
@@ -88,6 +91,10 @@ def configure_logging(
         logger.handlers.clear()
         logger.setLevel(logging.NOTSET)  # the root's level decides (uvicorn may set its own)
         logger.propagate = True
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(
+            logging.NOTSET if level <= logging.DEBUG else logging.WARNING
+        )
     return handler
 
 

@@ -103,13 +103,15 @@ async def _serve(
     import uvicorn
 
     from harvestman.api.app import create_app
+    from harvestman.cli.stores import schema_cache
     from harvestman.crawl.workers import CrawlWorkers
     from harvestman.jobs.events import make_source_events
     from harvestman.jobs.runner import CrawlRunner
     from harvestman.jobs.wiring import build_scheduler
     from harvestman.store import SqlStore
 
-    async with SqlStore(settings.database_url) as store:
+    # A new SQLite store is a copy of the schema template, as for a crawl (store/template.py).
+    async with SqlStore(settings.database_url, schema_template=schema_cache(settings)) as store:
         await store.prepare_schema()
         async with store.jobs() as job_store, _executions_queue(settings) as queue:
             events = make_source_events(api_settings.redis_url, api_settings.redis_prefix)
