@@ -144,6 +144,29 @@ async def test_run_now_finds_a_changed_price_and_leaves_the_schedule(
     assert state.unchanged_count == 2
 
 
+async def test_run_now_asks_again_for_the_pages_that_failed(service: Service, shop: Shop) -> None:
+    """The mixer's page answered 503 through its retries in the planned run: a dead letter. The
+    site is back; "Run now" asks for it again, as for every page the crawl knows."""
+    source = await service.store.sources.create(SourceSpec(name="Shop", start_urls=[shop.url]))
+    job = await service.store.jobs.create(
+        JobSpec(source_id=source.id, url=shop.url, interval_minutes=30)
+    )
+    shop.down.add("/p/mixer")
+    await _planned_run(service, job.id)
+    dead, _ = service.crawl_store.dead_letters(None)
+    assert [row["url"] for row in dead] == [shop.product_url("mixer")]
+    assert "Steel Mixer" not in service.prices()
+    hits_before = shop.hits["/p/mixer"]
+
+    shop.down.clear()
+    await service.store.jobs.act(job.id, Action.FORCE_RUN)
+    assert await service.run_due() == [job.id]
+
+    assert shop.hits["/p/mixer"] == hits_before + 1
+    assert service.prices()["Steel Mixer"] == [Decimal("89")]
+    assert service.crawl_store.dead_letters(None) == ([], 0)
+
+
 async def test_run_now_after_the_planned_time_keeps_the_phase(service: Service) -> None:
     source = await service.store.sources.create(
         SourceSpec(name="Away", start_urls=["http://127.0.0.1:9/"])

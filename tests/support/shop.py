@@ -3,7 +3,7 @@
 ``/`` lists the products, ``/p/<slug>`` is a product page with its JSON-LD offer. Every page
 has an ETag of its body and answers ``If-None-Match`` with a 304, as a real shop's server
 does, so a re-crawl that changed nothing costs no body. ``hits`` counts the requests per path
-and ``bodies`` the 200s.
+and ``bodies`` the 200s; a path in ``down`` answers 503.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class Shop:
     port: int = 0
     hits: Counter[str] = field(default_factory=Counter)
     bodies: Counter[str] = field(default_factory=Counter)
+    down: set[str] = field(default_factory=set)  # paths that answer 503 for now
 
     @property
     def url(self) -> str:
@@ -62,6 +63,8 @@ class Shop:
         self.hits[request.path] += 1
         if request.path == "/robots.txt":
             return web.Response(status=404)
+        if request.path in self.down:
+            return web.Response(status=503)
         html = self._page(request.path)
         if html is None:
             return web.Response(status=404)

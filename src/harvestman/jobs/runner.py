@@ -9,10 +9,10 @@
 - **Seeds**: the job's URL, then the source's start URLs. They are made due again before each
   run, so a recurring job re-fetches its start pages (with the stored ETag / Last-Modified) and
   follows their links to what is new or due; the rest of the namespace keeps its visited TTL.
-  A forced run ("Run now": ``FORCED`` in the execution's metadata) makes every completed row
-  of the namespace due (``make_known_due``): each known page is asked for again with its
-  stored ETag / Last-Modified, so a 304 costs no body, and a changed child is found whatever
-  its own re-crawl interval.
+  A forced run ("Run now": ``FORCED`` in the execution's metadata) makes every completed or
+  failed row of the namespace due (``make_known_due``): each known page is asked for again
+  with its stored ETag / Last-Modified, so a 304 costs no body, and a changed child is found
+  whatever its own re-crawl interval.
   A run that resumes an execution another worker began (a broker's takeover: more than one
   of the execution's ``holders``) goes on from the namespace as it is.
 - **Result**: fetches finished (``items_crawled``), pages stored (``items_indexed``), the

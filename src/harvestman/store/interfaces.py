@@ -52,7 +52,8 @@ class FrontierStore(Protocol):
         ...
 
     async def make_known_due(self, crawl_id: int, now: float, max_depth: int) -> int:
-        """Every completed row (pages within ``max_depth``) pending again: a forced run."""
+        """Every completed or failed row (pages within ``max_depth``) pending again: a forced
+        run."""
         ...
 
     async def give_up_host(

@@ -269,18 +269,22 @@ class FrontierRepository(StoreConnection):
         return await self._make_due(crawl_id, now, max_depth, expired_only=True)
 
     async def make_known_due(self, crawl_id: int, now: float, max_depth: int) -> int:
-        """Every completed row becomes pending again now, whatever its re-crawl time: a run
-        asked for by hand ("Run now") visits everything the crawl knows. Each is fetched with
-        its stored ETag / Last-Modified, so an unchanged page answers 304 without a body.
-        ``max_depth`` and the locking as in ``make_expired_due``; returns how many."""
+        """Every completed or failed row becomes pending again now, whatever its re-crawl
+        time: a run asked for by hand ("Run now") visits everything the crawl knows, the
+        pages that failed last time (the site was down, a 503 after its retries) too. Each is
+        fetched with its stored ETag / Last-Modified, so an unchanged page answers 304 without
+        a body. ``max_depth`` and the locking as in ``make_expired_due``; returns how many."""
         return await self._make_due(crawl_id, now, max_depth, expired_only=False)
 
     async def _make_due(
         self, crawl_id: int, now: float, max_depth: int, *, expired_only: bool
     ) -> int:
+        statuses = [UrlStatus.COMPLETED.value]
+        if not expired_only:
+            statuses.append(UrlStatus.FAILED.value)
         conditions = [
             urls.c.crawl_id == crawl_id,
-            urls.c.status == UrlStatus.COMPLETED.value,
+            urls.c.status.in_(statuses),
             or_(urls.c.kind != "page", urls.c.depth <= max_depth),
         ]
         if expired_only:
