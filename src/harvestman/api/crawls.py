@@ -12,6 +12,7 @@ delete pages, re-queue dead letters) act on one: the one named, else ``serve``'s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 from fastapi import Query
@@ -66,15 +67,21 @@ async def unknown_crawl(ctx: ApiContext, name: str) -> ApiError:
     )
 
 
-def name_rows(ctx: ApiContext, items: list[dict[str, Any]]) -> None:
-    """Each row's ``crawl`` (its name) beside its ``crawl_id``; synchronous, run on the store's
-    thread with the page. The names known are kept (``ApiContext.crawl_ids``); the store is
-    asked again only for a crawl not seen before."""
+def crawl_names(ctx: ApiContext, crawl_ids: Iterable[int]) -> dict[int, str]:
+    """The crawls' names by id, ``crawl_ids`` among them unless deleted; synchronous, run on
+    the store's thread with the page. The names known are kept (``ApiContext.crawl_ids``); the
+    store is asked again only for a crawl not seen before."""
     # A copy (one C call under the GIL): the event loop may add a name meanwhile.
     names = {crawl: name for name, crawl in ctx.crawl_ids.copy().items()}
-    if any(item["crawl_id"] not in names for item in items):
+    if any(crawl not in names for crawl in crawl_ids):
         found = ctx.sql_store.reports.crawl_ids()
         ctx.crawl_ids.update(found)
         names = {crawl: name for name, crawl in found.items()}
+    return names
+
+
+def name_rows(ctx: ApiContext, items: list[dict[str, Any]]) -> None:
+    """Each row's ``crawl`` (its name) beside its ``crawl_id`` (``crawl_names``)."""
+    names = crawl_names(ctx, (item["crawl_id"] for item in items))
     for item in items:
         item["crawl"] = names.get(item["crawl_id"])

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from harvestman.api.context import ApiContext, context_of
-from harvestman.api.crawls import CrawlQuery, name_rows
+from harvestman.api.crawls import CrawlQuery, crawl_names
 from harvestman.api.crawls import crawl_id as one_crawl_or_all
 from harvestman.api.errors import ApiError
 from harvestman.api.params import User
@@ -140,7 +140,7 @@ async def search(
                                                           until=until, limit=limit, offset=offset))
         )  # fmt: skip
         result = pages
-        items = [_page_out(hit, names[hit.crawl_id]) for hit in pages.hits]
+        items = [_page_out(hit, names.get(hit.crawl_id)) for hit in pages.hits]
     else:
         products, names = await ctx.read(
             lambda: _named(ctx, store.search.search_products(
@@ -151,7 +151,7 @@ async def search(
             ))
         )  # fmt: skip
         result = products
-        items = [_product_out(hit, names[hit.crawl_id]) for hit in products.hits]
+        items = [_product_out(hit, names.get(hit.crawl_id)) for hit in products.hits]
     end = offset + len(result.hits)
     more = len(result.hits) == limit and end < min(result.total, RANK_WINDOW)
     return SearchOut(
@@ -190,12 +190,10 @@ def _check_filters(
         raise ApiError(422, "min_price is above max_price", code="invalid_query")
 
 
-def _named(ctx: ApiContext, result: _R) -> tuple[_R, dict[int, str | None]]:
+def _named(ctx: ApiContext, result: _R) -> tuple[_R, dict[int, str]]:
     """``result`` and the names of its hits' crawls, looked up on the store's thread in the
-    same hop as the search (``name_rows``: known names come from the context's cache)."""
-    rows: list[dict[str, Any]] = [{"crawl_id": hit.crawl_id} for hit in result.hits]
-    name_rows(ctx, rows)
-    return result, {row["crawl_id"]: row["crawl"] for row in rows}
+    same hop as the search (``crawl_names``: known names come from the context's cache)."""
+    return result, crawl_names(ctx, (hit.crawl_id for hit in result.hits))
 
 
 def _page_out(hit: PageHit, crawl: str | None) -> PageHitOut:

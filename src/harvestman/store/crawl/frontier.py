@@ -279,16 +279,16 @@ class FrontierRepository(StoreConnection):
     async def _make_due(
         self, crawl_id: int, now: float, max_depth: int, *, expired_only: bool
     ) -> int:
-        statuses = [UrlStatus.COMPLETED.value]
-        if not expired_only:
-            statuses.append(UrlStatus.FAILED.value)
         conditions = [
             urls.c.crawl_id == crawl_id,
-            urls.c.status.in_(statuses),
             or_(urls.c.kind != "page", urls.c.depth <= max_depth),
         ]
         if expired_only:
-            conditions.append(urls.c.next_crawl_at <= now)
+            conditions += [urls.c.status == UrlStatus.COMPLETED.value, urls.c.next_crawl_at <= now]
+        else:
+            conditions.append(
+                urls.c.status.in_([UrlStatus.COMPLETED.value, UrlStatus.FAILED.value])
+            )
 
         def _due() -> int:
             with self._begin() as conn:

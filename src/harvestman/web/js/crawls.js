@@ -94,6 +94,10 @@ export function crawlOf(row) {
   return row.crawl ?? null;
 }
 
+/** A table's Crawl column (``table.js``): the name read whole, sortable where the table
+ * sorts its rows. */
+export const CRAWL_COLUMN = Object.freeze({ key: "crawl", label: "Crawl", nowrap: true, sortable: true, value: crawlOf, render: crawlOf });
+
 /** A line saying which crawl the figures below are of. */
 export function scopeText(crawl) {
   return crawl ? `Showing the crawl “${crawl}”.` : "Showing every crawl.";

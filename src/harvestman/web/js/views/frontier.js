@@ -7,7 +7,7 @@ import { num, relative, words } from "../format.js";
 import { Pager } from "../pager.js";
 import { isAdmin } from "../session.js";
 import { dataTable } from "../table.js";
-import { crawlNames, crawlOf, crawlPicker, emptyFor, hashQuery, keepInHash, scopeText } from "../crawls.js";
+import { CRAWL_COLUMN, crawlNames, crawlOf, crawlPicker, emptyFor, hashQuery, keepInHash, scopeText } from "../crawls.js";
 
 const PRIORITY = { 3: "high", 2: "normal", 1: "low" };
 const URL_STATES = ["pending", "in_progress", "completed", "failed", "blocked"];
@@ -73,7 +73,7 @@ export function render(main) {
       emptyText: emptyFor(status.value ? `${words(status.value)} URL` : "URL", crawl.input.value, crawls, Boolean(host.value.trim())),
       columns: [
         { key: "url", label: "URL", url: true, sortable: true },
-        rows.some(crawlOf) && !crawl.input.value ? { key: "crawl", label: "Crawl", nowrap: true, sortable: true, value: crawlOf, render: crawlOf } : null,
+        rows.some(crawlOf) && !crawl.input.value ? CRAWL_COLUMN : null,
         { key: "host", label: "Host", sortable: true },
         { key: "status", label: "Status", sortable: true, render: (u) => words(u.status) },
         { key: "priority", label: "Priority", sortable: true, render: (u) => PRIORITY[u.priority] || u.priority },

@@ -9,16 +9,16 @@ import { time } from "../format.js";
 import { isAdmin, leaveNotice } from "../session.js";
 import { jobActions } from "./jobactions.js";
 import { jobForm } from "./jobform.js";
-import { adaptedText, intervalText, lastResult, stateBadge, whenDue } from "./jobs.js";
+import { adaptedText, intervalText, lastResult, nextRun, stateBadge } from "./jobs.js";
 import { runLog } from "./runlog.js";
 
 /** When the job runs next; a cancelled or finished job has no next run. */
 export function nextRunText(job) {
   if (job.status === "cancelled") return "none: cancelled (resume it or run it now)";
-  // The time it was due is past: the next one is set when this run ends.
-  if (job.status === "running") return "after this run";
+  // A running job's due time is past: its next one is set when this run ends.
+  if (job.status === "running") return nextRun(job);
   if (job.next_run_at === null || job.next_run_at === undefined) return "none";
-  return `${time(job.next_run_at)} (${whenDue(job)})`;
+  return `${time(job.next_run_at)} (${nextRun(job)})`;
 }
 
 /** A job's crawl and the views opened on it: where its results are, one click away. */

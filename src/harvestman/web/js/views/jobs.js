@@ -30,8 +30,8 @@ export function adaptedText(job) {
   return span(job.adapted_interval_seconds);
 }
 
-/** When the job runs next, in the list: a cancelled job has no next run. */
-function nextRun(job) {
+/** When the job runs next (the list; the job page adds the time): a cancelled job has none. */
+export function nextRun(job) {
   if (job.status === "cancelled") return "none";
   if (job.status === "running") return "after this run";
   return whenDue(job);

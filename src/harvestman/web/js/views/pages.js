@@ -4,7 +4,7 @@
 // CSV or JSONL (GET /api/pages/export).
 
 import { api, latestOnly } from "../api.js";
-import { crawlOf, emptyFor, keepInHash, scopeText } from "../crawls.js";
+import { CRAWL_COLUMN, crawlOf, emptyFor, keepInHash, scopeText } from "../crawls.js";
 import { field, fill, h } from "../dom.js";
 import { bytes, ms, time } from "../format.js";
 import { Pager } from "../pager.js";
@@ -17,6 +17,11 @@ function link(url) {
   return /^https?:\/\//i.test(url)
     ? h("a", { href: url, rel: "noopener noreferrer nofollow", target: "_blank" }, url)
     : url;
+}
+
+/** A stored page's title, opening its detail view. */
+function pageLink(id, title) {
+  return h("a", { href: `#/pages/${id}`, "data-testid": "page-link" }, title || "(no title)");
 }
 
 /** A search snippet (escaped text with <mark> around matches) as nodes, never as HTML. */
@@ -86,9 +91,9 @@ export function render(main, { query = new URLSearchParams() } = {}) {
       caption: `${hits.total}${hits.total_is_exact ? "" : "+"} ${hits.total === 1 ? "match" : "matches"}, best first.`,
       emptyText: `No page matches “${text.value.trim()}”.`,
       columns: [
-        { key: "title", label: "Title", render: (p) => h("a", { href: `#/pages/${p.page_id}`, "data-testid": "page-link" }, p.title || "(no title)") },
+        { key: "title", label: "Title", render: (p) => pageLink(p.page_id, p.title) },
         // Over every crawl one page can match twice, once in each crawl that stored it.
-        crawl.input.value.trim() ? null : { key: "crawl", label: "Crawl", nowrap: true, render: crawlOf },
+        crawl.input.value.trim() ? null : CRAWL_COLUMN,
         { key: "url", label: "URL", url: true, render: (p) => link(p.url) },
         { key: "snippet", label: "Snippet", render: (p) => marked(p.snippet || "") },
         { key: "fetched_at", label: "Fetched", render: (p) => time(p.fetched_at) },
@@ -116,8 +121,8 @@ export function render(main, { query = new URLSearchParams() } = {}) {
       columns: [
         { key: "fetched_at", label: "Fetched", sortable: true, render: (p) => time(p.fetched_at) },
         { key: "status_code", label: "Status", numeric: true, sortable: true },
-        { key: "title", label: "Title", sortable: true, render: (p) => h("a", { href: `#/pages/${p.id}`, "data-testid": "page-link" }, p.title || "(no title)") },
-        applied?.crawl ? null : { key: "crawl", label: "Crawl", nowrap: true, sortable: true, value: crawlOf, render: crawlOf },
+        { key: "title", label: "Title", sortable: true, render: (p) => pageLink(p.id, p.title) },
+        applied?.crawl ? null : CRAWL_COLUMN,
         { key: "url", label: "URL", url: true, sortable: true, render: (p) => link(p.url) },
         { key: "content_type", label: "Type" },
         { key: "content_length", label: "Size", numeric: true, sortable: true, render: (p) => bytes(p.content_length) },

@@ -2,7 +2,7 @@
 // (GET /api/products), in the API's order; each name opens the product view.
 
 import { api, describe, latestOnly } from "../api.js";
-import { crawlOf, crawlPicker, emptyFor, scopeText } from "../crawls.js";
+import { CRAWL_COLUMN, crawlOf, crawlPicker, emptyFor, scopeText } from "../crawls.js";
 import { field, fill, h } from "../dom.js";
 import { decimal, time, words } from "../format.js";
 import { Pager } from "../pager.js";
@@ -86,7 +86,7 @@ export function render(main) {
           { key: "brand", label: "Brand" },
           { key: "rating", label: "Rating", numeric: true },
           { key: "domain", label: "Domain" },
-          !filters.crawl && answer.items.some(crawlOf) ? { key: "crawl", label: "Crawl", nowrap: true, render: crawlOf } : null,
+          !filters.crawl && answer.items.some(crawlOf) ? CRAWL_COLUMN : null,
           { key: "changed", label: "Changed", render: (p) => time(p.seen.changed_at) },
         ].filter(Boolean),
       }), pager.controls(load));
