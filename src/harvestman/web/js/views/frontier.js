@@ -78,7 +78,7 @@ export function render(main) {
         { key: "status", label: "Status", sortable: true, render: (u) => words(u.status) },
         { key: "priority", label: "Priority", sortable: true, render: (u) => PRIORITY[u.priority] || u.priority },
         { key: "depth", label: "Depth", numeric: true, sortable: true },
-        { key: "next_crawl_at", label: "Due", sortable: true, render: (u) => relative(u.next_crawl_at) },
+        { key: "next_crawl_at", label: "Due", nowrap: true, sortable: true, render: (u) => relative(u.next_crawl_at) },
         { key: "attempts", label: "Retries", numeric: true, sortable: true }, // not fetches: 0 on a first try
         { key: "error_class", label: "Error", render: (u) => u.error_class && `${u.error_class}: ${u.error || ""}` },
       ].filter(Boolean),
