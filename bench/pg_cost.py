@@ -323,6 +323,7 @@ class PgRun:
     wire: Wire | None
     server: ServerFigures
     returncode: int
+    threads: str = ""  # the crawler's CPU by thread and child (a crawl only)
 
 
 def completed_pages(url: str) -> int:
@@ -394,8 +395,9 @@ def pg_crawl(
         server.functions = function_times(url)
     wire = proxy.wire if proxy is not None else None
     return PgRun(
-        label, pages, measured.wall, measured.cpu, backend_cpu, wire, server, measured.returncode
-    )
+        label, pages, measured.wall, measured.cpu, backend_cpu, wire, server, measured.returncode,
+        measured.cpu_breakdown(),
+    )  # fmt: skip
 
 
 def pg_workers(args: argparse.Namespace, server: object, proxy: CountingProxy) -> PgRun:
@@ -424,13 +426,13 @@ def pg_workers(args: argparse.Namespace, server: object, proxy: CountingProxy) -
     )  # fmt: skip
 
 
-def sqlite_crawl(args: argparse.Namespace, ports: list[int]) -> tuple[float, float, int]:
+def sqlite_crawl(args: argparse.Namespace, ports: list[int]) -> tuple[float, float, int, str]:
     run = OUT / "runs" / "pg-cost-sqlite"
     shutil.rmtree(run, ignore_errors=True)
     run.mkdir(parents=True)
     command = crawler_command(args, ports, run / "harvestman.db", run)
     measured = run_measured(command, run / "crawler.log", args.timeout)
-    return measured.wall, measured.cpu, measured.returncode
+    return measured.wall, measured.cpu, measured.returncode, measured.cpu_breakdown()
 
 
 def report(result: PgRun, top: int) -> None:
@@ -440,6 +442,8 @@ def report(result: PgRun, top: int) -> None:
     print(f"wall             {result.wall:.1f} s, {result.pages / result.wall:.0f} pages/s")
     per_page = result.crawler_cpu / pages * 1e6
     print(f"crawler CPU      {result.crawler_cpu:.1f} s, {per_page:.0f} µs/page")
+    if result.threads:
+        print(f"CPU by thread    {result.threads}")
     print(
         f"PostgreSQL CPU   {result.backend_cpu:.2f} s of its backends,"
         f" {result.backend_cpu / pages * 1e3:.3f} s per 1,000 pages"
@@ -536,11 +540,11 @@ def main() -> int:
                     direct = pg_crawl(args, server.ports, None, "direct")
                     report(direct, 0)
                 if args.sqlite:
-                    wall, cpu, code = sqlite_crawl(args, server.ports)
+                    wall, cpu, code, threads = sqlite_crawl(args, server.ports)
                     print(
                         f"[sqlite]\nwall             {wall:.1f} s, {args.pages / wall:.0f} pages/s"
                         f" (exit {code})\ncrawler CPU      {cpu:.1f} s,"
-                        f" {cpu / args.pages * 1e6:.0f} µs/page"
+                        f" {cpu / args.pages * 1e6:.0f} µs/page\nCPU by thread    {threads}"
                     )
     finally:
         proxy.stop()
