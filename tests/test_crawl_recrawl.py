@@ -28,6 +28,7 @@ class Home:
     def __init__(self) -> None:
         self.port = 0
         self.hits: Counter[tuple[str, int]] = Counter()
+        self.gone: set[str] = set()  # paths that answer 404
 
     async def handle(self, request: web.Request) -> web.Response:
         response = self._answer(request)
@@ -37,6 +38,8 @@ class Home:
     def _answer(self, request: web.Request) -> web.Response:
         if request.path == "/robots.txt":
             return web.Response(text="User-agent: *\nAllow: /\n")
+        if request.path in self.gone:
+            return web.Response(status=404, text="gone")
         if request.path == "/":
             if request.headers.get("If-None-Match") == self.ETAG:
                 return web.Response(status=304, headers={"ETag": self.ETAG})
@@ -100,3 +103,34 @@ async def test_pages_past_a_shrunken_max_depth_stay_as_they_are(
     assert (home.hits[("/", 304)], home.hits[("/a", 200)], home.hits[("/b", 200)]) == (1, 2, 1)
     depth_two = next(row for row in later.rows if row["url"].endswith("/b"))
     assert (depth_two["status"], depth_two["next_crawl_at"]) == ("completed", start + TTL)
+
+
+async def test_a_page_that_failed_is_asked_for_again_after_its_ttl(
+    home: Home, make_settings: SettingsFactory
+) -> None:
+    """A dead letter is not dead for good: the next crawl past its TTL asks for it again, as for
+    a page it fetched (a recurring job's planned run, not only "Run now" or a re-queue)."""
+    settings = make_settings(crawl_visited_ttl=TTL, discovery_sitemaps=False)
+    start = 1_800_000_000.0
+    home.gone = {"/b"}
+
+    first = await crawl(settings, home.root, clock=lambda: start)
+    b_row = next(row for row in first.rows if row["url"].endswith("/b"))
+    assert (b_row["status"], b_row["status_code"], b_row["next_crawl_at"]) == (
+        "failed",
+        404,
+        start + TTL,
+    )
+
+    home.gone.clear()
+    within = await crawl(settings, home.root, clock=lambda: start + TTL / 2)
+    assert home.hits[("/b", 200)] == 0
+    assert next(row for row in within.rows if row["url"].endswith("/b"))["status"] == "failed"
+
+    later = await crawl(settings, home.root, clock=lambda: start + TTL + 1)
+    assert (home.hits[("/b", 404)], home.hits[("/b", 200)]) == (1, 1)
+    assert {(row["url"].removeprefix(home.root), row["status"]) for row in later.rows} == {
+        ("", "completed"),
+        ("a", "completed"),
+        ("b", "completed"),
+    }

@@ -96,13 +96,14 @@ async def test_a_refused_record_is_dead_lettered_and_the_rest_of_its_batch_is_wr
     rejected = await store.record(crawl, batch, [new("/new-1"), unhostable, new("/new-3")], NOW)
 
     assert list(rejected) == [b.id]  # the writer counts it as a dead letter, not a page
-    assert sql(store, "SELECT url, status, error_class FROM urls ORDER BY url") == [
-        ("http://a.test/a", "completed", None),
-        ("http://a.test/b", "failed", "StoreRejected"),
-        ("http://a.test/c", "completed", None),
-        ("http://a.test/d", "completed", None),
-        ("http://a.test/new-1", "pending", None),
-        ("http://a.test/new-3", "pending", None),
+    # A dead letter comes due again when the page would have (the outcome's re-crawl time).
+    assert sql(store, "SELECT url, status, error_class, next_crawl_at FROM urls ORDER BY url") == [
+        ("http://a.test/a", "completed", None, NOW + 100),
+        ("http://a.test/b", "failed", "StoreRejected", NOW + 100),
+        ("http://a.test/c", "completed", None, NOW + 100),
+        ("http://a.test/d", "completed", None, NOW + 100),
+        ("http://a.test/new-1", "pending", None, NOW),
+        ("http://a.test/new-3", "pending", None, NOW),
     ]
     assert sql(store, "SELECT url FROM crawled_pages ORDER BY url") == [
         ("http://a.test/a",), ("http://a.test/c",), ("http://a.test/d",),

@@ -137,6 +137,7 @@ def _reject(conn: Connection, crawl_id: int, unit: Unit, message: str, now: floa
                         status=UrlStatus.FAILED.value,
                         error_class=_REJECTED,
                         error=message,
+                        next_crawl_at=unit.next_crawl_at,  # asked for again after its TTL
                         attempts=unit.attempts,
                         status_code=unit.status_code,
                         lease_until=None,

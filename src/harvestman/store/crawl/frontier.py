@@ -55,6 +55,12 @@ _MARK_LEASED = (
 
 T = TypeVar("T")
 
+# The finished rows that come due again once their re-crawl time has passed: pages fetched,
+# and dead letters (failed after their retries: the site was down, a 404), so a later run
+# asks again for what failed in an earlier one. Blocked rows wait for robots.txt's start
+# pages or a re-queue.
+RENEWABLE: tuple[str, ...] = (UrlStatus.COMPLETED.value, UrlStatus.FAILED.value)
+
 # Values per IN list of a lookup or UPDATE, at most.
 _IN_CHUNK = 512
 
@@ -76,8 +82,8 @@ def insert_urls(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: fl
     if not dated:
         return
     stmt = dialect.insert(conn.engine, urls)
-    # A known URL is left alone unless it is completed and due for a re-crawl again: its
-    # visited TTL ran out, or a sitemap or feed says it changed since it was fetched.
+    # A known URL is left alone unless it is finished and due for a re-crawl again: its
+    # visited TTL ran out, or (a fetched page) a sitemap or feed says it changed since.
     stmt = stmt.on_conflict_do_update(
         index_elements=["crawl_id", "url_hash"],
         set_={
@@ -87,10 +93,11 @@ def insert_urls(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: fl
             "lastmod": func.coalesce(stmt.excluded.lastmod, urls.c.lastmod),
             "updated_at": stmt.excluded.updated_at,
         },
-        where=and_(
-            urls.c.status == UrlStatus.COMPLETED.value,
-            or_(
-                urls.c.next_crawl_at <= now,
+        where=or_(
+            # One comparison each, not IN: an IN list cannot be bound per row of executemany.
+            and_(or_(*(urls.c.status == s for s in RENEWABLE)), urls.c.next_crawl_at <= now),
+            and_(
+                urls.c.status == UrlStatus.COMPLETED.value,
                 stmt.excluded.lastmod > func.coalesce(urls.c.last_fetched_at, 0.0),
             ),
         ),
@@ -108,8 +115,8 @@ def insert_links(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now: f
     when its WHERE is false, so two workers ingesting overlapping links deadlocked (measured
     by bench/pg_frontier.py: 6-8 deadlocks in 15 s with 2 workers) and wrote WAL for each
     lock. When the insert added fewer rows than it was given, some were known: those that are
-    completed and due again go back to pending (``make_known_due``). A batch of new URLs only
-    (most of them, with a seen cache that holds the crawl) is not looked up again.
+    finished (``RENEWABLE``) and due again go back to pending (``make_known_due``). A batch of
+    new URLs only (most of them, with a seen cache that holds the crawl) is not looked up again.
     """
     if dialect.is_sqlite(conn.engine):
         added = _insert_ignore(conn, crawl_id, rows, now)
@@ -129,8 +136,8 @@ def _insert_ignore(conn: Connection, crawl_id: int, rows: Sequence[NewUrl], now:
 
 
 def make_known_due(conn: Connection, crawl_id: int, hashes: Sequence[str], now: float) -> None:
-    """The rows of ``hashes`` that are completed and due again go back to pending now: looked
-    up by the unique index, changed by id."""
+    """The rows of ``hashes`` that are finished (``RENEWABLE``) and due again go back to
+    pending now: looked up by the unique index, changed by id."""
     _make_due(conn, _due_ids(_known_rows(conn, crawl_id, hashes), now), now)
 
 
@@ -156,14 +163,13 @@ def _known_rows(
 
 
 def _due_ids(known: dict[str, tuple[int, str, float]], now: float) -> list[int]:
-    completed = UrlStatus.COMPLETED.value
     return sorted(
-        row_id for row_id, status, due in known.values() if status == completed and due <= now
+        row_id for row_id, status, due in known.values() if status in RENEWABLE and due <= now
     )
 
 
 def _make_due(conn: Connection, ids: Sequence[int], now: float) -> None:
-    """Rows ``ids`` back to pending now, if still completed and due (locked in id order)."""
+    """Rows ``ids`` back to pending now, if still finished and due (locked in id order)."""
     for chunk in in_chunks(ids):
         conn.execute(
             update(urls)
@@ -171,7 +177,7 @@ def _make_due(conn: Connection, ids: Sequence[int], now: float) -> None:
                 # By id alone in the subquery: the planner then reads the rows by their key.
                 locked_ids(
                     urls.c.id.in_(chunk),
-                    urls.c.status == UrlStatus.COMPLETED.value,
+                    urls.c.status.in_(RENEWABLE),
                     urls.c.next_crawl_at <= now,
                 )
             )
@@ -258,7 +264,8 @@ class FrontierRepository(StoreConnection):
         await self._run(_add)
 
     async def make_expired_due(self, crawl_id: int, now: float, max_depth: int) -> int:
-        """Completed rows whose visited TTL ran out become pending again now; returns how many.
+        """Finished rows (``RENEWABLE``) whose re-crawl time has passed become pending again
+        now; returns how many.
 
         A crawl's start makes them due on their own, not only when a fetched page links to
         them again: a start page (or sitemap, feed) that answers 304 has no body, reveals no
@@ -284,11 +291,9 @@ class FrontierRepository(StoreConnection):
             or_(urls.c.kind != "page", urls.c.depth <= max_depth),
         ]
         if expired_only:
-            conditions += [urls.c.status == UrlStatus.COMPLETED.value, urls.c.next_crawl_at <= now]
+            conditions += [urls.c.status.in_(RENEWABLE), urls.c.next_crawl_at <= now]
         else:
-            conditions.append(
-                urls.c.status.in_([UrlStatus.COMPLETED.value, UrlStatus.FAILED.value])
-            )
+            conditions.append(urls.c.status.in_(RENEWABLE))
 
         def _due() -> int:
             with self._begin() as conn:
