@@ -90,9 +90,9 @@ def summary_table(crawler: Crawler, counts: CrawlCounts) -> Group:
     run.add_row("elapsed", _duration(elapsed))
     run.add_row("pages/s", f"{pages / elapsed if elapsed > 0 else 0:,.1f}")
     statuses = stats.by_prefix("fetch/status")
-    if statuses:
+    if statuses:  # every response, retried ones too: a 503 asked for three times counts 3
         run.add_row(
-            "HTTP statuses", ", ".join(f"{code}: {n:,}" for code, n in sorted(statuses.items()))
+            "HTTP responses", ", ".join(f"{code}: {n:,}" for code, n in sorted(statuses.items()))
         )
     errors = stats.by_prefix("fetch/error")
     if errors:
