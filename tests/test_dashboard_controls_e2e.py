@@ -431,10 +431,13 @@ async def test_the_small_things_a_person_meets(dashboard: Dashboard) -> None:
         """async () => {
             const f = await import("/dashboard/js/format.js");
             return [f.num(1051), f.decimal(0.32, 2), f.pct(0.125), f.bytes(1536),
-                    f.span(2.5 * 86400), f.span(1109.8 * 86400)];
+                    f.span(2.5 * 86400), f.span(1109.8 * 86400), f.ms(0), f.ms(12), f.ms(null)];
         }"""
     )
-    assert formatted == ["1.051", "0,32", "12,5%", "1,5 KB", "2,5 d", "1.110 d"]
+    # A fetch stored as 0 ms (whole milliseconds, cut down) took under one, not none.
+    assert formatted == [
+        "1.051", "0,32", "12,5%", "1,5 KB", "2,5 d", "1.110 d", "<1 ms", "12 ms", "—"
+    ]  # fmt: skip
     await page.screenshot(path=screenshot_path("overview-de"))
 
     # A search snippet keeps the spaces around its marks.

@@ -75,6 +75,8 @@ export function span(seconds) {
 
 export function ms(value) {
   if (value === null || value === undefined) return "—";
+  // Stored in whole milliseconds, cut down: 0 is a fetch under a millisecond, not none.
+  if (value < 1) return "<1 ms";
   return value < 1000 ? `${Math.round(value)} ms` : span(value / 1000);
 }
 

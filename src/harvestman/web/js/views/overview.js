@@ -32,7 +32,7 @@ function statusTone(code) {
 export function render(main) {
   const mode = h("span", { class: "badge", "data-testid": "live-mode" }, "Connecting…");
   const cards = {
-    pages: card("Pages fetched", "stat-pages"),
+    pages: card("Pages stored", "stat-pages"),
     rate: card("Pages/s (last full minute)", "stat-rate"),
     success: card("Success rate", "stat-success"),
     frontier: card("Frontier (pending, all crawls)", "stat-frontier"),
@@ -78,7 +78,8 @@ export function render(main) {
       for (let t = first; t <= full; t += BUCKET) points.push({ x: t, y: (by.get(t) || 0) / BUCKET });
       const done = by.get(full) || 0;
       cards.rate.value.textContent = decimal(done / BUCKET, 2);
-      cards.rate.sub.textContent = `${num(done)} pages ${clock(full)}–${clock(current)}; ${num(by.get(current) || 0)} so far in this minute`;
+      // Fetches, not pages: a page fetched again by a re-crawl counts each time.
+      cards.rate.sub.textContent = `${num(done)} ${done === 1 ? "fetch" : "fetches"} ${clock(full)}–${clock(current)}; ${num(by.get(current) || 0)} so far in this minute`;
       fill(chartBox, lineChart(points, {
         x0: full - HOUR, x1: full, xLabel: clock, title: "Pages per second over the last hour, by minute",
       }));
@@ -90,7 +91,8 @@ export function render(main) {
   function show(stats) {
     const now = stats.time || Date.now() / 1000;
     cards.pages.value.textContent = num(stats.pages);
-    cards.pages.sub.textContent = `${num(stats.pages_last_hour)} in the last hour`;
+    // Distinct pages (each URL's latest fetch), so a re-crawl does not add to it.
+    cards.pages.sub.textContent = `${num(stats.pages_last_hour)} of them fetched in the last hour`;
     cards.success.value.textContent = pct(stats.success_rate);
     cards.success.sub.textContent = "2xx and 304 of all pages";
     cards.bytes.value.textContent = bytes(stats.bytes);

@@ -125,8 +125,8 @@ export function render(main, { query = new URLSearchParams() } = {}) {
         applied?.crawl ? null : CRAWL_COLUMN,
         { key: "url", label: "URL", url: true, sortable: true, render: (p) => link(p.url) },
         { key: "content_type", label: "Type" },
-        { key: "content_length", label: "Size", numeric: true, sortable: true, render: (p) => bytes(p.content_length) },
-        { key: "crawl_duration_ms", label: "Took", numeric: true, sortable: true, render: (p) => ms(p.crawl_duration_ms) },
+        { key: "content_length", label: "Size", numeric: true, sortable: true, nowrap: true, render: (p) => bytes(p.content_length) },
+        { key: "crawl_duration_ms", label: "Took", numeric: true, sortable: true, nowrap: true, render: (p) => ms(p.crawl_duration_ms) },
         // A check's own verdict first ("hard: needs_js"); a fetch that failed has none, and
         // its error is what the row has to say.
         { key: "validation_status", label: "Check", render: (p) => p.rejection_reason

@@ -43,7 +43,8 @@ export function render(main) {
       const fair = dist.total_jobs ? Math.ceil(dist.total_jobs / Math.round(dist.window_seconds / step)) : 0;
       fill(chart, dist.slots.length
         ? columnChart(dist.slots.map((slot) => ({ x: slot.start, value: slot.count })), {
-          x0, x1: x0 + dist.window_seconds, step, xLabel: clock, mark: fair + 1,
+          // Drawn across the page: a wide view box keeps its labels at the text's size.
+          x0, x1: x0 + dist.window_seconds, step, xLabel: clock, mark: fair + 1, width: 1200, height: 240,
           title: "Jobs per 15-minute slot over the next 24 hours",
         })
         : h("p", { class: "empty" }, "No job is due in the next 24 hours."),
