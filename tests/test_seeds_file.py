@@ -21,7 +21,7 @@ from harvestman.store import SqlStore
 from harvestman.urls import Scope, host_key, url_hash
 from support.cli import invoke_cli
 from test_cli import FAST, run_cli
-from test_store_frontier_expiry import complete_all
+from test_store_frontier_expiry import finish_all
 from testsite import TestSite
 
 BAD = [
@@ -207,7 +207,7 @@ async def test_add_seeds_keeps_add_urls_rules_on_both_stores(any_store: SqlStore
     await store.add_seeds(crawl_id, rows, 100.0)
     assert (await store.counts(crawl_id)).by_status == {"pending": 3}
     again = {urls[0]: 1e12, urls[1]: 150.0, urls[2]: 1e12}
-    await complete_all(store, crawl_id, 100.0, again)
+    await finish_all(store, crawl_id, 100.0, again, {})
     # The same seeds again: nothing added twice; only the completed row now due is pending.
     await store.add_seeds(crawl_id, [*rows, *rows[:1]], 200.0)
     counts = await store.counts(crawl_id)
