@@ -108,7 +108,9 @@ export function render(main) {
       { key: "host", label: "Host", sortable: true },
       { key: "page_count", label: "Pages", numeric: true, sortable: true, render: (r) => num(r.page_count) },
       hasErrors ? { key: "errors", label: "Errors", numeric: true, sortable: true, value: (r) => r.errors ?? r.error_count, render: (r) => num(r.errors ?? r.error_count) } : null,
-      { key: "crawl_delay", label: "Crawl delay", numeric: true, sortable: true, render: (r) => (r.crawl_delay === null ? "default" : `${r.crawl_delay} s`) },
+      { key: "crawl_delay", label: "Crawl delay", numeric: true, sortable: true, render: (r) => (r.crawl_delay === null
+        ? h("span", { title: "robots.txt sets no Crawl-delay: each crawl's own delay applies (the source's, or the crawl_delay setting)" }, "default")
+        : `${r.crawl_delay} s`) },
       { key: "robots_status", label: "robots.txt", sortable: true, render: (r) => h("button", { type: "button", onclick: () => showRobots(r.host), "aria-label": `View robots.txt of ${r.host}` }, r.robots_status ? `${r.robots_status} · view` : "view") },
       { key: "breaker", label: "State", sortable: true, value: breaker, render: stateBadge },
       { key: "next_allowed_at", label: "Next allowed", sortable: true, render: (r) => relative(r.next_allowed_at) },
