@@ -15,7 +15,7 @@ from conftest import SettingsFactory
 from harvestman.store.history import add_counts
 from harvestman.store.schema import error_logs, urls
 from harvestman.store.transaction import transaction as write_transaction
-from storerows import NOW, add_crawl, add_url
+from storerows import DAY, NOW, add_crawl, add_url
 
 
 @pytest.fixture
@@ -141,6 +141,8 @@ async def test_dead_letters_are_the_failed_urls_of_a_crawl(api: Api) -> None:
         ["http://a.test/dead0", "http://a.test/dead1", "http://b.test/dead2"],
     )
     assert listed["items"][0]["attempts"] == 3
+    # When a run asks for it again on its own (its re-crawl time), unless it is re-queued.
+    assert listed["items"][0]["next_crawl_at"] == NOW - DAY + 7 * DAY
     only = await api.get(
         "/api/dead-letter", params={**one, "host": "a.test", "type": "FetchTimeout"}
     )

@@ -270,6 +270,9 @@ async def test_failed_urls_are_requeued_one_or_all_that_match(dashboard: Dashboa
     await expect(page.get_by_test_id("dead-summary")).to_contain_text("HttpStatusError")
     # The count is of retries (the 404 failed at once: 0), and the heading says so.
     await expect(table.get_by_role("columnheader", name="Retries")).to_be_visible()
+    # A run asks for it again on its own once its re-crawl time (7 days) has passed.
+    row_404 = table.get_by_role("row").filter(has_text=site.url("/status/404"))
+    await expect(row_404).to_contain_text(re.compile(r"in (6\.9|7\.0) d"))
     # The log of recent errors says which URL each was about.
     await expect(page.get_by_test_id("error-log-table")).to_contain_text(site.url("/status/500"))
     await page.screenshot(path=screenshot_path("errors"))

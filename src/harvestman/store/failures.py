@@ -25,7 +25,7 @@ MAX_IDS = 1000  # ids per re-queue request: one IN list, far below SQLite's para
 
 DEAD_LETTER_FIELDS = (
     "id", "crawl_id", "url", "host", "kind", "depth", "attempts", "status_code", "error_class",
-    "error", "discovered_at", "last_fetched_at", "updated_at",
+    "error", "discovered_at", "last_fetched_at", "updated_at", "next_crawl_at",
 )  # fmt: skip
 
 

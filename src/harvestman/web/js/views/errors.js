@@ -5,7 +5,7 @@
 import { api, describe, latestOnly } from "../api.js";
 import { confirmAction } from "../confirm.js";
 import { field, fill, h } from "../dom.js";
-import { num, time } from "../format.js";
+import { num, relative, time } from "../format.js";
 import { Pager } from "../pager.js";
 import { isAdmin } from "../session.js";
 import { dataTable } from "../table.js";
@@ -135,6 +135,12 @@ export function render(main) {
         // The retries its transient failures earned (a 404 fails at once: 0), not its fetches.
         { key: "attempts", label: "Retries", numeric: true, render: (r) => num(r.attempts) },
         { key: "last_fetched_at", label: "Last try", render: (r) => time(r.last_fetched_at ?? r.updated_at) },
+        // A dead letter comes due again like a fetched page: the first run past this time asks.
+        {
+          key: "next_crawl_at", label: "Next try", nowrap: true,
+          render: (r) => h("span", { title: "asked for again by the first run after this time; Re-queue asks now" },
+            r.next_crawl_at <= Date.now() / 1000 ? "next run" : relative(r.next_crawl_at)),
+        },
         isAdmin() ? {
           key: "actions", label: "Actions",
           render: (r) => h("button", {
