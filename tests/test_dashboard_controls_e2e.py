@@ -176,6 +176,48 @@ async def test_cancel_asks_first_and_a_cancelled_job_resumes(dashboard: Dashboar
     assert errors == []
 
 
+async def test_a_job_edit_reads_whole_units_and_sends_only_what_changed(
+    dashboard: Dashboard,
+) -> None:
+    """A job made with 360 minutes reads "6 hours" in its form, as its page says "6 h"; saved
+    untouched it keeps its interval and its next run (the same interval in other units is no
+    change, which would have placed the run anew); a new interval is saved and moves it."""
+    from playwright.async_api import expect
+
+    served = dashboard.served
+    planned = time.time() + 86400
+    created = await _api(
+        served, "POST", "/api/v1/jobs",
+        json={"source_id": served.source_id, "url": "http://127.0.0.1:1/",
+              "interval_minutes": 360, "interval_type": "minutes", "next_run_at": planned},
+    )  # fmt: skip
+    assert created.status_code == 201, created.text
+    job_id = int(created.json()["id"])
+    page, errors = await _admin(dashboard)
+    await page.goto(f"{served.base}/#/jobs/{job_id}")
+    await expect(page.get_by_test_id("job-state")).to_have_text("scheduled")
+
+    await page.get_by_role("button", name="Edit", exact=True).click()
+    form = page.get_by_role("form", name=f"Edit job {job_id}")
+    await expect(form.get_by_label("Every (empty: run once)")).to_have_value("6")
+    await expect(form.get_by_label("Unit")).to_have_value("hours")
+    await form.get_by_role("button", name="Save changes").click()
+    await expect(page.get_by_text("Saved.")).to_be_visible()
+    job = (await _api(served, "GET", f"/api/v1/jobs/{job_id}")).json()
+    assert (job["interval_minutes"], job["interval_type"]) == (360, "minutes")
+    assert job["next_run_at"] == pytest.approx(planned)
+
+    await page.get_by_role("button", name="Edit", exact=True).click()
+    await form.get_by_label("Every (empty: run once)").fill("2")
+    await form.get_by_role("button", name="Save changes").click()
+    await expect(page.get_by_text("Saved.")).to_be_visible()
+    job = (await _api(served, "GET", f"/api/v1/jobs/{job_id}")).json()
+    assert (job["interval_minutes"], job["interval_type"]) == (2, "hours")
+    assert job["next_run_at"] < time.time() + 2 * 3600 + 60  # placed within the new interval
+    await _api(served, "DELETE", f"/api/v1/jobs/{job_id}")
+    assert errors == []
+
+
 async def test_sources_are_created_edited_cloned_and_deleted(dashboard: Dashboard) -> None:
     from playwright.async_api import expect
 

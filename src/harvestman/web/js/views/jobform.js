@@ -13,6 +13,21 @@ function localInput(epoch) {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
+const UNIT_MINUTES = { minutes: 1, hours: 60, days: 1440 };
+
+const minutesOf = (count, type) => count * (UNIT_MINUTES[type] || 1);
+
+/** An interval in the largest unit it is two or more of: 360 minutes are [6, "hours"], 2,880
+ * [2, "days"], 1,440 [24, "hours"] and 60 [60, "minutes"] ("1 hours" reads worse); null stays. */
+export function wholeInterval(count, type) {
+  if (count === null || count === undefined) return [count, type];
+  const minutes = minutesOf(count, type);
+  for (const [unit, size] of [["days", 1440], ["hours", 60]]) {
+    if (minutes % size === 0 && minutes / size >= 2) return [minutes / size, unit];
+  }
+  return [minutes, "minutes"];
+}
+
 function option(value, label, selected) {
   return h("option", { value: String(value), selected: Boolean(selected) }, label);
 }
@@ -22,12 +37,13 @@ function option(value, label, selected) {
 export function jobForm(job, { onSaved, onCancel }) {
   const sourceSelect = h("select", { name: "source_id" }, option("", "Loading sources…"));
   const url = h("input", { name: "url", type: "text", inputmode: "url", value: job?.url || "" });
+  // A job made with 360 minutes reads "6 hours", as its page says "6 h".
+  const [count, unit] = job ? wholeInterval(job.interval_minutes, job.interval_type) : [60, "minutes"];
   const interval = h("input", {
-    name: "interval_minutes", type: "number", min: "1", step: "1",
-    value: job ? (job.interval_minutes ?? "") : "60",
+    name: "interval_minutes", type: "number", min: "1", step: "1", value: count ?? "",
   });
   const intervalType = h("select", { name: "interval_type" },
-    ["minutes", "hours", "days"].map((t) => option(t, t, (job?.interval_type || "minutes") === t)));
+    ["minutes", "hours", "days"].map((t) => option(t, t, (unit || "minutes") === t)));
   const scheduleEnabled = h("input", { name: "schedule_enabled", type: "checkbox", checked: job ? job.schedule_enabled : true });
   const adaptive = h("input", { name: "adaptive_scheduling", type: "checkbox", checked: job ? job.adaptive_scheduling : true });
   const maxRetries = h("input", { name: "max_retries", type: "number", value: String(job ? job.max_retries : 3) });
@@ -82,6 +98,12 @@ export function jobForm(job, { onSaved, onCancel }) {
     if (!job) return raw;
     // The field shows minutes: an untouched one must not move the run by the seconds cut off.
     if (firstRun.value === localInput(job.next_run_at) || firstRun.value === "") delete raw.next_run_at;
+    // The same interval in other units is no change: sent, it would place the next run anew.
+    if (raw.interval_minutes !== null && job.interval_minutes !== null
+        && minutesOf(raw.interval_minutes, raw.interval_type) === minutesOf(job.interval_minutes, job.interval_type)) {
+      raw.interval_minutes = job.interval_minutes;
+      raw.interval_type = job.interval_type;
+    }
     // An edit sends what changed (null interval: the job becomes a one-time job).
     return Object.fromEntries(Object.entries(raw).filter(([key, value]) => value !== job[key]));
   }
