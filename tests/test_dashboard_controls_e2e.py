@@ -264,6 +264,37 @@ async def test_sources_are_created_edited_cloned_and_deleted(dashboard: Dashboar
     await expect(status).to_have_text(f"Source shop two (#{source['id']}) saved.")
     await expect(row).to_contain_text("shop two")
 
+    # Crawl options: each on, off or the service's setting; a refused value shows under its
+    # field; an untouched form leaves them as they are.
+    async def options() -> dict[str, Any]:
+        found = (await _api(served, "GET", f"/api/v1/sources/{source['id']}")).json()
+        return {key: value for key, value in found["options"].items() if value is not None}
+
+    await table.get_by_role("button", name="Edit source shop two").click()
+    await edit.get_by_text("Crawl options").click()
+    await edit.get_by_label("Page text").select_option("on")
+    await edit.get_by_label("Feeds").select_option("off")
+    rate = edit.get_by_label("New URLs per second (0: no limit)")
+    await rate.fill("-3")
+    await edit.get_by_role("button", name="Save source").click()
+    await expect(rate).to_have_attribute("aria-invalid", "true")
+    await expect(edit).to_contain_text("greater than or equal to 0")
+    await rate.fill("50")
+    await edit.get_by_role("button", name="Save source").click()
+    await expect(status).to_have_text(f"Source shop two (#{source['id']}) saved.")
+    assert await options() == {"store_text": True, "feeds": False, "ingest_rate": 50}
+    await table.get_by_role("button", name="Edit source shop two").click()
+    await expect(edit.get_by_label("Page text")).to_have_value("on")  # opened: some are set
+    await edit.get_by_label("Name").fill("shop two")
+    await edit.get_by_role("button", name="Save source").click()
+    await expect(status).to_have_text(f"Source shop two (#{source['id']}) saved.")
+    assert await options() == {"store_text": True, "feeds": False, "ingest_rate": 50}
+    await table.get_by_role("button", name="Edit source shop two").click()
+    await edit.get_by_label("Feeds").select_option("")  # back to the service's setting
+    await edit.get_by_role("button", name="Save source").click()
+    await expect(status).to_have_text(f"Source shop two (#{source['id']}) saved.")
+    assert await options() == {"store_text": True, "ingest_rate": 50}
+
     # Clone: a new source with the same start URLs and its own job.
     await table.get_by_role("button", name="Clone source shop two").click()
     clone = page.get_by_test_id("source-clone-form")

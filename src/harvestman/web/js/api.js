@@ -25,6 +25,17 @@ export class ApiError extends Error {
     if (this.details?.field) found[this.details.field] = this.message;
     return found;
   }
+
+  /** The same messages by their whole path ("options.ingest_rate"), for a form whose fields
+   * are parts of one object. */
+  fieldErrorsByPath() {
+    const found = {};
+    for (const error of this.details?.errors || []) {
+      const name = (error.loc || []).filter((part) => part !== "body").join(".");
+      found[name] = found[name] ? `${found[name]}; ${error.message}` : error.message;
+    }
+    return found;
+  }
 }
 
 /** A promise that never settles, made anew each time: one shared would keep every caller

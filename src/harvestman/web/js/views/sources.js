@@ -27,6 +27,65 @@ function jobLinks(source) {
     h("a", { href: `#/jobs/${job.id}` }, `#${job.id}`), " ", stateBadge(job.status))));
 }
 
+// The crawl options a source may set (the API's `options`; absent: the service's setting).
+const SWITCHES = [
+  ["main_text", "Main text", "keep each page's main text, without menus and footers"],
+  ["store_text", "Page text", "store each page's text (full-text search reads it)"],
+  ["feeds", "Feeds", "follow RSS and Atom feeds the pages name"],
+  ["pagination", "Pagination", "ask for the next page of ?page=N and /page/N listings"],
+  ["archives", "Archives", "ask for /archive and date paths"],
+  ["near_duplicates", "Near-duplicates", "mark pages nearly the same as one stored"],
+  ["images", "Images", "fetch and keep the pages' images"],
+];
+const SLASHES = ["keep", "add", "strip"];
+
+/** The options a source sets (the API lists every option, null where the service decides). */
+function setOptions(options) {
+  return Object.fromEntries(Object.entries(options || {}).filter(([, value]) => value !== null && value !== undefined));
+}
+
+/** The options part of the source form: each switch on, off or the service's setting. */
+function optionFields(options) {
+  const given = setOptions(options);
+  const controls = {};
+  const switches = SWITCHES.map(([key, label, hint]) => {
+    const value = given[key] === true ? "on" : given[key] === false ? "off" : "";
+    controls[key] = h("select", { name: `options.${key}` },
+      [["", "service's setting"], ["on", "on"], ["off", "off"]].map(([v, text]) =>
+        h("option", { value: v, selected: v === value }, text)));
+    return field(label, controls[key], hint);
+  });
+  controls.ingest_rate = h("input", {
+    name: "options.ingest_rate", type: "number", min: "0", step: "1", placeholder: "service's setting",
+    value: given.ingest_rate ?? "",
+  });
+  controls.trailing_slash = h("select", { name: "options.trailing_slash" },
+    [["", "service's setting"], ...SLASHES.map((v) => [v, v])].map(([v, text]) =>
+      h("option", { value: v, selected: v === (given.trailing_slash ?? "") }, text)));
+  const box = h("details", { class: "options", open: Object.keys(given).length > 0 },
+    h("summary", {}, "Crawl options"),
+    h("div", { class: "row" }, switches),
+    h("div", { class: "row" },
+      field("New URLs per second (0: no limit)", controls.ingest_rate, "how fast the crawl's new links come due"),
+      field("Trailing slash", controls.trailing_slash, "keep URLs as found, or add or strip the slash")));
+  function value() {
+    const chosen = {};
+    for (const [key] of SWITCHES) {
+      if (controls[key].value) chosen[key] = controls[key].value === "on";
+    }
+    if (controls.ingest_rate.value !== "") chosen.ingest_rate = Number(controls.ingest_rate.value);
+    if (controls.trailing_slash.value) chosen.trailing_slash = controls.trailing_slash.value;
+    return chosen;
+  }
+  return { box, value };
+}
+
+/** Two option objects alike whatever their keys' order and unset (null) entries. */
+function sameOptions(a, b) {
+  const sorted = (o) => JSON.stringify(Object.entries(setOptions(o)).sort(([x], [y]) => (x < y ? -1 : 1)));
+  return sorted(a) === sorted(b);
+}
+
 /**
  * The source form. `source` null: a new source; `mode` "edit" sends only what changed,
  * "clone" and "create" make a new one. onSaved(source, mode) after the API accepted it.
@@ -48,6 +107,7 @@ export function sourceForm(source, mode, { onSaved, onDiscard }) {
   });
   const maxPages = h("input", { name: "max_pages", type: "number", min: "0", value: String(source?.max_pages ?? 0) });
   const enabled = h("input", { name: "enabled", type: "checkbox", checked: source ? source.enabled : true });
+  const options = optionFields(source?.options);
   const message = h("p", { class: "form-error", role: "alert", "data-testid": "source-form-error" });
   const title = { create: "New source", edit: `Edit source ${source?.name}`, clone: `Clone source ${source?.name}` }[mode];
   const submit = h("button", { type: "submit", class: "primary" }, editing ? "Save source" : "Create source");
@@ -61,11 +121,14 @@ export function sourceForm(source, mode, { onSaved, onDiscard }) {
       max_pages: Number(maxPages.value || 0),
       enabled: enabled.checked,
       scope: { ...(source?.scope || {}), allow_domains: lines(domains.value) },
+      options: options.value(),
     };
-    if (mode === "clone" && source.options) body.options = source.options;
     if (!editing) return body;
     const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
-    return Object.fromEntries(Object.entries(body).filter(([key, value]) => !same(value, source[key])));
+    const changed = Object.fromEntries(Object.entries(body).filter(([key, value]) => !same(value, source[key])));
+    // The API replaces the options with what is sent: sent whole, and only when they changed.
+    if (sameOptions(body.options, source.options)) delete changed.options;
+    return changed;
   }
 
   const form = h("form", {
@@ -81,7 +144,7 @@ export function sourceForm(source, mode, { onSaved, onDiscard }) {
           : await api("/api/v1/sources", { method: "POST", body: values() });
         onSaved(saved, mode);
       } catch (exc) {
-        showFieldErrors(form, exc.fieldErrors ? exc.fieldErrors() : {});
+        showFieldErrors(form, exc.fieldErrors ? { ...exc.fieldErrors(), ...exc.fieldErrorsByPath() } : {});
         message.textContent = describe(exc);
         form.querySelector("[aria-invalid='true']")?.focus();
       } finally {
@@ -96,6 +159,7 @@ export function sourceForm(source, mode, { onSaved, onDiscard }) {
     field("Max pages per run (0: no limit)", maxPages),
     field("Allowed domains (one per line)", domains)),
   h("label", { class: "check" }, enabled, "Enabled (an enabled source has a recurring job)"),
+  options.box,
   message,
   h("div", { class: "actions" }, submit,
     h("button", { type: "button", onclick: onDiscard }, editing ? "Discard changes" : "Discard")));
