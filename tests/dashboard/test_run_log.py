@@ -18,7 +18,16 @@ from conftest import SettingsFactory, serve
 from dashboard.browser import CHROMIUM, require_chromium, screenshot_path
 from harvestman.api.app import create_app
 from harvestman.api.auth import Role, create_token
-from harvestman.jobs.records import JobSpec, SourceSpec
+from harvestman.jobs.records import (
+    Execution,
+    ExecutionResult,
+    ExecutionStatus,
+    Job,
+    JobSpec,
+    ProgressSample,
+    Source,
+    SourceSpec,
+)
 from harvestman.jobs.runner import CrawlRunner
 from harvestman.store import SqlStore
 from harvestman.store.jobs.db import JobStore
@@ -130,3 +139,73 @@ async def _read_the_first_runs_log(browser: Any, api: str, job_id: int, base: st
     assert f"WARNING harvestman.jobs.fetched: fetched {base}private/x" in text
     assert errors == []
     await context.close()
+
+
+class HeldRunner:
+    """A run that goes on until the test lets it end."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+        self.execution_id = 0
+
+    async def run(
+        self, job: Job, source: Source, execution: Execution, stop: asyncio.Event
+    ) -> ExecutionResult:
+        self.execution_id = execution.id
+        self.started.set()
+        await self.release.wait()
+        return ExecutionResult(status=ExecutionStatus.COMPLETED)
+
+
+async def test_a_running_runs_chart_grows_while_it_runs(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    """Opened at a run's start, the chart says its counters are still to come, then draws them
+    as the scheduler stores them (every jobs_progress_interval), without a reload."""
+    require_chromium()
+    from playwright.async_api import async_playwright, expect
+
+    expect.set_options(timeout=WAIT)
+    settings = make_settings(discovery_sitemaps=False)
+    clock, runner = Clock(), HeldRunner()
+    async with SqlStore(settings.database_url) as store:
+        await store.upgrade()
+        async with JobStore(store.engine, clock=clock) as jobs:
+            source = await jobs.sources.create(
+                SourceSpec(name="held", start_urls=["http://127.0.0.1:9/"])
+            )
+            job = await jobs.jobs.create(
+                JobSpec(source_id=source.id, url="http://127.0.0.1:9/", interval_minutes=60)
+            )
+            scheduler = make_scheduler(jobs, runner, instance_id="t")
+            assert len(await scheduler.poll()) == 1
+            await runner.started.wait()
+            app = create_app(settings, sql_store=store, job_store=jobs, api_settings=api_settings())
+            try:
+                async with served(app) as api, async_playwright() as pw:
+                    browser = await pw.chromium.launch(executable_path=str(CHROMIUM))
+                    try:
+                        page = await browser.new_page(viewport={"width": 1280, "height": 800})
+                        await page.goto(api + "/")
+                        await page.get_by_label("API token").fill(create_token(SECRET, Role.USER))
+                        await page.get_by_role("button", name="Use token").click()
+                        await page.get_by_role("heading", name="Overview").wait_for()
+                        await page.goto(f"{api}/#/jobs/{job.id}")
+                        chart = page.get_by_test_id("run-chart")
+                        await expect(chart).to_have_text(
+                            "Its counters come with its first stored pages."
+                        )
+                        start = clock.now
+                        samples = [
+                            ProgressSample(at=start + 5, fetched=10, stored=8, failed=1),
+                            ProgressSample(at=start + 10, fetched=25, stored=20, failed=2),
+                        ]
+                        await jobs.executions.record_progress(runner.execution_id, samples, 2.5)
+                        await expect(chart.locator("svg")).to_be_visible()
+                        await expect(chart).to_contain_text("25 fetched, 20 stored, 2 failed")
+                    finally:
+                        await browser.close()
+            finally:
+                runner.release.set()
+                await scheduler.wait_idle()

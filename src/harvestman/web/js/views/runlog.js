@@ -100,8 +100,8 @@ export function runLog(jobId, { onRunEnded = () => {} } = {}) {
       drawRuns(answer.items);
       const wanted = chosen === null ? latest : answer.items.find((e) => e.id === chosen);
       if (wanted && (!shown || wanted.id !== shown.id)) showRun(wanted);
-      else if (wanted && shown && wanted.status !== shown.status) {
-        shown = wanted; // it ended: its chart has its last sample now
+      else if (wanted && shown && (wanted.status !== shown.status || wanted.status === "running")) {
+        shown = wanted; // it ended (its chart has its last sample now), or its chart grows
         drawChart(wanted);
       }
     } catch (exc) {
@@ -224,7 +224,9 @@ export function runLog(jobId, { onRunEnded = () => {} } = {}) {
       if (closed || execution.id !== shown?.id) return;
       const samples = progress.samples;
       if (!samples.length) {
-        fill(chartBox, h("p", { class: "muted" }, "No counters over time for this run."));
+        fill(chartBox, h("p", { class: "muted" }, execution.status === "running"
+          ? "Its counters come with its first stored pages."
+          : "No counters over time for this run."));
         return;
       }
       const start = Math.min(execution.started_at, samples[0].at);
