@@ -98,6 +98,11 @@ async def test_crawl_writes_jsonl_and_export_and_stats_read_the_store(
     report = json.loads(stats_text)
     assert report["pages"] == len(fetched) == len(lines) + 1
     assert report["urls"]["completed"] == sum(1 for line in fetched if line["error"] is None)
+    # The table says "no answer" where the JSON keeps "none", as the dashboard does.
+    code, table_text, _ = await invoke_cli("stats", "--db", str(db))
+    assert code == 0
+    assert report["status_codes"]["none"] > 0  # the bomb and the redirects that were refused
+    assert "no answer" in table_text
 
 
 async def test_invalid_settings_exit_with_status_2_and_a_clear_message(tmp_path: Path) -> None:

@@ -129,7 +129,9 @@ def render_report(report: dict[str, Any]) -> Group:
         table.add_column()
         table.add_column(justify="right")
         for name, n in values.items():
-            table.add_row(str(name), f"{n:,}")
+            # A page row without a status: the fetch got no answer (as the dashboard says).
+            label = "no answer" if key == "status_codes" and name == "none" else str(name)
+            table.add_row(label, f"{n:,}")
         parts.append(table)
     parts.append(f"pages stored: {report.get('pages', 0):,}")
     if report.get("parsers"):
