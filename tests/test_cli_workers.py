@@ -74,6 +74,11 @@ async def test_seed_worker_status_and_rebuild_cache(pg_schema_url: str, redis_ur
     assert status["hosts"][0]["host"] == host
     # The crawl counters the worker kept in Redis agree with the store.
     assert status["counters"]["completed"] == status["urls"]["completed"]
+    # The worker has left: the table view says so in a line, not with an empty box.
+    code, out, err = await run("status", env=env)
+    assert code == 0, err
+    assert "live workers (redis): none" in out
+    assert f"{host} " in out  # the hosts' table
 
     redis = aioredis.from_url(redis_url)
     try:

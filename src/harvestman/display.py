@@ -176,8 +176,6 @@ def _duration(seconds: float) -> str:
 
 def render_status(report: dict[str, Any]) -> Group:
     """Tables for ``harvestman status``: frontier, workers, hosts."""
-    import time
-
     urls = Table(title=f"crawl {report['crawl']!r}", show_header=False, title_justify="left")
     urls.add_column()
     urls.add_column(justify="right")
@@ -185,7 +183,15 @@ def render_status(report: dict[str, Any]) -> Group:
         urls.add_row(status, f"{report['urls'].get(status, 0):,}")
     urls.add_row("pages stored", f"{report['pages']:,}")
     urls.add_row("pages/s (all workers)", f"{report['pages_per_second']:,.1f}")
-    workers = Table(title=f"live workers ({report['workers_source']})", title_justify="left")
+    return Group(urls, _workers_table(report), _hosts_table(report))
+
+
+def _workers_table(report: dict[str, Any]) -> Table | str:
+    """The live workers; a line when there is none (an empty box with headers says less)."""
+    title = f"live workers ({report['workers_source']})"
+    if not report["workers"]:
+        return f"{title}: none (a crawl or worker shows here while it runs)"
+    workers = Table(title=title, title_justify="left")
     for column in ("worker", "host", "pages", "pages/s", "current host"):
         workers.add_column(column)
     for w in report["workers"]:
@@ -193,6 +199,12 @@ def render_status(report: dict[str, Any]) -> Group:
             str(w.get("worker_id", "")), str(w.get("hostname", "")), f"{w.get('pages', 0):,}",
             f"{w.get('rate', 0.0):,.1f}", str(w.get("current_host") or ""),
         )  # fmt: skip
+    return workers
+
+
+def _hosts_table(report: dict[str, Any]) -> Table:
+    import time
+
     hosts = Table(title="hosts", title_justify="left")
     for column in ("host", "pending", "leased", "done", "failed", "delay", "next allowed in"):
         hosts.add_column(column)
@@ -205,4 +217,4 @@ def render_status(report: dict[str, Any]) -> Group:
             "" if h.get("crawl_delay") is None else f"{h['crawl_delay']:g} s",
             "" if gate is None or gate <= now else f"{gate - now:.1f} s",
         )  # fmt: skip
-    return Group(urls, workers, hosts)
+    return hosts
