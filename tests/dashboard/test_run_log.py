@@ -78,12 +78,8 @@ async def test_a_past_runs_log_is_opened_filtered_searched_and_downloaded(
                     await browser.close()
 
 
-async def _read_the_first_runs_log(browser: Any, api: str, job_id: int, base: str) -> None:
-    from playwright.async_api import expect
-
-    context = await browser.new_context(
-        viewport={"width": 1280, "height": 800}, accept_downloads=True
-    )
+async def _job_page(context: Any, api: str, job_id: int) -> tuple[Any, list[str]]:
+    """A signed-in user's page on the job, and the page errors it meets."""
     page = await context.new_page()
     page.set_default_timeout(WAIT)
     errors: list[str] = []
@@ -93,6 +89,16 @@ async def _read_the_first_runs_log(browser: Any, api: str, job_id: int, base: st
     await page.get_by_role("button", name="Use token").click()
     await page.get_by_role("heading", name="Overview").wait_for()
     await page.goto(f"{api}/#/jobs/{job_id}")
+    return page, errors
+
+
+async def _read_the_first_runs_log(browser: Any, api: str, job_id: int, base: str) -> None:
+    from playwright.async_api import expect
+
+    context = await browser.new_context(
+        viewport={"width": 1280, "height": 800}, accept_downloads=True
+    )
+    page, errors = await _job_page(context, api, job_id)
 
     # The latest run's log opens first: the start page answered 304.
     log = page.get_by_test_id("job-log")
@@ -186,12 +192,8 @@ async def test_a_running_runs_chart_grows_while_it_runs(
                 async with served(app) as api, async_playwright() as pw:
                     browser = await pw.chromium.launch(executable_path=str(CHROMIUM))
                     try:
-                        page = await browser.new_page(viewport={"width": 1280, "height": 800})
-                        await page.goto(api + "/")
-                        await page.get_by_label("API token").fill(create_token(SECRET, Role.USER))
-                        await page.get_by_role("button", name="Use token").click()
-                        await page.get_by_role("heading", name="Overview").wait_for()
-                        await page.goto(f"{api}/#/jobs/{job.id}")
+                        context = await browser.new_context(viewport={"width": 1280, "height": 800})
+                        page, errors = await _job_page(context, api, job.id)
                         chart = page.get_by_test_id("run-chart")
                         await expect(chart).to_have_text(
                             "Its counters come with its first stored pages."
@@ -204,6 +206,7 @@ async def test_a_running_runs_chart_grows_while_it_runs(
                         await jobs.executions.record_progress(runner.execution_id, samples, 2.5)
                         await expect(chart.locator("svg")).to_be_visible()
                         await expect(chart).to_contain_text("25 fetched, 20 stored, 2 failed")
+                        assert errors == []
                     finally:
                         await browser.close()
             finally:
