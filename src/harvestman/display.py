@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
@@ -203,8 +204,6 @@ def _workers_table(report: dict[str, Any]) -> Table | str:
 
 
 def _hosts_table(report: dict[str, Any]) -> Table:
-    import time
-
     hosts = Table(title="hosts", title_justify="left")
     for column in ("host", "pending", "leased", "done", "failed", "delay", "next allowed in"):
         hosts.add_column(column)

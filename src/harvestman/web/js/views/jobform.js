@@ -19,7 +19,7 @@ const minutesOf = (count, type) => count * (UNIT_MINUTES[type] || 1);
 
 /** An interval in the largest unit it is two or more of: 360 minutes are [6, "hours"], 2,880
  * [2, "days"], 1,440 [24, "hours"] and 60 [60, "minutes"] ("1 hours" reads worse); null stays. */
-export function wholeInterval(count, type) {
+function wholeInterval(count, type) {
   if (count === null || count === undefined) return [count, type];
   const minutes = minutesOf(count, type);
   for (const [unit, size] of [["days", 1440], ["hours", 60]]) {

@@ -27,54 +27,56 @@ function jobLinks(source) {
     h("a", { href: `#/jobs/${job.id}` }, `#${job.id}`), " ", stateBadge(job.status))));
 }
 
-// The crawl options a source may set (the API's `options`; absent: the service's setting).
+// The crawl options a source may set (the API's `options`; absent: the service's setting):
+// [key, label, hint, [shown, value] choices].
+const ON_OFF = [["on", true], ["off", false]];
 const SWITCHES = [
-  ["main_text", "Main text", "the article text without menus and footers (~2-13 ms a page)"],
-  ["store_text", "Page text", "keep each page's visible text: full-text search indexes it (costly)"],
-  ["feeds", "Feeds", "follow RSS and Atom feeds the pages name"],
-  ["pagination", "Pagination", "ask for the next page of ?page=N and /page/N listings"],
-  ["archives", "Archives", "ask for /archive and date paths"],
-  ["near_duplicates", "Near-duplicates", "mark pages nearly the same as one stored (~15 % more CPU)"],
-  ["images", "Images", "download product images, politely"],
+  ["main_text", "Main text", "the article text without menus and footers (~2-13 ms a page)", ON_OFF],
+  ["store_text", "Page text", "keep each page's visible text: full-text search indexes it (costly)", ON_OFF],
+  ["feeds", "Feeds", "follow RSS and Atom feeds the pages name", ON_OFF],
+  ["pagination", "Pagination", "ask for the next page of ?page=N and /page/N listings", ON_OFF],
+  ["archives", "Archives", "ask for /archive and date paths", ON_OFF],
+  ["near_duplicates", "Near-duplicates", "mark pages nearly the same as one stored (~15 % more CPU)", ON_OFF],
+  ["images", "Images", "download product images, politely", ON_OFF],
 ];
-const SLASHES = ["keep", "add", "strip"];
+const SLASH = ["trailing_slash", "Trailing slash",
+  "a path's trailing slash: as written, added (not to a file), or stripped",
+  ["keep", "add", "strip"].map((v) => [v, v])];
 
 /** The options a source sets (the API lists every option, null where the service decides). */
 function setOptions(options) {
   return Object.fromEntries(Object.entries(options || {}).filter(([, value]) => value !== null && value !== undefined));
 }
 
-/** The options part of the source form: each switch on, off or the service's setting. */
+/** The options part of the source form: each choice one of its values or the service's
+ * setting, and the ingest rate a number or the service's. */
 function optionFields(options) {
   const given = setOptions(options);
-  const controls = {};
-  const switches = SWITCHES.map(([key, label, hint]) => {
-    const value = given[key] === true ? "on" : given[key] === false ? "off" : "";
-    controls[key] = h("select", { name: `options.${key}` },
-      [["", "service's setting"], ["on", "on"], ["off", "off"]].map(([v, text]) =>
-        h("option", { value: v, selected: v === value }, text)));
-    return field(label, controls[key], hint);
-  });
-  controls.ingest_rate = h("input", {
+  const selects = new Map(); // key -> [select, choices]
+  function choice([key, label, hint, choices]) {
+    const select = h("select", { name: `options.${key}` },
+      h("option", { value: "" }, "service's setting"),
+      choices.map(([shown, value]) => h("option", { value: shown, selected: given[key] === value }, shown)));
+    selects.set(key, [select, choices]);
+    return field(label, select, hint);
+  }
+  const rate = h("input", {
     name: "options.ingest_rate", type: "number", min: "0", step: "1", placeholder: "service's setting",
     value: given.ingest_rate ?? "",
   });
-  controls.trailing_slash = h("select", { name: "options.trailing_slash" },
-    [["", "service's setting"], ...SLASHES.map((v) => [v, v])].map(([v, text]) =>
-      h("option", { value: v, selected: v === (given.trailing_slash ?? "") }, text)));
   const box = h("details", { class: "options", open: Object.keys(given).length > 0 },
     h("summary", {}, "Crawl options"),
-    h("div", { class: "row" }, switches),
+    h("div", { class: "row" }, SWITCHES.map(choice)),
     h("div", { class: "row" },
-      field("New URLs per second (0: no limit)", controls.ingest_rate, "how fast the crawl's new links come due"),
-      field("Trailing slash", controls.trailing_slash, "a path's trailing slash: as written, added (not to a file), or stripped")));
+      field("New URLs per second (0: no limit)", rate, "how fast the crawl's new links come due"),
+      choice(SLASH)));
   function value() {
     const chosen = {};
-    for (const [key] of SWITCHES) {
-      if (controls[key].value) chosen[key] = controls[key].value === "on";
+    for (const [key, [select, choices]] of selects) {
+      const picked = choices.find(([shown]) => shown === select.value);
+      if (picked) chosen[key] = picked[1];
     }
-    if (controls.ingest_rate.value !== "") chosen.ingest_rate = Number(controls.ingest_rate.value);
-    if (controls.trailing_slash.value) chosen.trailing_slash = controls.trailing_slash.value;
+    if (rate.value !== "") chosen.ingest_rate = Number(rate.value);
     return chosen;
   }
   return { box, value };
